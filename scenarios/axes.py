@@ -1,0 +1,26 @@
+"""Sole home of axis values: the regression matrix and the Hypothesis strategies both draw here.
+
+A new head dim, page size or GQA ratio is added here and nowhere else.
+"""
+from __future__ import annotations
+
+LAYOUTS = ("ragged", "paged", "decode", "single")
+KV_LAYOUTS = ("NHD", "HND")
+MASK_KINDS = ("none", "custom")
+HEAD_DIMS = (64, 128, 256)
+# (qk, vo) pairs where they differ (MLA-style prefill).
+HEAD_DIM_PAIRS = ((64, 64), (128, 128), (256, 256), (192, 128))
+PAGE_SIZES = (1, 5, 16)
+# qo heads per kv head: MHA, GQA 4, GQA 8, and MQA (all qo heads share one kv head).
+GQA_RATIOS = (1, 4, 8)
+NUM_KV_HEADS = (1, 2, 4, 8)
+WINDOWS = (-1, 0, 7, 64)
+SOFT_CAPS = (0.0, 30.0, 50.0)
+INPUT_DTYPES = ("fp16", "bf16", "fp32")
+FP8_DTYPES = ("e4m3fn", "e4m3fnuz", "e5m2")
+# Per-request lengths the matrix combines; 0 is a real request with nothing in it.
+QO_LENS = (0, 1, 3, 17, 64, 127)
+KV_LENS = (0, 1, 7, 33, 128, 300, 1031)
+BATCH_SIZES = (1, 2, 3, 7)
+# Standard deviation of generated input values: unit scale, large logits, and near fp16's reach.
+INPUT_SCALES = (1.0, 4.0, 16.0)
