@@ -150,13 +150,51 @@ def _paged_kv(g: torch.Generator, case: Case, inp: Inputs) -> None:
     inp.kv_last_page_len = torch.tensor(last, dtype=torch.int32)
 
 
+_TENSOR_FIELDS = ("q", "k", "v", "qo_indptr", "kv_indptr", "kv_page_indptr", "kv_page_indices",
+                  "kv_last_page_len", "custom_mask", "mask_indptr")
+
+
 def to_device(inp: Inputs, device: str | torch.device) -> Inputs:
     moved = {}
-    for name in ("q", "k", "v", "qo_indptr", "kv_indptr", "kv_page_indptr", "kv_page_indices",
-                 "kv_last_page_len", "custom_mask", "mask_indptr"):
+    for name in _TENSOR_FIELDS:
         t = getattr(inp, name)
         moved[name] = None if t is None else t.to(device)
     return Inputs(case=inp.case, seed=inp.seed, **moved)  # type: ignore[arg-type]
+
+
+def _expected_shapes(c: Case, pool: int) -> dict[str, tuple[int, ...]]:
+    hk = c.num_kv_heads
+    shapes = {"q": (c.total_qo, c.num_qo_heads, c.head_dim_qk)}
+    for name, d in (("k", c.head_dim_qk), ("v", c.head_dim_vo)):
+        if c.is_paged:
+            shapes[name] = (pool, c.page_size, hk, d) if c.kv_layout == "NHD" else (pool, hk, c.page_size, d)
+        else:
+            shapes[name] = (c.total_kv, hk, d) if c.kv_layout == "NHD" else (hk, c.total_kv, d)
+    return shapes
+
+
+def validate_inputs(inp: Inputs) -> None:
+    """Refuse tensors that contradict their Case: shapes, dtypes, page table, mask length.
+
+    Materialised inputs always pass; this guards captured batches replayed from a file.
+    """
+    c = inp.case
+    for name, shape in _expected_shapes(c, int(inp.k.shape[0]) if c.is_paged else 0).items():
+        got = tuple(getattr(inp, name).shape)
+        if got != shape:
+            raise InvalidInputs(f"{name}.shape", got, f"{shape} for case {c.id}",
+                                "capture the tensors with the layout and lengths the case states")
+    for name, dt in (("q", c.q_dtype), ("k", c.kv_dtype), ("v", c.kv_dtype)):
+        if getattr(inp, name).dtype != to_torch(dt):
+            raise InvalidInputs(f"{name}.dtype", str(getattr(inp, name).dtype), to_torch(dt),
+                                "store the tensor in the dtype the case names")
+    if c.mask == "custom":
+        want = sum(q * k for q, k in zip(c.qo_lens, c.kv_lens))
+        got_n = -1 if inp.custom_mask is None else int(inp.custom_mask.numel())
+        if got_n != want:
+            raise InvalidInputs("custom_mask.numel", got_n, f"{want} = sum(qo_len * kv_len)",
+                                "give one boolean per (query row, key) of every request")
+    validate_page_table(inp)
 
 
 def validate_page_table(inp: Inputs) -> None:
@@ -184,6 +222,32 @@ def validate_page_table(inp: Inputs) -> None:
         if last != want:
             raise InvalidInputs(f"kv_last_page_len[{i}]", last, f"{want} for kv_len={kv}, page_size={ps}",
                                 "set the last page's fill so (pages-1)*page_size + last == kv_len")
+
+
+def save(inp: Inputs, path: str) -> None:
+    """Write a batch (tensors and case) to a file `load` reads back: a captured batch to replay."""
+    blob = {name: getattr(inp, name) for name in _TENSOR_FIELDS if getattr(inp, name) is not None}
+    blob["case"] = inp.case.to_json()
+    blob["seed"] = inp.seed
+    torch.save(blob, path)
+
+
+def load(path: str) -> Inputs:
+    """Read a batch written by `save` (or by hand: a dict of the Inputs tensor fields plus 'case')."""
+    try:
+        blob = torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise InvalidInputs("--inputs", path, "an existing file written by scenarios.tensors.save",
+                            "check the path") from None
+    if not isinstance(blob, dict) or "case" not in blob:
+        raise InvalidInputs("--inputs", path, "a dict with a 'case' entry and the Inputs tensors",
+                            "write the file with scenarios.tensors.save")
+    case = Case.from_json(blob["case"])
+    missing = [n for n in ("q", "k", "v", "qo_indptr") if n not in blob]
+    if missing:
+        raise InvalidInputs("--inputs", path, f"the tensors {missing} too", "save every Inputs field")
+    return Inputs(case=case, seed=int(blob.get("seed", -1)),
+                  **{n: blob.get(n) for n in _TENSOR_FIELDS})  # type: ignore[arg-type]
 
 
 def fp8_descales(case: Case) -> tuple[float, float, float]:

@@ -1,0 +1,127 @@
+"""The attncheck command line: `attncheck run ...` (also `python -m conformance run ...`).
+
+Exit status: 0 every case held, 1 something failed or errored, 2 bad usage (an unknown target
+or backend, a malformed budget or case, a batch file that contradicts its case). Usage errors
+are reported in one line naming the value and the fix, before any result file is written.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Optional, Sequence
+
+from tabulate import tabulate
+
+from kernels.errors import KernelUnavailable, UnknownBackend, UnknownTarget
+from reports.parity import COUNT_HEADERS, counts_by_backend, failure_line, failures, skips_by_reason
+from reports.records import ParityRecord
+from scenarios.case import Case
+from scenarios.errors import InvalidCase, InvalidInputs
+from scenarios.matrix import BUDGETS, parse_budget
+
+USAGE_ERRORS = (UnknownTarget, UnknownBackend, KernelUnavailable, InvalidCase, InvalidInputs)
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="attncheck", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run the parity matrix of a target against the oracle")
+    run.add_argument("--target", default="torch", help="library under test (default: torch)")
+    run.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available, else cpu)")
+    run.add_argument("--budget", default="quick",
+                     help=f"matrix size: {', '.join(BUDGETS)} (default: quick, under 2 minutes on 2 cores)")
+    run.add_argument("--backend", action="append", dest="backends", default=None,
+                     help="restrict to this backend (repeatable); default: every backend of the target")
+    run.add_argument("--seed", type=int, default=0, help="seed of the matrix and of the input values")
+    run.add_argument("--out", default="attncheck-out", help="directory for results.jsonl and report.md")
+    run.add_argument("--case", action="append", dest="cases", default=None,
+                     help="run this case instead of the matrix: JSON text or @file.json (repeatable)")
+    run.add_argument("--inputs", default=None,
+                     help="replay a captured batch (a file written by scenarios.tensors.save)")
+    return p
+
+
+def _load_case(text: str) -> Case:
+    src = text
+    if text.startswith("@"):
+        try:
+            with open(text[1:], encoding="utf-8") as f:
+                src = f.read()
+        except OSError as e:
+            raise InvalidCase("<file>", text[1:], "a readable JSON file", f"check the path ({e.strerror})") from None
+    try:
+        obj = json.loads(src)
+    except json.JSONDecodeError as e:
+        raise InvalidCase("<json>", text[:80], "a JSON object of Case fields", f"fix the JSON ({e.msg})") from None
+    if not isinstance(obj, dict):
+        raise InvalidCase("<json>", text[:80], "a JSON object of Case fields", "wrap the fields in {...}")
+    try:
+        return Case.from_json(obj)
+    except TypeError as e:
+        raise InvalidCase("<json>", text[:80], "every required Case field (layout, qo_lens, kv_lens, "
+                          "num_qo_heads, num_kv_heads)", f"add the missing field ({e})") from None
+
+
+def _default_device() -> str:
+    import torch
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _progress(rec: ParityRecord, i: int, n: int) -> None:
+    if rec.status in ("fail", "error"):
+        print(f"  {rec.status.upper():5s} {failure_line(rec)}", flush=True)
+    if i == n or i % 50 == 0:
+        print(f"  [{i}/{n}] records written", flush=True)
+
+
+def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from conformance.parity_run import run_parity
+    from scenarios.tensors import load
+
+    parse_budget(args.budget)
+    cases = [_load_case(c) for c in args.cases] if args.cases else None
+    inputs = load(args.inputs) if args.inputs else None
+    device = args.device or _default_device()
+    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
+        raise InvalidCase("device", device, "cpu, cuda or cuda:N", "pass --device cpu or --device cuda")
+    t0 = time.perf_counter()
+    print(f"attncheck run --target {args.target} --device {device} --budget {args.budget} -> {args.out}", flush=True)
+    outcome = run_parity(args.target, device, args.budget, args.out, seed=args.seed, backends=args.backends,
+                         argv=["attncheck", *argv], cases=cases, inputs=inputs, progress=_progress)
+    recs = outcome.records
+    print()
+    print(tabulate(counts_by_backend(recs), COUNT_HEADERS, tablefmt="simple"))
+    sk = skips_by_reason(recs)
+    if sk:
+        print("\nskips and refusals by reason:")
+        print(tabulate(sk, ["status", "backend", "reason", "count"], tablefmt="simple"))
+    fl = failures(recs)
+    cases_n = len({r.case_id for r in recs})
+    backends_n = len({r.backend for r in recs if r.status in ("pass", "fail")})
+    print(f"\n{cases_n} cases, {len(recs)} records, {backends_n} backends exercised, "
+          f"{len(fl)} failing, {time.perf_counter() - t0:.1f} s")
+    print(f"results: {outcome.results_path}\nreport:  {os.path.join(outcome.out_dir, 'report.md')}")
+    return EXIT_FAILED if outcome.exit_status else EXIT_OK
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(argv)  # argparse itself exits 2 on malformed options
+    try:
+        if args.command == "run":
+            return cmd_run(args, argv)
+    except USAGE_ERRORS as e:
+        print(f"attncheck: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("attncheck: interrupted; results written so far are kept", file=sys.stderr)
+        return 130
+    return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""`attncheck run`: the budgeted matrix through every backend of a target, against the oracle.
+
+Each (case, backend) becomes one ParityRecord, written to results.jsonl the moment it exists.
+The oracle's truth is computed once per case and shared by all backends. A library that raises
+is an error, never a skip; a forced backend the library declines with its documented refusal is
+counted as refused, with the library's message.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from kernels import get_target
+from kernels.errors import LibraryRefused
+from kernels.protocol import AttentionKernel, reason_to_json
+from oracle.judge import Truth, judge, truth
+from reports.parity import render_markdown
+from reports.records import FAILING, ParityRecord, RunFooter, RunHeader, read_jsonl
+from reports.sink import JsonlSink
+from scenarios import matrix
+from scenarios.case import Case
+from scenarios.tensors import Inputs, materialize, to_device, validate_inputs
+
+HARNESS_VERSION = "0.1.0"
+RESULTS_FILE = "results.jsonl"
+REPORT_FILE = "report.md"
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    out_dir: str
+    records: list[ParityRecord] = field(default_factory=list)
+    exit_status: int = 0
+
+    @property
+    def results_path(self) -> str:
+        return os.path.join(self.out_dir, RESULTS_FILE)
+
+
+def _one(adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Callable[[], Truth], base: dict) -> ParityRecord:
+    rec = ParityRecord(backend=adapter.backend, case_id=case.id, case=case.to_json(), status="skip",
+                       features=list(case.features), **base)
+    sup = adapter.supports(case)
+    if not sup.ok:
+        rec.reason = sup.reason
+        return rec
+    try:
+        t0 = time.perf_counter()
+        adapter.plan(inputs)
+        t1 = time.perf_counter()
+        res = adapter.run(inputs)
+        t2 = time.perf_counter()
+    except LibraryRefused as e:
+        rec.status, rec.reason = "refused", f"{e.message}"
+        return rec
+    except Exception as e:  # the library raised: an error, reported with its type and text
+        rec.status = "error"
+        rec.reason = f"{type(e).__name__}: {e}"[:2000]
+        return rec
+    rec.plan_s, rec.run_s = t1 - t0, t2 - t1
+    rec.resolved_backend = res.resolved_backend
+    rec.fallback_reason = reason_to_json(res.fallback_reason)
+    want_lse = case.return_lse and res.lse is not None
+    out_cmp, lse_cmp = judge(get_truth(), res.out, res.lse if want_lse else None, lse_base=res.lse_base,
+                             adapter=adapter.target, backend=adapter.backend)
+    rec.out = out_cmp.to_json()
+    rec.lse = lse_cmp.to_json() if lse_cmp is not None else None
+    rec.lse_provided = res.lse is not None
+    rec.status = "pass" if out_cmp.passed and (lse_cmp is None or lse_cmp.passed) else "fail"
+    return rec
+
+
+def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: int = 0,
+               backends: Optional[list[str]] = None, argv: Optional[list[str]] = None,
+               cases: Optional[list[Case]] = None, inputs: Optional[Inputs] = None,
+               progress: Callable[[ParityRecord, int, int], None] = lambda r, i, n: None) -> RunOutcome:
+    """Run the matrix (or the given cases, or one captured batch); usage errors raise before writing.
+
+    `inputs`, when given, is a captured batch replayed as is: its page table is validated first.
+    """
+    if inputs is not None:
+        validate_inputs(inputs)
+        cases = [inputs.case]
+    cases = cases if cases is not None else matrix.build(budget, seed)
+    target = get_target(target_name)
+    offered = target.backends(device)
+    chosen = list(backends) if backends else list(offered)
+    adapters = [target.make(b, device) for b in chosen]  # UnknownBackend raised here, before any file
+    run_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, RESULTS_FILE)
+    if os.path.exists(path):
+        os.replace(path, path + ".previous")
+    outcome = RunOutcome(run_id=run_id, out_dir=out_dir)
+    started = time.perf_counter()
+    base = dict(run_id=run_id, target=target_name, device=device, seed=seed)
+    total = len(cases) * len(adapters)
+    with JsonlSink(path) as sink:
+        sink.write(RunHeader(run_id=run_id, target=target_name, device=device, budget=budget, seed=seed,
+                             versions=target.versions(), argv=list(argv or []),
+                             started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                             harness_version=HARNESS_VERSION))
+        try:
+            for case in cases:
+                case_inputs = to_device(inputs, device) if inputs is not None else materialize(case, seed, device)
+                validate_inputs(case_inputs)
+                cache: dict[str, Truth] = {}
+
+                def get_truth() -> Truth:
+                    if "t" not in cache:
+                        cache["t"] = truth(case_inputs)
+                    return cache["t"]
+
+                for adapter in adapters:
+                    rec = _one(adapter, case, case_inputs, get_truth, base)
+                    sink.write(rec)
+                    outcome.records.append(rec)
+                    progress(rec, len(outcome.records), total)
+        finally:
+            counts: dict[str, int] = {}
+            for r in outcome.records:
+                counts[r.status] = counts.get(r.status, 0) + 1
+            outcome.exit_status = 1 if any(r.status in FAILING for r in outcome.records) else 0
+            finished = len(outcome.records) == total
+            if finished:
+                sink.write(RunFooter(run_id=run_id, counts=counts, elapsed_s=time.perf_counter() - started,
+                                     exit_status=outcome.exit_status))
+            sink.close()
+            with open(os.path.join(out_dir, REPORT_FILE), "w", encoding="utf-8") as f:
+                f.write(render_markdown(read_jsonl(path)))
+    return outcome

@@ -1,0 +1,33 @@
+"""Errors an adapter raises: the library is missing, or a name does not resolve."""
+from __future__ import annotations
+
+
+class UnknownTarget(ValueError):
+    """A target name that is not in kernels.REGISTRY."""
+
+    def __init__(self, name: str, known: tuple[str, ...]) -> None:
+        self.name = name
+        self.known = known
+        super().__init__(f"unknown target {name!r}: expected one of {', '.join(known)}. "
+                         f"Fix: pass --target {known[0]} (or another listed target)")
+
+
+class UnknownBackend(ValueError):
+    """A backend name the target does not offer on this device."""
+
+    def __init__(self, target: str, backend: str, known: tuple[str, ...], device: str) -> None:
+        self.target = target
+        self.backend = backend
+        self.known = known
+        self.device = device
+        super().__init__(f"target {target!r} has no backend {backend!r} on {device}: expected one of "
+                         f"{', '.join(known)}. Fix: pick a listed backend")
+
+
+class KernelUnavailable(RuntimeError):
+    """The library cannot be imported or used on this machine (not installed, no device)."""
+
+    def __init__(self, target: str, reason: str) -> None:
+        self.target = target
+        self.reason = reason
+        super().__init__(f"target {target!r} is unavailable here: {reason}")

@@ -1,0 +1,118 @@
+"""Parity records -> tables: counts per backend, worst error/bound per backend x dtype x feature.
+
+Pure rendering: records in, markdown (or rows for tabulate) out, readable on a machine with no
+GPU. A ratio is the largest error over its bound (< 1 holds); "inf" means NaN, unwritten
+output or an infinity where the reference is finite (or the reverse).
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from typing import Iterable, Optional
+
+from tabulate import tabulate
+
+from kernels.skips import constant_of
+from reports.records import STATUSES, ParityRecord, RunFooter, RunHeader, Record
+
+
+def _fmt_ratio(r: Optional[float]) -> str:
+    if r is None:
+        return "-"
+    return "inf" if math.isinf(r) else f"{r:.2f}"
+
+
+def parity_records(records: Iterable[Record]) -> list[ParityRecord]:
+    return [r for r in records if isinstance(r, ParityRecord)]
+
+
+def counts_by_backend(recs: list[ParityRecord]) -> list[list[object]]:
+    """Rows: target, backend, one count per status, worst ratio, cases compared."""
+    by: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    worst: dict[tuple[str, str], Optional[float]] = {}
+    for r in recs:
+        key = (r.target, r.backend)
+        by[key][r.status] += 1
+        w = r.worst_ratio
+        if w is not None:
+            worst[key] = max(worst.get(key) or 0.0, w)
+    rows = []
+    for key in sorted(by):
+        c = by[key]
+        rows.append([key[0], key[1], *(c.get(s, 0) for s in STATUSES), _fmt_ratio(worst.get(key))])
+    return rows
+
+
+COUNT_HEADERS = ["target", "backend", *STATUSES, "worst err/bound"]
+
+
+def worst_by_feature(recs: list[ParityRecord]) -> tuple[list[str], list[list[str]]]:
+    """Rows backend x dtype, columns features: the worst ratio among compared cases."""
+    cells: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    feats: set[str] = set()
+    for r in recs:
+        w = r.worst_ratio
+        if w is None:
+            continue
+        row = (f"{r.target}/{r.backend}", r.case.get("q_dtype", "?"))
+        for f in r.features:
+            feats.add(f)
+            cells[row][f] = max(cells[row].get(f, 0.0), w)
+    cols = sorted(feats)
+    rows = [[row[0], row[1], *(_fmt_ratio(cells[row].get(f)) for f in cols)] for row in sorted(cells)]
+    return ["backend", "dtype", *cols], rows
+
+
+def skips_by_reason(recs: list[ParityRecord]) -> list[list[object]]:
+    c: Counter[tuple[str, str, str]] = Counter()
+    for r in recs:
+        if r.status in ("skip", "refused"):
+            c[(r.status, r.backend, constant_of(r.reason))] += 1
+    return [[s, b, reason, n] for (s, b, reason), n in sorted(c.items())]
+
+
+def failures(recs: list[ParityRecord]) -> list[ParityRecord]:
+    return [r for r in recs if r.status in ("fail", "error")]
+
+
+def failure_line(r: ParityRecord) -> str:
+    bits = [f"{r.backend} {r.case_id}: {r.status}"]
+    for name, cmp in (("out", r.out), ("lse", r.lse)):
+        if cmp and not cmp["passed"]:
+            bits.append(f"{name} max_abs={float(cmp['max_abs']):.3g} bound={float(cmp['bound']):.3g} "
+                        f"worst={cmp['worst_index']} nan={cmp['nan_count']} unwritten={cmp['unwritten_count']} "
+                        f"inf_mismatch={cmp['inf_mismatch_count']}")
+    if r.reason:
+        bits.append(r.reason)
+    return " | ".join(bits)
+
+
+def render_markdown(records: list[Record], title: str = "attncheck parity report") -> str:
+    heads = [r for r in records if isinstance(r, RunHeader)]
+    ends = [r for r in records if isinstance(r, RunFooter)]
+    recs = parity_records(records)
+    lines = [f"# {title}", ""]
+    for h in heads:
+        vers = ", ".join(f"{k} {v}" for k, v in sorted(h.versions.items()))
+        lines += [f"- run `{h.run_id}`: target `{h.target}` on `{h.device}`, budget `{h.budget}`, seed {h.seed}, "
+                  f"started {h.started}, attncheck {h.harness_version}", f"- versions: {vers}",
+                  f"- command: `{' '.join(h.argv)}`"]
+    if heads and not ends:
+        lines.append("- **this run did not finish**: the tables cover what was measured before it stopped")
+    for e in ends:
+        lines.append(f"- finished in {e.elapsed_s:.1f} s, exit status {e.exit_status}")
+    lines += ["", "## Outcomes by backend", "",
+              tabulate(counts_by_backend(recs), COUNT_HEADERS, tablefmt="github"), ""]
+    fh, fr = worst_by_feature(recs)
+    if fr:
+        lines += ["## Worst error / bound by backend, dtype and feature", "",
+                  "A value below 1 holds; `inf` is NaN, unwritten output or an infinity mismatch.", "",
+                  tabulate(fr, fh, tablefmt="github"), ""]
+    sk = skips_by_reason(recs)
+    if sk:
+        lines += ["## Skips and refusals by reason", "",
+                  tabulate(sk, ["status", "backend", "reason", "count"], tablefmt="github"), ""]
+    fl = failures(recs)
+    lines += ["## Failures", ""]
+    lines += [f"- {failure_line(r)}" for r in fl] if fl else ["None."]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,123 @@
+"""The records a run writes, one JSON object per line, and nothing that needs a GPU to read.
+
+Every line carries `schema` and `kind`. A run file starts with one RunHeader, then one
+ParityRecord per (case, backend) in the order they were produced; a RunFooter closes a run that
+finished (its absence means the run was interrupted, and what was written still counts).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Optional
+
+SCHEMA_VERSION = 1
+
+Status = Literal["pass", "fail", "skip", "refused", "error"]
+STATUSES: tuple[str, ...] = ("pass", "fail", "skip", "refused", "error")
+# Statuses that make a run exit 1.
+FAILING: frozenset[str] = frozenset({"fail", "error"})
+
+
+class IncompatibleRecord(ValueError):
+    """A line written by another schema version, or not a record at all."""
+
+    def __init__(self, path: str, line_no: int, got: Any) -> None:
+        self.path = path
+        self.line_no = line_no
+        self.got = got
+        super().__init__(f"{path}:{line_no}: schema {got!r} is not {SCHEMA_VERSION}. "
+                         f"Fix: re-run with this attncheck version, or read it with the version that wrote it")
+
+
+@dataclass
+class RunHeader:
+    run_id: str
+    target: str
+    device: str
+    budget: str
+    seed: int
+    versions: dict[str, str]
+    argv: list[str]
+    started: str
+    harness_version: str
+    schema: int = SCHEMA_VERSION
+    kind: str = "run"
+
+
+@dataclass
+class ParityRecord:
+    run_id: str
+    target: str
+    backend: str
+    device: str
+    case_id: str
+    case: dict[str, Any]
+    seed: int
+    status: str
+    reason: str = ""  # skip/refusal reason, or the error text
+    resolved_backend: Optional[str] = None
+    fallback_reason: Optional[str] = None
+    out: Optional[dict[str, Any]] = None  # Comparison.to_json()
+    lse: Optional[dict[str, Any]] = None
+    lse_provided: bool = False
+    plan_s: float = 0.0
+    run_s: float = 0.0
+    features: list[str] = field(default_factory=list)
+    schema: int = SCHEMA_VERSION
+    kind: str = "parity"
+
+    @property
+    def worst_ratio(self) -> Optional[float]:
+        """Largest error/bound over out and LSE; None when nothing was compared."""
+        ratios = []
+        for cmp in (self.out, self.lse):
+            if cmp is None:
+                continue
+            if cmp["nan_count"] or cmp["unwritten_count"] or cmp["inf_mismatch_count"]:
+                return float("inf")
+            b = float(cmp["bound"])
+            ratios.append(float(cmp["max_abs"]) / b if b > 0 else float("inf"))
+        return max(ratios) if ratios else None
+
+
+@dataclass
+class RunFooter:
+    run_id: str
+    counts: dict[str, int]
+    elapsed_s: float
+    exit_status: int
+    schema: int = SCHEMA_VERSION
+    kind: str = "end"
+
+
+Record = RunHeader | ParityRecord | RunFooter
+_KINDS = {"run": RunHeader, "parity": ParityRecord, "end": RunFooter}
+
+
+def to_line(rec: Record) -> str:
+    return json.dumps(asdict(rec), sort_keys=True, allow_nan=True)
+
+
+def from_obj(obj: dict[str, Any], path: str = "<memory>", line_no: int = 0) -> Record:
+    if not isinstance(obj, dict) or obj.get("schema") != SCHEMA_VERSION or obj.get("kind") not in _KINDS:
+        raise IncompatibleRecord(path, line_no, obj.get("schema") if isinstance(obj, dict) else obj)
+    cls = _KINDS[obj["kind"]]
+    return cls(**obj)  # type: ignore[no-any-return]
+
+
+def read_jsonl(path: str) -> list[Record]:
+    """All records of a results file; a truncated last line (a killed run) is ignored."""
+    out: list[Record] = []
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            if n == len(lines) or (n == len(lines) - 1 and not lines[-1]):
+                break  # the line being written when the run died
+            raise
+        out.append(from_obj(obj, path, n))
+    return out

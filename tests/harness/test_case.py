@@ -1,0 +1,83 @@
+"""The Case is a frozen value with a stable id, and refuses impossible batches by field."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from scenarios.case import Case
+from scenarios.errors import InvalidCase
+
+BASE = dict(layout="paged", qo_lens=(3, 0), kv_lens=(17, 4), num_qo_heads=8, num_kv_heads=2,
+            head_dim_qk=64, head_dim_vo=64, page_size=4, causal=True)
+
+
+def test_case_round_trips_through_json_with_the_same_id():
+    """to_json/from_json gives an equal case with an equal id."""
+    c = Case(**BASE, mask="custom", window_left=3, logits_soft_cap=20.0)
+    back = Case.from_json(c.to_json())
+    assert back == c and back.id == c.id
+
+
+def test_case_id_is_stable_across_versions():
+    """The id of a fixed case is pinned: reports and baselines key on it."""
+    assert Case(**BASE).id == "paged-b2-h8x2-d64-bf16-p4NHD-causal+zero_len-f38b07393f"
+
+
+def test_label_is_not_part_of_identity():
+    """Two cases differing only in label share an id."""
+    assert Case(**BASE, label="a").id == Case(**BASE, label="b").id
+
+
+def test_case_is_frozen():
+    """Assigning a field raises."""
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Case(**BASE).causal = False  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("change,field", [
+    (dict(num_kv_heads=3), "num_kv_heads"),
+    (dict(kv_lens=(1,)), "kv_lens"),
+    (dict(qo_lens=(-1, 0)), "qo_lens"),
+    (dict(layout="dense"), "layout"),
+    (dict(q_dtype="int8"), "q_dtype"),
+    (dict(o_dtype="e4m3fn"), "o_dtype"),
+    (dict(window_left=-2), "window_left"),
+    (dict(logits_soft_cap=-1.0), "logits_soft_cap"),
+    (dict(q_scale=2.0), "q_scale"),
+    (dict(layout="ragged"), "page_size"),
+    (dict(layout="decode"), "qo_lens"),
+    (dict(layout="single"), "qo_lens"),
+    (dict(sm_scale=0.0), "sm_scale"),
+])
+def test_invalid_case_names_the_offending_field(change, field):
+    """Each impossible value raises InvalidCase carrying that field and a fix."""
+    with pytest.raises(InvalidCase) as e:
+        Case(**{**BASE, **change})
+    assert e.value.field == field
+    assert e.value.fix
+
+
+def test_kv_heads_that_do_not_divide_name_both_counts():
+    """The GQA error names the query head count it failed to divide."""
+    with pytest.raises(InvalidCase) as e:
+        Case(**{**BASE, "num_kv_heads": 3})
+    assert e.value.value == 3 and "num_qo_heads=8" in e.value.expected
+
+
+def test_from_json_refuses_unknown_fields():
+    """A misspelt field is an error, not silently dropped."""
+    d = Case(**BASE).to_json()
+    d["casual"] = True
+    with pytest.raises(InvalidCase) as e:
+        Case.from_json(d)
+    assert e.value.value == ["casual"]
+
+
+def test_features_name_what_the_case_switches_on():
+    """features lists causal, masks, window, soft cap, GQA, fp8 and zero lengths."""
+    c = Case(**BASE, mask="custom", window_left=2, logits_soft_cap=5.0)
+    assert set(c.features) == {"causal", "custom_mask", "window", "soft_cap", "gqa", "zero_len"}
+    assert Case("ragged", (), (), 4, 4).features == ("empty_batch",)
+    fp8 = Case("single", (2,), (2,), 4, 1, q_dtype="e4m3fn", kv_dtype="e4m3fn", q_scale=0.5)
+    assert set(fp8.features) == {"mqa", "fp8"}
