@@ -25,9 +25,10 @@ Precision:
           the KV dtype (as fp8 kernels feed P to the second matmul). The output is rounded to
           o_dtype in every case.
 
-Memory: work is split into (query-head block x query-row block) chunks sized so that the
-scores and the gathered K/V of one chunk fit in `budget_bytes`; a [heads, q, kv] tensor for a
-whole long request is never built.
+Memory: work is split into (query-head block x query-row block) chunks whose full score rows
+fit in `budget_bytes`, with K and V gathered and dequantised one key block at a time; a
+[heads, q, kv] tensor for a whole long request is never built. Softmax stays exact (two passes
+over whole rows), not an online rescaling.
 """
 from __future__ import annotations
 
@@ -45,7 +46,9 @@ Precision = Literal["fp32", "fp64", "input"]
 PRECISIONS: tuple[str, ...] = ("fp32", "fp64", "input")
 DEFAULT_BUDGET_BYTES = 256 * 2**20
 LOG2E = 1.0 / math.log(2.0)
-# Temporaries per score element in one chunk: scores, probabilities, and slack for the matmul.
+# Bytes of live temporaries per score element at a chunk's peak, in units of the score dtype:
+# the scores themselves, the mask and its comparisons, and the probabilities' low-precision copy
+# ("input" precision). _softmax works in place to keep this small.
 _SCORE_COPIES = 3
 
 
@@ -85,38 +88,49 @@ def _dequant(x: torch.Tensor, descale: float, dtype: torch.dtype) -> torch.Tenso
     return x.to(dtype)
 
 
-def _kv_rows(inputs: Inputs, which: str, i: int, heads: torch.Tensor) -> torch.Tensor:
-    """Request i's K or V for the given KV heads, [kv_len, len(heads), D], as stored.
+def _kv_rows(inputs: Inputs, which: str, i: int, heads: torch.Tensor, k0: int, k1: int) -> torch.Tensor:
+    """Keys [k0, k1) of request i's K or V for the given KV heads, [k1 - k0, len(heads), D], as stored.
 
     Paged KV is read through the page table: page n of request i is kv_page_indices[indptr[i]+n].
     """
     c = inputs.case
     src = inputs.k if which == "k" else inputs.v
     hnd = c.kv_layout == "HND"
-    kv = c.kv_lens[i]
     if c.is_paged:
         assert inputs.kv_page_indptr is not None and inputs.kv_page_indices is not None
+        ps = c.page_size
         lo, hi = int(inputs.kv_page_indptr[i]), int(inputs.kv_page_indptr[i + 1])
         pages = inputs.kv_page_indices[lo:hi].long()
+        pages = pages[k0 // ps:(k1 - 1) // ps + 1]
         blk = src[pages]  # NHD [n, page, H, D]; HND [n, H, page, D]
         blk = blk[:, heads] if hnd else blk[:, :, heads]
         if hnd:
             blk = blk.transpose(1, 2)
-        return blk.reshape(-1, heads.numel(), blk.shape[-1])[:kv]
+        first = k0 % ps
+        return blk.reshape(-1, heads.numel(), blk.shape[-1])[first:first + (k1 - k0)]
     assert inputs.kv_indptr is not None
     lo = int(inputs.kv_indptr[i])
     if hnd:
-        return src[heads, lo:lo + kv].transpose(0, 1)
-    return src[lo:lo + kv, heads]
+        return src[heads, lo + k0:lo + k1].transpose(0, 1)
+    return src[lo + k0:lo + k1, heads]
 
 
-def _plan_chunks(heads: int, rows: int, kv: int, dqk: int, dvo: int, elem: int, budget: int) -> tuple[int, int]:
-    """(head block, row block) so one chunk's K/V gather and score temporaries fit `budget`."""
-    per_head_kv = kv * (dqk + dvo) * elem
-    hb = max(1, min(heads, budget // max(1, 2 * per_head_kv)))
-    left = max(budget - hb * per_head_kv, budget // 2)
-    rb = max(1, min(rows, left // max(1, _SCORE_COPIES * hb * kv * elem)))
-    return hb, rb
+def _plan_chunks(heads: int, group: int, rows: int, kv: int, dkv: int, elem: int, stored_elem: int,
+                 budget: int) -> tuple[int, int, int]:
+    """(query-head block, row block, key block) so one chunk's temporaries fit `budget`.
+
+    Three quarters go to the chunk's full score rows [heads, rows, kv] (softmax is exact, over
+    whole rows); one quarter to one key block of K or V (computed copy plus stored gather).
+    Head blocks start at one KV head's group, so each gather serves as many rows as fit: K and V
+    are re-read once per row block, and few row blocks keep the oracle fast on long contexts.
+    """
+    score_budget = budget * 3 // 4
+    per_row = _SCORE_COPIES * kv * elem
+    all_rows = max(1, score_budget // (rows * per_row))
+    hb = max(1, min(heads, max(min(group, score_budget // per_row), all_rows)))
+    rb = max(1, min(rows, score_budget // (hb * per_row)))
+    kb = max(1, min(kv, (budget - score_budget) // (hb * dkv * (elem + stored_elem))))
+    return hb, rb, kb
 
 
 def attention(inputs: Inputs, precision: Precision = "fp32",
@@ -138,17 +152,26 @@ def attention(inputs: Inputs, precision: Precision = "fp32",
             continue  # nothing to attend: out 0, lse -inf
         q0 = int(inputs.qo_indptr[i])
         custom = inputs.request_mask(i)
-        hb, rb = _plan_chunks(c.num_qo_heads, qo, kv, c.head_dim_qk, c.head_dim_vo, elem, budget_bytes)
+        hb, rb, kb = _plan_chunks(c.num_qo_heads, group, qo, kv, max(c.head_dim_qk, c.head_dim_vo), elem,
+                                  inputs.k.element_size(), budget_bytes)
         for h0 in range(0, c.num_qo_heads, hb):
             qheads = torch.arange(h0, min(h0 + hb, c.num_qo_heads), device=dev)
             kv_heads = qheads // group
-            k = _dequant(_kv_rows(inputs, "k", i, kv_heads), ks, mm_dtype)
-            v = _dequant(_kv_rows(inputs, "v", i, kv_heads), vs, mm_dtype)
             for r0 in range(0, qo, rb):
                 rows = torch.arange(r0, min(r0 + rb, qo), device=dev)
                 q = _dequant(inputs.q[q0 + rows][:, qheads], qs, mm_dtype)
                 keep = allowed(rows, qo, kv, causal=c.causal, window_left=c.window_left, custom=custom)
-                o_blk, l_blk = _softmax_pv(q, k, v, keep, c.scale, c.logits_soft_cap, acc, p_dtype)
+                s = torch.empty((qheads.numel(), rows.numel(), kv), dtype=acc, device=dev)
+                for k0 in range(0, kv, kb):
+                    k = _dequant(_kv_rows(inputs, "k", i, kv_heads, k0, min(k0 + kb, kv)), ks, mm_dtype)
+                    s[:, :, k0:k0 + kb] = torch.einsum("rhd,khd->hrk", q, k)
+                p, l_blk = _softmax(s, keep, c.scale, c.logits_soft_cap)
+                if p_dtype is not None:
+                    p = p.to(p_dtype)
+                o_blk = torch.zeros((rows.numel(), qheads.numel(), c.head_dim_vo), dtype=acc, device=dev)
+                for k0 in range(0, kv, kb):
+                    v = _dequant(_kv_rows(inputs, "v", i, kv_heads, k0, min(k0 + kb, kv)), vs, mm_dtype)
+                    o_blk += torch.einsum("hrk,khd->rhd", p[:, :, k0:k0 + kb].to(v.dtype), v).to(acc)
                 out[q0 + rows.view(-1, 1), qheads.view(1, -1)] = o_blk
                 lse[q0 + rows.view(-1, 1), qheads.view(1, -1)] = l_blk
     if precision == "input":
@@ -156,22 +179,18 @@ def attention(inputs: Inputs, precision: Precision = "fp32",
     return Reference(out=out, lse=lse, precision=precision)
 
 
-def _softmax_pv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, keep: torch.Tensor | None,
-                scale: float, cap: float, acc: torch.dtype, p_dtype: torch.dtype | None
-                ) -> tuple[torch.Tensor, torch.Tensor]:
-    """One chunk: q [r, h, d], k [kv, h, d], v [kv, h, dv] -> out [r, h, dv], lse [r, h]."""
-    s = torch.einsum("rhd,khd->hrk", q, k).to(acc) * scale
+def _softmax(s: torch.Tensor, keep: torch.Tensor | None, scale: float, cap: float
+             ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Raw scores [h, r, kv] -> probabilities (in place, in s) and natural-log LSE [r, h]."""
+    s.mul_(scale)
     if cap > 0:
-        s = cap * torch.tanh(s / cap)
+        s.div_(cap).tanh_().mul_(cap)
     if keep is not None:
-        s = s.masked_fill(~keep.unsqueeze(0), -math.inf)
+        s.masked_fill_(~keep.unsqueeze(0), -math.inf)
     m = s.amax(dim=-1, keepdim=True)
     empty = torch.isneginf(m)
-    p = torch.exp(s - torch.where(empty, torch.zeros_like(m), m))
+    p = s.sub_(torch.where(empty, torch.zeros_like(m), m)).exp_()
     denom = p.sum(dim=-1, keepdim=True)
     lse = (m + torch.log(denom)).squeeze(-1)
-    p = p / torch.where(empty, torch.ones_like(denom), denom)
-    if p_dtype is not None:
-        p = p.to(p_dtype)
-    o = torch.einsum("hrk,khd->rhd", p.to(v.dtype), v).to(acc)
-    return o, lse.transpose(0, 1)
+    p.div_(torch.where(empty, torch.ones_like(denom), denom))
+    return p, lse.transpose(0, 1)

@@ -1,0 +1,170 @@
+"""Oracle speed against torch SDPA math, and the oracle's peak memory on a long request.
+
+    python benchmarks/oracle_bench.py [--device cpu|cuda] [--repeats N] [--json OUT.json]
+
+Speed: for each shape, the oracle (fp32, chunked) and SDPA's math backend (forced with
+sdpa_kernel, fp32 inputs of the same values, causal via an explicit bottom-right mask) run on the
+same inputs in one process, interleaved, best of N; the ratio oracle/SDPA is printed per shape.
+
+Memory: one request of 128k keys, 64 query rows, 32 query heads (8 KV heads, head dim 128, bf16).
+The peak memory the oracle adds on top of its inputs is measured (CUDA: the caching allocator's
+peak; CPU: the process's peak resident set, reset through /proc/self/clear_refs before the call)
+and set against the oracle's budget_bytes. On the CPU the measurement runs in a child process
+with MALLOC_MMAP_THRESHOLD_ fixed at 1 MiB, so glibc returns freed large blocks at once and the
+peak is what the oracle holds live, not what malloc chose to keep cached.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
+
+from oracle.reference import DEFAULT_BUDGET_BYTES, attention  # noqa: E402
+from scenarios.case import Case  # noqa: E402
+from scenarios.tensors import materialize  # noqa: E402
+
+SHAPES = {
+    "prefill q512 kv4096 h32/8 causal": Case("single", (512,), (4096,), 32, 8, causal=True, q_dtype="fp32",
+                                               kv_dtype="fp32", o_dtype="fp32"),
+    "decode b32 kv4096 h32/8": Case("ragged", (1,) * 32, (4096,) * 32, 32, 8, q_dtype="fp32", kv_dtype="fp32",
+                                    o_dtype="fp32"),
+    "long q64 kv32768 h32/8 causal": Case("single", (64,), (32768,), 32, 8, causal=True, q_dtype="fp32",
+                                            kv_dtype="fp32", o_dtype="fp32"),
+}
+LONG = Case("single", (64,), (131072,), 32, 8, causal=True, label="128k keys, 64 rows, 32 heads")
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def sdpa_math(inputs) -> torch.Tensor:
+    """SDPA's math backend per request on the same values (fp32), causal bottom-right by mask."""
+    c = inputs.case
+    outs = []
+    for i, (qo, kv) in enumerate(zip(c.qo_lens, c.kv_lens)):
+        q0, k0 = int(inputs.qo_indptr[i]), int(inputs.kv_indptr[i])
+        q = inputs.q[q0:q0 + qo].float().transpose(0, 1).unsqueeze(0)
+        k = inputs.k[k0:k0 + kv].float().transpose(0, 1).unsqueeze(0)
+        v = inputs.v[k0:k0 + kv].float().transpose(0, 1).unsqueeze(0)
+        mask = None
+        if c.causal:
+            mask = torch.ones(qo, kv, dtype=torch.bool, device=q.device).tril(kv - qo)
+        with sdpa_kernel([SDPBackend.MATH]):
+            outs.append(F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True))
+    return torch.cat([o.squeeze(0).transpose(0, 1) for o in outs])
+
+
+def _best(fn, device: str, repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        _sync(device)
+        t0 = time.perf_counter()
+        fn()
+        _sync(device)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def speed(device: str, repeats: int) -> list[dict]:
+    rows = []
+    for name, case in SHAPES.items():
+        inputs = materialize(case, 0, device)
+        ref = attention(inputs)  # warm-up, and the agreement check below
+        sd = sdpa_math(inputs)
+        agree = float((ref.out - sd.float()).abs().max())
+        t_o, t_s = float("inf"), float("inf")
+        for _ in range(repeats):  # interleaved so drift hits both sides alike
+            t_o = min(t_o, _best(lambda: attention(inputs), device, 1))
+            t_s = min(t_s, _best(lambda: sdpa_math(inputs), device, 1))
+        rows.append({"shape": name, "oracle_s": t_o, "sdpa_math_s": t_s, "ratio": t_o / t_s, "max_abs_diff": agree})
+    return rows
+
+
+def _rss_kib(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+MMAP_ENV = "MALLOC_MMAP_THRESHOLD_"
+
+
+def memory(device: str, budget: int) -> dict:
+    if device == "cpu" and MMAP_ENV not in os.environ:
+        import subprocess
+        env = {**os.environ, MMAP_ENV: str(2**20)}
+        res = subprocess.run([sys.executable, os.path.abspath(__file__), "--memory-only", "--device", "cpu",
+                              "--budget", str(budget)], env=env, capture_output=True, text=True, check=True)
+        return json.loads(res.stdout.strip().splitlines()[-1])
+    inputs = materialize(LONG, 0, device)
+    input_bytes = sum(t.numel() * t.element_size() for t in (inputs.q, inputs.k, inputs.v))
+    out_bytes = LONG.total_qo * LONG.num_qo_heads * (LONG.head_dim_vo + 1) * 4  # out + lse, fp32
+    t0 = time.perf_counter()
+    if device.startswith("cuda"):
+        _sync(device)
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        attention(inputs, budget_bytes=budget)
+        _sync(device)
+        peak_extra = torch.cuda.max_memory_allocated() - base
+        method = "torch.cuda.max_memory_allocated - memory_allocated before the call"
+    else:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # resets VmHWM to the current RSS
+        base = _rss_kib("VmRSS")
+        attention(inputs, budget_bytes=budget)
+        peak_extra = (_rss_kib("VmHWM") - base) * 1024
+        method = "VmHWM after the call - VmRSS before it (peak reset via /proc/self/clear_refs)"
+    elapsed = time.perf_counter() - t0
+    full_scores = LONG.num_qo_heads * LONG.total_qo * LONG.total_kv * 4
+    return {"case": LONG.label, "case_id": LONG.id, "budget_bytes": budget, "peak_extra_bytes": peak_extra,
+            "output_bytes": out_bytes, "input_bytes": input_bytes, "full_score_tensor_bytes": full_scores,
+            "within_budget": peak_extra <= budget + out_bytes, "malloc_mmap_threshold": os.environ.get(MMAP_ENV),
+            "elapsed_s": elapsed, "method": method}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--budget", type=int, default=DEFAULT_BUDGET_BYTES)
+    ap.add_argument("--json", default=None, help="also write the figures here")
+    ap.add_argument("--skip-speed", action="store_true")
+    ap.add_argument("--memory-only", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.memory_only:
+        print(json.dumps(memory(a.device, a.budget)))
+        return 0
+    env = {"device": torch.cuda.get_device_name() if a.device.startswith("cuda") else platform.processor() or "cpu",
+           "torch": torch.__version__, "threads": torch.get_num_threads(), "python": platform.python_version()}
+    print(json.dumps(env))
+    mem = memory(a.device, a.budget)
+    print(f"memory: {mem['case']}: peak extra {mem['peak_extra_bytes'] / 2**20:.1f} MiB for a budget of "
+          f"{a.budget / 2**20:.0f} MiB (+{mem['output_bytes'] / 2**20:.1f} MiB output); a full score tensor "
+          f"would be {mem['full_score_tensor_bytes'] / 2**30:.1f} GiB; {mem['elapsed_s']:.2f} s; "
+          f"within budget: {mem['within_budget']}", flush=True)
+    rows = [] if a.skip_speed else speed(a.device, a.repeats)
+    for r in rows:
+        print(f"speed: {r['shape']:34s} oracle {r['oracle_s'] * 1e3:9.1f} ms  sdpa-math {r['sdpa_math_s'] * 1e3:9.1f} ms"
+              f"  ratio {r['ratio']:5.2f}  max|diff| {r['max_abs_diff']:.2e}", flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"env": env, "memory": mem, "speed": rows}, f, indent=2)
+    return 0 if mem["within_budget"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
