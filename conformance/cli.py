@@ -19,10 +19,10 @@ from kernels.errors import KernelUnavailable, UnknownBackend, UnknownTarget
 from reports.parity import COUNT_HEADERS, counts_by_backend, failure_line, failures, skips_by_reason
 from reports.records import ParityRecord
 from scenarios.case import Case
-from scenarios.errors import InvalidCase, InvalidInputs
+from scenarios.errors import InvalidCase, InvalidInputs, InvalidValue
 from scenarios.matrix import BUDGETS, parse_budget
 
-USAGE_ERRORS = (UnknownTarget, UnknownBackend, KernelUnavailable, InvalidCase, InvalidInputs)
+USAGE_ERRORS = (UnknownTarget, UnknownBackend, KernelUnavailable, InvalidValue, InvalidInputs)
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
@@ -52,7 +52,7 @@ def _load_case(text: str) -> Case:
             with open(text[1:], encoding="utf-8") as f:
                 src = f.read()
         except OSError as e:
-            raise InvalidCase("<file>", text[1:], "a readable JSON file", f"check the path ({e.strerror})") from None
+            raise InvalidValue("--case @", text[1:], "a readable JSON file", f"check the path ({e.strerror})") from None
     try:
         obj = json.loads(src)
     except json.JSONDecodeError as e:
@@ -87,7 +87,7 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     inputs = load(args.inputs) if args.inputs else None
     device = args.device or _default_device()
     if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
-        raise InvalidCase("device", device, "cpu, cuda or cuda:N", "pass --device cpu or --device cuda")
+        raise InvalidValue("--device", device, "cpu, cuda or cuda:N", "pass --device cpu or --device cuda")
     t0 = time.perf_counter()
     print(f"attncheck run --target {args.target} --device {device} --budget {args.budget} -> {args.out}", flush=True)
     outcome = run_parity(args.target, device, args.budget, args.out, seed=args.seed, backends=args.backends,

@@ -8,15 +8,22 @@ from __future__ import annotations
 from typing import Any
 
 
-class InvalidCase(ValueError):
-    """A Case field holds a value no library could be asked to run."""
+class InvalidValue(ValueError):
+    """A user-supplied value (an option, a field) that cannot be honoured."""
 
-    def __init__(self, field: str, value: Any, expected: str, fix: str) -> None:
+    def __init__(self, field: str, value: Any, expected: str, fix: str, prefix: str = "") -> None:
         self.field = field
         self.value = value
         self.expected = expected
         self.fix = fix
-        super().__init__(f"Case.{field}={value!r} is invalid: expected {expected}. Fix: {fix}")
+        super().__init__(f"{prefix}{field}={value!r} is invalid: expected {expected}. Fix: {fix}")
+
+
+class InvalidCase(InvalidValue):
+    """A Case field holds a value no library could be asked to run."""
+
+    def __init__(self, field: str, value: Any, expected: str, fix: str) -> None:
+        super().__init__(field, value, expected, fix, prefix="Case.")
 
 
 class InvalidInputs(ValueError):

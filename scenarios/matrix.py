@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from scenarios import axes
 from scenarios.case import Case
-from scenarios.errors import InvalidCase
+from scenarios.errors import InvalidValue
 
 
 @dataclass(frozen=True)
@@ -32,11 +32,11 @@ BUDGETS: dict[str, Budget] = {
 }
 
 
-class InvalidBudget(InvalidCase):
+class InvalidBudget(InvalidValue):
     """A --budget value that names no budget."""
 
     def __init__(self, value: str) -> None:
-        super().__init__("budget", value, f"one of {', '.join(BUDGETS)}",
+        super().__init__("--budget", value, f"one of {', '.join(BUDGETS)}",
                          "pass --budget quick (CI, under 2 minutes), standard or full")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from scenarios import matrix
-from scenarios.errors import InvalidCase
+from scenarios.errors import InvalidValue
 
 
 def test_same_budget_and_seed_give_the_same_cases():
@@ -45,6 +45,6 @@ def test_quick_covers_every_layout_and_fp8():
 @pytest.mark.parametrize("bad", ["fast", "", "QUICK", "quick:10"])
 def test_malformed_budget_is_refused_with_the_value(bad):
     """parse_budget names the value and the valid budgets."""
-    with pytest.raises(InvalidCase) as e:
+    with pytest.raises(InvalidValue) as e:
         matrix.parse_budget(bad)
     assert e.value.value == bad and "quick" in e.value.expected
