@@ -102,10 +102,12 @@ def _kv_rows(inputs: Inputs, which: str, i: int, heads: torch.Tensor, k0: int, k
         lo, hi = int(inputs.kv_page_indptr[i]), int(inputs.kv_page_indptr[i + 1])
         pages = inputs.kv_page_indices[lo:hi].long()
         pages = pages[k0 // ps:(k1 - 1) // ps + 1]
-        blk = src[pages]  # NHD [n, page, H, D]; HND [n, H, page, D]
-        blk = blk[:, heads] if hnd else blk[:, :, heads]
-        if hnd:
-            blk = blk.transpose(1, 2)
+        # Pages and heads in one gather, so only the wanted heads are copied: [n, h, page, D].
+        if hnd:  # pool [P, H, page, D]
+            blk = src[pages.view(-1, 1), heads.view(1, -1)]
+        else:  # pool [P, page, H, D]; advanced indices split by a slice come first
+            blk = src[pages.view(-1, 1), :, heads.view(1, -1)]
+        blk = blk.transpose(1, 2)  # [n, page, h, D]
         first = k0 % ps
         return blk.reshape(-1, heads.numel(), blk.shape[-1])[first:first + (k1 - k0)]
     assert inputs.kv_indptr is not None
@@ -127,7 +129,9 @@ def _plan_chunks(heads: int, group: int, rows: int, kv: int, dkv: int, elem: int
     score_budget = budget * 3 // 4
     per_row = _SCORE_COPIES * kv * elem
     all_rows = max(1, score_budget // (rows * per_row))
-    hb = max(1, min(heads, max(min(group, score_budget // per_row), all_rows)))
+    # The head block must also leave one key of K/V per head room in the K/V quarter.
+    kv_heads_fit = (budget - score_budget) // (dkv * (elem + stored_elem))
+    hb = max(1, min(heads, max(min(group, score_budget // per_row), all_rows), kv_heads_fit))
     rb = max(1, min(rows, score_budget // (hb * per_row)))
     kb = max(1, min(kv, (budget - score_budget) // (hb * dkv * (elem + stored_elem))))
     return hb, rb, kb

@@ -1,0 +1,265 @@
+"""The catalogue of oracle mutants: each one a plausible mistake, written as one exact edit.
+
+A Mutant replaces `old` by `new` in one file. `old` must occur exactly once in that file (the
+runner refuses otherwise), so a mutant made stale by a refactor fails loudly instead of
+silently surviving as a no-op. `kills` names the pytest node ids that must fail under the
+mutant; they are chosen to be small and fast so the whole catalogue runs in about a minute.
+
+The catalogue checks itself at import: names are unique, kill ids are node ids under tests/.
+docs/oracle-mutants.md renders the same list for people.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from conformance.mutations.errors import InvalidMutant
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One semantic mutant: replace `old` with `new` in `path` (relative to the repository root)."""
+
+    name: str
+    path: str
+    old: str
+    new: str
+    description: str
+    kills: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not self.name or not all(ch.isalnum() or ch == "-" for ch in self.name):
+            raise InvalidMutant(self.name, "name", self.name, "a non-empty slug of letters, digits and '-'")
+        if self.path.startswith("/") or not self.path.endswith(".py"):
+            raise InvalidMutant(self.name, "path", self.path, "a repository-relative .py path")
+        if not self.old or self.old == self.new:
+            raise InvalidMutant(self.name, "new", self.new, "text different from a non-empty `old`")
+        if not self.kills:
+            raise InvalidMutant(self.name, "kills", self.kills, "at least one pytest node id")
+        for k in self.kills:
+            if not (k.startswith("tests/") and "::" in k):
+                raise InvalidMutant(self.name, "kills", k, "node ids like tests/<dir>/<file>.py::<test>[<id>]")
+
+    @property
+    def module(self) -> str:
+        """The dotted module the mutant edits (what the runner checks was imported from the copy)."""
+        return self.path[:-3].replace("/", ".")
+
+
+_HAND = "tests/oracle/test_oracle_hand.py::"
+_MEMORY = "tests/oracle/test_oracle_memory.py::"
+_COMPARE = "tests/oracle/test_oracle_compare.py::"
+_MASKS = "tests/oracle/test_oracle_masks.py::"
+
+
+def _hand(test: str, *params: str) -> str:
+    """The fp32 oracle's instance of a hand-computed test."""
+    return f"{_HAND}{test}[{'-'.join(('oracle-fp32',) + params)}]"
+
+
+ORACLE_MUTANTS: tuple[Mutant, ...] = (
+    # ---- masks ---------------------------------------------------------------------------------
+    Mutant(
+        "causal-top-left", "oracle/masks.py",
+        "        keep &= j <= diag\n", "        keep &= j <= i\n",
+        "causal mask aligned top-left (j <= i) instead of bottom-right (j <= i + kv - qo)",
+        (_hand("test_causal_with_fewer_queries_than_keys_aligns_bottom_right"),
+         _MASKS + "test_allowed_follows_the_documented_conventions"),
+    ),
+    Mutant(
+        "window-excludes-diagonal", "oracle/masks.py",
+        "        keep &= j >= diag - window_left\n", "        keep &= j > diag - window_left\n",
+        "sliding window off by one: a window of w keeps w keys left of the diagonal but not the diagonal",
+        (_hand("test_causal_window_zero_attends_only_the_diagonal_key"),),
+    ),
+    Mutant(
+        "window-one-too-wide", "oracle/masks.py",
+        "        keep &= j >= diag - window_left\n", "        keep &= j >= diag - window_left - 1\n",
+        "sliding window off by one the other way: w + 1 keys left of the diagonal",
+        (_hand("test_window_one_attends_the_diagonal_and_one_key_left"),),
+    ),
+    Mutant(
+        "custom-mask-column-major", "oracle/masks.py",
+        "        keep &= custom[rows]\n", "        keep &= custom.reshape(kv_len, qo_len).t()[rows]\n",
+        "custom mask read column-major ([kv, qo] flattened), i.e. transposed",
+        (_hand("test_custom_mask_is_row_major_per_request"),),
+    ),
+    Mutant(
+        "custom-mask-ignored-alone", "oracle/masks.py",
+        "    if not causal and window_left < 0 and custom is None:\n",
+        "    if not causal and window_left < 0:\n",
+        "fast path returns 'attend everything' when neither causal nor window is on, dropping a custom mask",
+        (_hand("test_fully_masked_row_gives_zero_output_and_neg_inf_lse"),),
+    ),
+    # ---- scores and softmax -------------------------------------------------------------------
+    Mutant(
+        "lse-base-2", "oracle/reference.py",
+        "    lse = (m + torch.log(denom)).squeeze(-1)\n",
+        "    lse = ((m + torch.log(denom)) * LOG2E).squeeze(-1)\n",
+        "LSE returned in base 2 (FlashInfer's convention) instead of the natural log",
+        (_hand("test_two_keys_weights_follow_softmax"),),
+    ),
+    Mutant(
+        "lse-without-row-max", "oracle/reference.py",
+        "    lse = (m + torch.log(denom)).squeeze(-1)\n", "    lse = torch.log(denom).squeeze(-1)\n",
+        "LSE of the max-shifted scores: the row max subtracted for stability is not added back",
+        (_hand("test_single_key_output_equals_v_and_lse_equals_scaled_score"),),
+    ),
+    Mutant(
+        "soft-cap-after-mask", "oracle/reference.py",
+        "    if cap > 0:\n        s.div_(cap).tanh_().mul_(cap)\n"
+        "    if keep is not None:\n        s.masked_fill_(~keep.unsqueeze(0), -math.inf)\n",
+        "    if keep is not None:\n        s.masked_fill_(~keep.unsqueeze(0), -math.inf)\n"
+        "    if cap > 0:\n        s.div_(cap).tanh_().mul_(cap)\n",
+        "soft cap applied after masking, so a masked key's -inf becomes -cap and is attended",
+        (_hand("test_soft_cap_applies_before_masking"),),
+    ),
+    Mutant(
+        "soft-cap-before-scale", "oracle/reference.py",
+        "    s.mul_(scale)\n    if cap > 0:\n        s.div_(cap).tanh_().mul_(cap)\n",
+        "    if cap > 0:\n        s.div_(cap).tanh_().mul_(cap)\n    s.mul_(scale)\n",
+        "soft cap applied to the raw q.k and sm_scale after it, instead of capping the scaled score",
+        (_hand("test_tiny_soft_cap_saturates_scaled_scores_to_plus_minus_cap"),),
+    ),
+    Mutant(
+        "soft-cap-tanh-of-raw-score", "oracle/reference.py",
+        "        s.div_(cap).tanh_().mul_(cap)\n", "        s.tanh_().mul_(cap)\n",
+        "soft cap written cap * tanh(s) instead of cap * tanh(s / cap)",
+        (_hand("test_huge_soft_cap_equals_no_cap"),),
+    ),
+    Mutant(
+        "sm-scale-ignored", "oracle/reference.py",
+        "                p, l_blk = _softmax(s, keep, c.scale, c.logits_soft_cap)\n",
+        "                p, l_blk = _softmax(s, keep, 1.0 / math.sqrt(c.head_dim_qk), c.logits_soft_cap)\n",
+        "an explicit sm_scale ignored in favour of the default 1/sqrt(head_dim_qk)",
+        (_hand("test_single_key_output_equals_v_and_lse_equals_scaled_score"),),
+    ),
+    Mutant(
+        "empty-row-nan", "oracle/reference.py",
+        "    p.div_(torch.where(empty, torch.ones_like(denom), denom))\n", "    p.div_(denom)\n",
+        "a fully masked row divides 0 by 0: NaN output instead of 0",
+        (_hand("test_fully_masked_row_gives_zero_output_and_neg_inf_lse"),),
+    ),
+    Mutant(
+        "empty-request-lse-zero", "oracle/reference.py",
+        "    lse = torch.full((c.total_qo, c.num_qo_heads), -math.inf, dtype=acc, device=dev)\n",
+        "    lse = torch.zeros((c.total_qo, c.num_qo_heads), dtype=acc, device=dev)\n",
+        "LSE initialised to 0, so rows of a request with no keys report 0 instead of -inf",
+        (_hand("test_empty_kv_gives_zero_output_and_neg_inf_lse"),),
+    ),
+    # ---- heads, dtypes, KV reading ------------------------------------------------------------
+    Mutant(
+        "gqa-heads-by-modulo", "oracle/reference.py",
+        "            kv_heads = qheads // group\n", "            kv_heads = qheads % c.num_kv_heads\n",
+        "GQA maps query head h to KV head h % num_kv_heads (interleaved) instead of h // group",
+        (_hand("test_gqa_query_head_reads_kv_head_by_division"),),
+    ),
+    Mutant(
+        "fp8-descale-dropped", "oracle/reference.py",
+        "        return (x.to(torch.float32) * descale).to(dtype)\n", "        return x.to(torch.float32).to(dtype)\n",
+        "fp8 tensors used as stored, their per-tensor descale silently ignored",
+        (_hand("test_fp8_inputs_are_scaled_by_their_descales", "e4m3fn"),),
+    ),
+    Mutant(
+        "pages-in-pool-order", "oracle/reference.py",
+        "        pages = inputs.kv_page_indices[lo:hi].long()\n",
+        "        pages = torch.arange(lo, hi, device=src.device)\n",
+        "paged KV read in pool order (page slot n is pool page indptr[i] + n), not through kv_page_indices",
+        (_hand("test_paged_kv_is_read_through_the_page_table"),),
+    ),
+    Mutant(
+        "hnd-pages-not-transposed", "oracle/reference.py",
+        "            blk = src[pages.view(-1, 1), heads.view(1, -1)]\n",
+        "            blk = src[pages.view(-1, 1), heads.view(1, -1)].transpose(1, 2)\n",
+        "HND pages [n, H, page, D] flattened as if NHD, mixing heads and tokens",
+        (_hand("test_hnd_layout_equals_nhd_layout", "paged"),),
+    ),
+    Mutant(
+        "last-page-assumed-full", "oracle/reference.py",
+        "    for i, (qo, kv) in enumerate(zip(c.qo_lens, c.kv_lens)):\n",
+        "    for i, (qo, kv) in enumerate(zip(c.qo_lens, [n * c.page_size for n in c.pages_per_request])):\n",
+        "KV length taken as pages * page_size, so the unused tail of the last page is attended",
+        (_hand("test_partial_last_page_tail_is_ignored"),),
+    ),
+    # ---- chunking and memory ------------------------------------------------------------------
+    Mutant(
+        "row-block-offset-dropped", "oracle/reference.py",
+        "                rows = torch.arange(r0, min(r0 + rb, qo), device=dev)\n",
+        "                rows = torch.arange(0, min(rb, qo - r0), device=dev)\n",
+        "every query-row block computes (and overwrites) the request's first rows",
+        (_MEMORY + "test_tiny_budget_equals_default_budget[ragged]",),
+    ),
+    Mutant(
+        "head-block-offset-dropped", "oracle/reference.py",
+        "            qheads = torch.arange(h0, min(h0 + hb, c.num_qo_heads), device=dev)\n",
+        "            qheads = torch.arange(0, min(hb, c.num_qo_heads - h0), device=dev)\n",
+        "every query-head block computes the first heads again",
+        (_MEMORY + "test_tiny_budget_equals_default_budget[ragged]",),
+    ),
+    Mutant(
+        "key-block-page-offset-dropped", "oracle/reference.py",
+        "        first = k0 % ps\n", "        first = 0\n",
+        "a key block starting mid-page is read from the start of that page",
+        (_MEMORY + "test_tiny_budget_equals_default_budget[paged]",),
+    ),
+    Mutant(
+        "budget-ignored", "oracle/reference.py",
+        "        hb, rb, kb = _plan_chunks(", "        hb, rb, kb = (c.num_qo_heads, qo, kv) or _plan_chunks(",
+        "one chunk per request whatever budget_bytes says: [heads, q, kv] scores for the whole request",
+        (_MEMORY + "test_score_chunks_stay_within_budget[single]",),
+    ),
+    # ---- verdicts: judge, compare, tolerances -------------------------------------------------
+    Mutant(
+        "judge-base2-lse-not-converted", "oracle/judge.py",
+        "        lse = lse_from_base2(lse.double())\n", "        lse = lse.double()\n",
+        "an adapter's declared base-2 LSE compared as if natural",
+        (_COMPARE + "test_judge_passes_the_reference_itself_in_either_lse_base",),
+    ),
+    Mutant(
+        "poison-counted-as-nan", "oracle/compare.py",
+        "    nan = torch.isnan(a) & ~unwritten\n", "    nan = torch.isnan(a)\n",
+        "unwritten (poisoned) elements also counted as computed NaNs",
+        (_COMPARE + "test_unwritten_elements_fail_even_under_an_infinite_bound[fp32]",),
+    ),
+    Mutant(
+        "lse-inf-mismatch-ignored", "oracle/compare.py",
+        "    inf_mismatch = (~fin) & ~(a == r) & ~unwritten & ~nan\n", "    inf_mismatch = torch.zeros_like(fin)\n",
+        "positions where the reference is infinite (empty-row LSE) are skipped instead of required to match",
+        (_COMPARE + "test_lse_neg_inf_against_finite_is_an_inf_mismatch",),
+    ),
+    Mutant(
+        "bound-exclusive", "oracle/compare.py",
+        "    passed = n_bad == 0 and max_abs <= bound\n", "    passed = n_bad == 0 and max_abs < bound\n",
+        "an error exactly equal to the bound fails",
+        (_COMPARE + "test_error_equal_to_the_bound_passes_and_the_next_float_fails",),
+    ),
+    Mutant(
+        "bound-min-not-max", "oracle/tolerances.py",
+        "    return max(factor * baseline_err, floor(dtype, quantity, ref_scale))\n",
+        "    return min(factor * baseline_err, floor(dtype, quantity, ref_scale))\n",
+        "bound = min(k * baseline, floor): an exact baseline collapses the bound to 0",
+        (_COMPARE + "test_bound_is_max_of_factor_times_baseline_and_floor[fp32-out]",),
+    ),
+    Mutant(
+        "governing-dtype-finest", "oracle/tolerances.py",
+        "    return min((q_dtype, kv_dtype, o_dtype), key=_COARSENESS.index)\n",
+        "    return max((q_dtype, kv_dtype, o_dtype), key=_COARSENESS.index)\n",
+        "the floor of the most precise dtype governs a mixed-dtype case",
+        (_COMPARE + "test_governing_dtype_is_the_coarsest_of_q_kv_and_o[bf16-bf16-fp32-is-bf16]",),
+    ),
+    Mutant(
+        "override-without-tracker", "oracle/tolerances.py",
+        '        if not self.issue.startswith(("http://", "https://", "#")):\n', "        if not self.issue:\n",
+        "a tolerance override accepted with any non-empty text as its 'issue'",
+        (_COMPARE + "test_override_without_a_tracker_reference_is_refused[prose]",),
+    ),
+)
+
+
+def _check_catalogue(mutants: tuple[Mutant, ...]) -> None:
+    names = [m.name for m in mutants]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise InvalidMutant(dupes[0], "name", dupes, "names unique within the catalogue")
+
+
+_check_catalogue(ORACLE_MUTANTS)

@@ -1,0 +1,96 @@
+"""The oracle mutant catalogue: every mutant is killed by the tests it names, on a copy that passes them clean.
+
+The catalogue run is the proof that the oracle's tests can fail; the small tests around it pin
+the runner's refusals (stale or malformed mutants, modules imported from outside the copy), so
+that a broken runner cannot pass for a strong suite.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conformance.mutations.catalogue import ORACLE_MUTANTS, Mutant
+from conformance.mutations.errors import InvalidMutant, StaleMutant
+from conformance.mutations.runner import (apply_mutant, format_table, imported_outside_copy, make_copy, repo_root,
+                                          run_catalogue)
+
+
+@pytest.mark.slow
+def test_every_oracle_mutant_is_killed_by_its_named_tests() -> None:
+    """The clean copy passes every named test, and each oracle mutant makes one of its own named tests fail."""
+    result = run_catalogue(ORACLE_MUTANTS)
+    table = format_table(result)
+    assert result.control.status == "passed", f"{table}\n\ncontrol: {result.control.detail}"
+    survivors = "\n\n".join(f"{r.name} ({r.status}): {r.detail}" for r in result.survivors())
+    assert not survivors, f"{table}\n\n{survivors}"
+
+
+@pytest.mark.parametrize("mutant", ORACLE_MUTANTS, ids=[m.name for m in ORACLE_MUTANTS])
+def test_mutant_applies_to_the_current_source(mutant: Mutant) -> None:
+    """Each mutant's `old` text occurs exactly once in its file today (none is stale)."""
+    assert (repo_root() / mutant.path).read_text().count(mutant.old) == 1
+
+
+def test_docs_table_lists_every_mutant_with_its_killing_tests() -> None:
+    """docs/oracle-mutants.md has one row per catalogue mutant, naming the tests that kill it."""
+    rows = {line.split("|")[1].strip(" `"): line for line in
+            (repo_root() / "docs" / "oracle-mutants.md").read_text().splitlines() if line.startswith("| `")}
+    assert set(rows) == {m.name for m in ORACLE_MUTANTS}
+    for m in ORACLE_MUTANTS:
+        for kill in m.kills:
+            assert kill.split("::", 1)[1] in rows[m.name], f"{m.name}: {kill} missing from its row"
+
+
+def test_stale_or_ambiguous_mutant_is_refused(tmp_path: Path) -> None:
+    """A mutant whose `old` occurs zero or two times is refused with the count, not applied."""
+    (tmp_path / "oracle").mkdir()
+    (tmp_path / "oracle" / "m.py").write_text("x = 1\ny = 1\n")
+    for old, count in (("z = 1\n", 0), (" = 1\n", 2)):
+        mutant = Mutant("probe", "oracle/m.py", old, "x = 2\n", "probe", ("tests/t.py::test",))
+        with pytest.raises(StaleMutant) as info:
+            apply_mutant(tmp_path, mutant)
+        assert (info.value.mutant, info.value.path, info.value.occurrences) == ("probe", "oracle/m.py", count)
+    assert (tmp_path / "oracle" / "m.py").read_text() == "x = 1\ny = 1\n"
+
+
+@pytest.mark.parametrize("field, value", [
+    ("name", "has space"), ("path", "/abs/oracle/m.py"), ("new", "x = 1\n"), ("kills", ()),
+    ("kills", ("oracle/test_x.py",)),
+])
+def test_malformed_mutant_is_refused(field: str, value: object) -> None:
+    """A catalogue entry with a bad name, path, no-op edit or non-node-id kill cannot be built."""
+    fields: dict[str, object] = dict(name="probe", path="oracle/m.py", old="x = 1\n", new="x = 2\n",
+                                     description="probe", kills=("tests/t.py::test",))
+    fields[field] = value
+    with pytest.raises(InvalidMutant) as info:
+        Mutant(**fields)  # type: ignore[arg-type]
+    assert info.value.field == field
+
+
+def test_copy_takes_packages_and_config_but_no_caches(tmp_path: Path) -> None:
+    """make_copy brings the package directories and pyproject.toml, and leaves bytecode caches behind."""
+    root, dest = tmp_path / "root", tmp_path / "dest"
+    (root / "oracle" / "__pycache__").mkdir(parents=True)
+    (root / "oracle" / "a.py").write_text("A = 1\n")
+    (root / "oracle" / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"stale")
+    (root / "tests" / "oracle").mkdir(parents=True)
+    (root / "tests" / "oracle" / "test_a.py").write_text("")
+    (root / "pyproject.toml").write_text("")
+    (root / "benchmarks").mkdir()
+    dest.mkdir()
+    make_copy(root, dest)
+    assert (dest / "oracle" / "a.py").read_text() == "A = 1\n"
+    assert (dest / "tests" / "oracle" / "test_a.py").is_file() and (dest / "pyproject.toml").is_file()
+    assert not (dest / "oracle" / "__pycache__").exists() and not (dest / "benchmarks").exists()
+
+
+def test_module_from_outside_the_copy_voids_the_run(tmp_path: Path) -> None:
+    """A module under test imported from anywhere but the copy (an editable install, say) voids the run."""
+    inside = {"oracle.reference": str(tmp_path / "oracle" / "reference.py")}
+    outside = {"oracle.reference": str(repo_root() / "oracle" / "reference.py")}
+    modules = {"oracle.reference": "oracle/reference.py"}
+    assert imported_outside_copy(inside, modules, tmp_path) is None
+    why = imported_outside_copy(outside, modules, tmp_path)
+    assert why is not None and str(repo_root()) in why
+    assert imported_outside_copy({}, modules, tmp_path) is not None

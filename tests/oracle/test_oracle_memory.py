@@ -1,0 +1,135 @@
+"""The oracle's memory contract: work in chunks, never a [heads, q, kv] score tensor over budget.
+
+Chunks are observed by wrapping oracle.reference._softmax (it receives each chunk's whole score
+rows) and oracle.reference._kv_rows (each gathered K or V key block), so the tests see the
+tensors the oracle really built, not the sizes it planned.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from oracle import reference
+from oracle.reference import _SCORE_COPIES, _plan_chunks, attention
+from oracle_support import ORACLE_SETTINGS, U32, assert_within_rounding
+from scenarios.case import Case
+from scenarios.tensors import Inputs, materialize
+from textbook import Textbook, textbook_attention
+
+FP32 = dict(q_dtype="fp32", kv_dtype="fp32", o_dtype="fp32")
+SMALL_BUDGET = 8 * 2**10
+LONG_KV = 20000
+LONG_BUDGET = 2**20
+
+
+@dataclass
+class Chunks:
+    """What the oracle built: score chunks [heads, rows, kv] and K/V key blocks, with their bytes."""
+
+    scores: list[tuple[int, int, int]] = field(default_factory=list)
+    score_bytes: list[int] = field(default_factory=list)
+    kv_block_bytes: list[int] = field(default_factory=list)
+
+
+@pytest.fixture
+def chunks(monkeypatch: pytest.MonkeyPatch) -> Chunks:
+    """Every score chunk and K/V block the oracle makes during the test, in order."""
+    seen = Chunks()
+    softmax, kv_rows = reference._softmax, reference._kv_rows
+
+    def recording_softmax(s: torch.Tensor, *rest: Any) -> Any:
+        seen.scores.append(tuple(s.shape))
+        seen.score_bytes.append(s.numel() * s.element_size())
+        return softmax(s, *rest)
+
+    def recording_kv_rows(*args: Any) -> torch.Tensor:
+        blk = kv_rows(*args)
+        seen.kv_block_bytes.append(blk.numel() * blk.element_size())
+        return blk
+
+    monkeypatch.setattr(reference, "_softmax", recording_softmax)
+    monkeypatch.setattr(reference, "_kv_rows", recording_kv_rows)
+    return seen
+
+
+@pytest.mark.parametrize("case", [
+    Case(layout="single", qo_lens=(16,), kv_lens=(64,), num_qo_heads=4, num_kv_heads=2, head_dim_qk=8,
+         head_dim_vo=8, causal=True, **FP32),
+    Case(layout="paged", qo_lens=(16, 9), kv_lens=(64, 40), num_qo_heads=4, num_kv_heads=1, head_dim_qk=8,
+         head_dim_vo=4, page_size=5, mask="custom", **FP32),
+], ids=["single", "paged"])
+def test_score_chunks_stay_within_budget(case: Case, chunks: Chunks) -> None:
+    """With a budget smaller than one request's scores, every score chunk plus a K/V block fits the budget."""
+    assert max(q * k for q, k in zip(case.qo_lens, case.kv_lens)) * case.num_qo_heads * 4 > SMALL_BUDGET
+    attention(materialize(case, seed=0), budget_bytes=SMALL_BUDGET)
+    assert len(chunks.scores) > case.batch_size
+    assert max(chunks.score_bytes) + max(chunks.kv_block_bytes) <= SMALL_BUDGET
+    covered = sum(h * r for h, r, _ in chunks.scores)
+    assert covered == case.total_qo * case.num_qo_heads  # every (row, head) exactly once
+
+
+@pytest.mark.parametrize("case", [
+    Case(layout="ragged", qo_lens=(5, 3), kv_lens=(9, 6), num_qo_heads=4, num_kv_heads=2, head_dim_qk=6,
+         head_dim_vo=5, causal=True, mask="custom", **FP32),
+    Case(layout="paged", qo_lens=(4, 3), kv_lens=(11, 7), num_qo_heads=4, num_kv_heads=2, head_dim_qk=6,
+         head_dim_vo=5, page_size=3, kv_layout="HND", window_left=4, **FP32),
+], ids=["ragged", "paged"])
+def test_tiny_budget_equals_default_budget(case: Case, chunks: Chunks) -> None:
+    """A one-byte budget (one head, one row, one key per block) gives the default budget's result."""
+    inputs = materialize(case, seed=4)
+    tiny = attention(inputs, budget_bytes=1)
+    assert {(h, r) for h, r, _ in chunks.scores} == {(1, 1)} and len(chunks.scores) == case.total_qo * 4
+    default = attention(inputs)
+    # Both are within one rounding bound of the exact result, hence within two of each other.
+    assert_within_rounding(tiny.out, tiny.lse, textbook_attention(inputs), U32, factor=2.0,
+                           expected=(default.out, default.lse))
+
+
+def _magnitudes(inputs: Inputs, exact: reference.Reference) -> Textbook:
+    """Condition numbers of an unmasked-or-causal single request, vectorised (the textbook is too slow here).
+
+    Maxima are taken over all keys, a superset of the visible ones, which only loosens the bound.
+    """
+    c = inputs.case
+    q, k, v = inputs.q.double(), inputs.k.double(), inputs.v.double()
+    kv_head = torch.arange(c.num_qo_heads) // c.group_size
+    score_abs = torch.einsum("ihd,jhd->ihj", q.abs(), k[:, kv_head].abs()).amax(dim=-1) * c.scale
+    rows = torch.arange(c.qo_lens[0], dtype=torch.float64)
+    n = (rows + c.kv_lens[0] - c.qo_lens[0] + 1).clamp(0, c.kv_lens[0]) if c.causal else \
+        torch.full_like(rows, c.kv_lens[0])
+    v_rows = v[:, kv_head]  # [kv, Hq, D]
+    return Textbook(out=exact.out, lse=exact.lse, score_abs=score_abs,
+                    v_lo=v_rows.amin(dim=0).expand_as(exact.out), v_hi=v_rows.amax(dim=0).expand_as(exact.out),
+                    n_visible=n.view(-1, 1).expand_as(exact.lse), visible=[], head_dim_qk=c.head_dim_qk)
+
+
+def test_long_request_completes_within_a_small_budget(chunks: Chunks) -> None:
+    """A 20000-key request under a 1 MiB budget completes in bounded chunks and matches the fp64 oracle."""
+    case = Case(layout="single", qo_lens=(16,), kv_lens=(LONG_KV,), num_qo_heads=2, num_kv_heads=1,
+                head_dim_qk=16, head_dim_vo=16, causal=True, **FP32)
+    inputs = materialize(case, seed=8)
+    got = attention(inputs, budget_bytes=LONG_BUDGET)
+    assert chunks.scores and max(chunks.score_bytes) + max(chunks.kv_block_bytes) <= LONG_BUDGET
+    assert case.total_qo * case.num_qo_heads * LONG_KV * 4 > 2 * LONG_BUDGET  # the whole would not fit
+    exact = attention(inputs, precision="fp64")
+    assert_within_rounding(got.out, got.lse, _magnitudes(inputs, exact), U32, what="20000 keys, 1 MiB")
+
+
+@ORACLE_SETTINGS
+@given(heads=st.integers(1, 64), group=st.sampled_from((1, 2, 4, 8)), rows=st.integers(1, 4096),
+       kv=st.integers(1, 200_000), dkv=st.integers(1, 512), elem=st.sampled_from((4, 8)),
+       stored_elem=st.sampled_from((1, 2, 4)), budget=st.integers(2**16, 2**30))
+def test_planned_chunks_fit_the_budget_when_the_smallest_chunk_does(
+        heads: int, group: int, rows: int, kv: int, dkv: int, elem: int, stored_elem: int, budget: int) -> None:
+    """_plan_chunks keeps score rows plus one K/V key block within budget whenever 1 head x 1 row x 1 key fits."""
+    group = min(group, heads)
+    hb, rb, kb = _plan_chunks(heads, group, rows, kv, dkv, elem, stored_elem, budget)
+    assert 1 <= hb <= heads and 1 <= rb <= rows and 1 <= kb <= kv
+    smallest = _SCORE_COPIES * kv * elem + dkv * (elem + stored_elem)
+    if 4 * smallest <= budget:
+        assert _SCORE_COPIES * hb * rb * kv * elem + hb * kb * dkv * (elem + stored_elem) <= budget
