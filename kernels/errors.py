@@ -31,3 +31,33 @@ class KernelUnavailable(RuntimeError):
         self.target = target
         self.reason = reason
         super().__init__(f"target {target!r} is unavailable here: {reason}")
+
+
+class LibraryRefused(RuntimeError):
+    """The library declined a configuration it was asked for, with its own message.
+
+    Raised when a forced backend answers a real call with its documented refusal (torch SDPA:
+    "No available kernel", "No viable backend"). A refusal is counted apart from a failure and
+    never turned into a pass; `message` is the library's text, verbatim.
+    """
+
+    def __init__(self, target: str, backend: str, case_id: str, message: str) -> None:
+        self.target = target
+        self.backend = backend
+        self.case_id = case_id
+        self.message = message
+        super().__init__(f"{target} backend {backend!r} refused case {case_id}: {message!r}. "
+                         f"Fix: none needed in the harness (it is counted as a refusal); if the "
+                         f"refusal is predictable, teach the adapter's supports() to decline it")
+
+
+class UnsupportedCase(ValueError):
+    """plan() or run() was handed a case that supports() declines; `reason` is that decision."""
+
+    def __init__(self, target: str, backend: str, case_id: str, reason: str) -> None:
+        self.target = target
+        self.backend = backend
+        self.case_id = case_id
+        self.reason = reason
+        super().__init__(f"{target} backend {backend!r} does not support case {case_id}: {reason.rstrip('.')}. "
+                         f"Fix: ask supports(case) first and skip the case when it declines")

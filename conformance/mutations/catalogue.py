@@ -215,6 +215,13 @@ ORACLE_MUTANTS: tuple[Mutant, ...] = (
         (_COMPARE + "test_judge_passes_the_reference_itself_in_either_lse_base",),
     ),
     Mutant(
+        "judge-fp32-against-fp32", "oracle/judge.py",
+        '    ref = attention(inputs, "fp64" if dtype == "fp32" else "fp32", budget_bytes)\n',
+        '    ref = attention(inputs, "fp32", budget_bytes)\n',
+        "fp32 cases judged against the fp32 oracle: the baseline error is 0 and the bound collapses to the floor",
+        (_COMPARE + "test_fp32_cases_are_judged_against_fp64_with_the_fp32_oracle_error_as_baseline",),
+    ),
+    Mutant(
         "poison-counted-as-nan", "oracle/compare.py",
         "    nan = torch.isnan(a) & ~unwritten\n", "    nan = torch.isnan(a)\n",
         "unwritten (poisoned) elements also counted as computed NaNs",

@@ -157,6 +157,29 @@ def test_judge_passes_the_reference_itself_in_either_lse_base() -> None:
         assert out_cmp.passed and lse_cmp is not None and lse_cmp.passed
 
 
+# fp32 at large logits and a wide head: the fp32 oracle's own error is far above the fp32 floor.
+FP32_CASE = Case("ragged", (5, 0, 9), (40, 3, 17), num_qo_heads=4, num_kv_heads=4, head_dim_qk=192,
+                 head_dim_vo=128, q_dtype="fp32", kv_dtype="fp32", o_dtype="fp32", input_scale=16.0)
+
+
+def test_fp32_cases_are_judged_against_fp64_with_the_fp32_oracle_error_as_baseline() -> None:
+    """All-fp32 cases take an fp64 reference, so honest fp32 attention (SDPA math) passes."""
+    inputs = materialize(FP32_CASE, seed=0)
+    t = truth(inputs)
+    assert t.ref.precision == "fp64" and t.base.precision == "input"
+    assert t.out_baseline_err > 0
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    rows = []
+    for i, (qo, kv) in enumerate(zip(FP32_CASE.qo_lens, FP32_CASE.kv_lens)):
+        q0, k0 = int(inputs.qo_indptr[i]), int(inputs.kv_indptr[i])
+        q = inputs.q[q0:q0 + qo].transpose(0, 1)
+        k, v = inputs.k[k0:k0 + kv].transpose(0, 1), inputs.v[k0:k0 + kv].transpose(0, 1)
+        with sdpa_kernel([SDPBackend.MATH]):
+            rows.append(torch.nn.functional.scaled_dot_product_attention(q, k, v).transpose(0, 1))
+    out_cmp, _ = judge(t, torch.cat(rows), None)
+    assert out_cmp.passed, out_cmp.summary()
+
+
 def test_judge_fails_a_natural_log_lse_declared_as_base_2() -> None:
     """A natural-log LSE that an adapter declares to be base 2 is converted, and fails."""
     t = truth(materialize(JUDGE_CASE, seed=2))
