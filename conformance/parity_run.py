@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from kernels import get_target
-from kernels.errors import LibraryRefused
+from kernels.errors import KernelUnavailable, LibraryRefused
 from kernels.protocol import AttentionKernel, reason_to_json
 from oracle.judge import Truth, judge, truth
 from reports.parity import render_markdown
@@ -88,6 +88,9 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
         cases = [inputs.case]
     cases = cases if cases is not None else matrix.build(budget, seed)
     target = get_target(target_name)
+    avail = target.available(device)
+    if not avail.ok:
+        raise KernelUnavailable(target_name, avail.reason)
     offered = target.backends(device)
     chosen = list(backends) if backends else list(offered)
     adapters = [target.make(b, device) for b in chosen]  # UnknownBackend raised here, before any file

@@ -20,7 +20,7 @@ from kernels.protocol import Target
 
 REGISTRY: dict[str, str] = {
     "torch": "kernels.torch_target:TARGET",
-    # "flashinfer": "kernels.flashinfer:TARGET",  # slot: added together with kernels/flashinfer.py
+    "flashinfer": "kernels.flashinfer:TARGET",
 }
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")

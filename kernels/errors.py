@@ -30,7 +30,8 @@ class KernelUnavailable(RuntimeError):
     def __init__(self, target: str, reason: str) -> None:
         self.target = target
         self.reason = reason
-        super().__init__(f"target {target!r} is unavailable here: {reason}")
+        super().__init__(f"target {target!r} is unavailable here: {reason}. Fix: run it where the library "
+                         f"and its device are (see docs/), or pass --target torch")
 
 
 class LibraryRefused(RuntimeError):

@@ -26,3 +26,7 @@ def detail(constant: str, text: str) -> str:
 
 def constant_of(reason: str) -> str:
     return reason.split(": ", 1)[0]
+
+
+# Added with the flashinfer target (kernels/flashinfer.py).
+GRAPH_MODE = "adapter has no CUDA-graph mode for this layout"

@@ -26,7 +26,7 @@ class Budget:
 
 
 BUDGETS: dict[str, Budget] = {
-    "quick": Budget("quick", sampled=40, max_qo=64, max_kv=300, max_batch=3, max_heads=8, fp8_share=0.1),
+    "quick": Budget("quick", sampled=80, max_qo=64, max_kv=300, max_batch=3, max_heads=8, fp8_share=0.1),
     "standard": Budget("standard", sampled=160, max_qo=127, max_kv=1031, max_batch=7, max_heads=16, fp8_share=0.15),
     "full": Budget("full", sampled=600, max_qo=600, max_kv=5000, max_batch=16, max_heads=32, fp8_share=0.2),
 }

@@ -47,6 +47,7 @@ def test_small_case_run_passes_and_writes_results(tmp_path, capsys):
     (["--case", "{not json"], "fix the JSON"),
     (["--case", '{"layout": "ragged"}'], "missing"),
     (["--device", "tpu"], "'tpu'"),
+    (["--target", "flashinfer"], "unavailable here"),
 ])
 def test_bad_usage_exits_2_naming_the_value(args, needle, tmp_path, capsys):
     """Each malformed input exits 2 with one line naming the value, and writes no results."""

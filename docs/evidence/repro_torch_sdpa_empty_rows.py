@@ -1,0 +1,39 @@
+"""Standalone: torch SDPA rows with nothing to attend, per CUDA backend (plain torch calls only).
+
+    python3 repro_torch_sdpa_empty_rows.py
+
+SDPA's math backend returns 0 for a query row whose boolean mask allows no key (torch >= 2.5).
+This prints, per backend, the largest |output| over such rows in two set-ups:
+  A. a boolean attn_mask with one fully masked row (qo = kv = 8);
+  B. causal_lower_right with qo_len 8 > kv_len 4, whose top 4 rows have no key.
+A backend that honours the convention prints 0.0; "refused" means it declined the call.
+"""
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.attention.bias import causal_lower_right
+
+torch.manual_seed(0)
+dev, dt = "cuda", torch.bfloat16
+print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(),
+      torch.cuda.get_device_name())
+q = torch.randn(1, 4, 8, 64, device=dev, dtype=dt)
+k = torch.randn(1, 4, 8, 64, device=dev, dtype=dt)
+v = torch.randn(1, 4, 8, 64, device=dev, dtype=dt)
+mask = torch.ones(8, 8, dtype=torch.bool, device=dev)
+mask[3] = False  # row 3 attends nothing
+for name, be in [("math", SDPBackend.MATH), ("efficient", SDPBackend.EFFICIENT_ATTENTION),
+                 ("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)]:
+    for setup in ("A mask row", "B qo>kv causal_lower_right"):
+        try:
+            with sdpa_kernel([be]):
+                if setup.startswith("A"):
+                    o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+                    empty = o[0, :, 3]
+                else:
+                    o = F.scaled_dot_product_attention(q, k[:, :, :4], v[:, :, :4],
+                                                       attn_mask=causal_lower_right(8, 4))
+                    empty = o[0, :, :4]
+            print(f"{name:9s} {setup:28s} max|out| on empty rows = {empty.abs().max().item():.4f}")
+        except RuntimeError as e:
+            print(f"{name:9s} {setup:28s} refused: {str(e).splitlines()[0][:80]}")
