@@ -42,7 +42,14 @@ class RunOutcome:
         return os.path.join(self.out_dir, RESULTS_FILE)
 
 
-def _one(adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Callable[[], Truth], base: dict) -> ParityRecord:
+def evaluate(adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Callable[[], Truth],
+             base: dict) -> ParityRecord:
+    """One (case, backend): supports -> plan -> run -> judge, as a record; never raises for the library.
+
+    `base` holds the record fields fixed for a run (run_id, target, device, seed). When the adapter
+    reports per-variant timing (`last_timing`, FlashInfer), a variant's first use is recorded as
+    compile time apart from run time.
+    """
     rec = ParityRecord(backend=adapter.backend, case_id=case.id, case=case.to_json(), status="skip",
                        features=list(case.features), **base)
     sup = adapter.supports(case)
@@ -63,6 +70,9 @@ def _one(adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Callab
         rec.reason = f"{type(e).__name__}: {e}"[:2000]
         return rec
     rec.plan_s, rec.run_s = t1 - t0, t2 - t1
+    timing = getattr(adapter, "last_timing", None)
+    if timing is not None and timing.first_use:
+        rec.compile_s = timing.compile_s
     rec.resolved_backend = res.resolved_backend
     rec.fallback_reason = reason_to_json(res.fallback_reason)
     want_lse = case.return_lse and res.lse is not None
@@ -120,7 +130,7 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
                     return cache["t"]
 
                 for adapter in adapters:
-                    rec = _one(adapter, case, case_inputs, get_truth, base)
+                    rec = evaluate(adapter, case, case_inputs, get_truth, base)
                     sink.write(rec)
                     outcome.records.append(rec)
                     progress(rec, len(outcome.records), total)

@@ -62,6 +62,7 @@ class ParityRecord:
     lse_provided: bool = False
     plan_s: float = 0.0
     run_s: float = 0.0
+    compile_s: float = 0.0  # first use of a JIT-compiled variant (included in plan_s + run_s)
     features: list[str] = field(default_factory=list)
     schema: int = SCHEMA_VERSION
     kind: str = "parity"

@@ -1,0 +1,42 @@
+"""The pytest face of attncheck: `pytest conformance --target T --device D --budget B`.
+
+Options choose the target and matrix the conformance suites run; `parity_cases` parametrizes
+the parity grid with the same (case, backend) pairs `attncheck run` would run, so the CLI and
+pytest judge the same things through the same function (conformance.parity_run.evaluate).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from scenarios.matrix import BUDGETS
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("attncheck")
+    g.addoption("--target", default="torch", help="library under test (default: torch)")
+    g.addoption("--device", default="cpu", help="cpu or cuda (default: cpu)")
+    g.addoption("--budget", default="quick", choices=list(BUDGETS), help="matrix size (default: quick)")
+    g.addoption("--seed", type=int, default=0, help="seed of the matrix and the inputs")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "parity_case" not in metafunc.fixturenames:
+        return
+    from kernels import get_target
+    from scenarios import matrix
+
+    opt = metafunc.config.getoption
+    target = get_target(opt("--target"))
+    avail = target.available(opt("--device"))
+    if not avail.ok:
+        # One visible skip with the reason, rather than an empty parametrization.
+        metafunc.parametrize("parity_case,backend", [pytest.param(None, None, marks=pytest.mark.skip(
+            reason=f"target {opt('--target')} unavailable on {opt('--device')}: {avail.reason}"))])
+        return
+    params: list[Any] = []
+    for case in matrix.build(opt("--budget"), opt("--seed")):
+        for backend in target.backends(opt("--device")):
+            params.append(pytest.param(case, backend, id=f"{backend}-{case.id}"))
+    metafunc.parametrize("parity_case,backend", params)
