@@ -89,7 +89,9 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
         raise InvalidValue("--device", device, "cpu, cuda or cuda:N", "pass --device cpu or --device cuda")
     t0 = time.perf_counter()
-    print(f"attncheck run --target {args.target} --device {device} --budget {args.budget} -> {args.out}", flush=True)
+    what = (f"{len(cases)} given case(s)" if cases else "a captured batch" if inputs
+            else f"the {args.budget} matrix")
+    print(f"attncheck run --target {args.target} --device {device}: {what} -> {args.out}", flush=True)
     outcome = run_parity(args.target, device, args.budget, args.out, seed=args.seed, backends=args.backends,
                          argv=["attncheck", *argv], cases=cases, inputs=inputs, progress=_progress)
     recs = outcome.records

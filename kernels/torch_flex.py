@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -179,6 +180,10 @@ class FlexKernel:
         from torch.nn.attention.flex_attention import flex_attention
 
         if eager(self.device):
+            # Eager on the CPU is a choice (supports() bounds its cost), so torch's advice to
+            # compile is noise in every run's output; only that one message is silenced.
+            warnings.filterwarnings("ignore", message="flex_attention called without torch.compile",
+                                    category=UserWarning)
             return flex_attention
         if self._compiled is None:
             # Static shapes and constant floats (scale, soft cap): each case is the kernel a model
