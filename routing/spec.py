@@ -20,9 +20,10 @@ a `RoutingEnv` (facts about the machine and install) with `query_from_case`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Literal, Mapping, Optional, Sequence
+from typing import Any, Callable, Literal, Mapping, Optional, Sequence, Union
 
 from kernels import _env
+from kernels.protocol import NOT_REPORTED, _NotReported
 from routing.reasons import ALL as ALL_REASONS, ReasonCode
 from scenarios.case import Case
 
@@ -86,6 +87,7 @@ class RoutingEnv:
     graph_mode: bool = False  # use_cuda_graph=True on the wrapper
     bootstrap_ok: bool = True  # the AITER kernel bootstrap probe succeeds
     native_paging_ok: bool = True  # _aiter_native_paging_available at a routed page
+    device: str = "cuda"  # torch device type of the inputs ("cpu", "cuda"; ROCm reads "cuda")
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,10 @@ class RoutingQuery:
     max_seq_len: Optional[int] = None  # decode only: declared graph capacity
     # A direct selector call arming both max_q_len and ragged_q_len; no wrapper does this.
     both_length_gates: bool = False
+    device: str = "cuda"  # torch device type of the inputs: "cpu" or "cuda" (ROCm reads "cuda")
+    # Every request has qo_len 0 or kv_len 0 (an empty batch too). max_q_len/max_kv_len cannot
+    # say this: qo_lens (0, 5) with kv_lens (7, 0) has both maxima > 0 and no non-empty request.
+    all_requests_empty: bool = False
 
     @property
     def aiter_importable(self) -> bool:
@@ -138,7 +144,8 @@ def query_from_case(case: Case, env: RoutingEnv, *, requested: str = "auto",
         max_q_len=max(case.qo_lens, default=0), max_kv_len=max(case.kv_lens, default=0),
         page_size=case.page_size, aiter_install=env.aiter_install, graph_mode=env.graph_mode,
         bootstrap_ok=env.bootstrap_ok, native_paging_ok=env.native_paging_ok,
-        use_tensor_cores=use_tensor_cores, max_seq_len=max_seq_len)
+        use_tensor_cores=use_tensor_cores, max_seq_len=max_seq_len, device=env.device,
+        all_requests_empty=all(qo == 0 or kv == 0 for qo, kv in zip(case.qo_lens, case.kv_lens)))
 
 
 # gfx version as torch reports it on ROCm (device_capability) -> the arch name specs are keyed by.
@@ -170,14 +177,15 @@ class RouteRule:
     """One row: when `when(query)` holds (and `gate` fires), expect this backend and reason.
 
     `expect_raises` names an exception type the plan is expected to raise instead of routing
-    (then `expect_backend` is None). `tables` names every thresholds table `when` reads through
+    (then `expect_backend` is None). `expect_reason` may be `NOT_REPORTED` for a library that
+    gives no reason at all (torch): the checker then passes NOT_REPORTED, and only it. `tables` names every thresholds table `when` reads through
     `Ctx.table`, so a missing arch row there is a gap too. `source` cites rocm_fork.md.
     """
 
     name: str
     when: Callable[[RoutingQuery, "Ctx"], bool]
     expect_backend: Optional[str]
-    expect_reason: Optional[ReasonCode]
+    expect_reason: Union[ReasonCode, None, _NotReported]
     gate: Optional[LengthGate] = None
     expect_raises: Optional[str] = None
     tables: tuple[str, ...] = ()
@@ -229,7 +237,7 @@ class SpecGap:
 @dataclass(frozen=True)
 class ExpectedRoute:
     backend: Optional[str]
-    reason: Optional[ReasonCode]
+    reason: Union[ReasonCode, None, _NotReported]
     rule: Optional[str]
     raises: Optional[str] = None
     threshold: Optional[int] = None  # the T a short-query reason must embed
@@ -313,9 +321,10 @@ def validate(spec: RoutingSpec) -> None:
     if dupes:
         raise SpecError(spec.library, "rule names", dupes, "unique names", "rename the duplicate rows")
     for r in spec.rules:
-        if r.expect_reason is not None and r.expect_reason not in ALL_REASONS:
+        if r.expect_reason is not None and r.expect_reason is not NOT_REPORTED \
+                and r.expect_reason not in ALL_REASONS:
             raise SpecError(spec.library, f"{r.name}.expect_reason", r.expect_reason,
-                            "a constant of routing.reasons.ALL", "add the reason to routing/reasons.py")
+                            "a constant of routing.reasons.ALL or NOT_REPORTED", "add the reason to routing/reasons.py")
         if (r.expect_raises is None) == (r.expect_backend is None):
             raise SpecError(spec.library, f"{r.name}.expect_backend", r.expect_backend,
                             "exactly one of expect_backend / expect_raises", "set one, not both")

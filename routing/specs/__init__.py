@@ -8,5 +8,6 @@ from __future__ import annotations
 
 from routing.spec import RoutingSpec
 from routing.specs.flashinfer_rocm import SPEC as FLASHINFER_ROCM
+from routing.specs.torch_sdpa import SPEC as TORCH_SDPA
 
-SPECS: dict[str, RoutingSpec] = {FLASHINFER_ROCM.library: FLASHINFER_ROCM}
+SPECS: dict[str, RoutingSpec] = {s.library: s for s in (FLASHINFER_ROCM, TORCH_SDPA)}
