@@ -74,32 +74,37 @@ Stop = Literal["win", "tie", "observed_win", "hole", "end"]
 TIE_IS_LOSS = False
 
 
-class InvalidTable(InvalidValue):
+class _PrefixedError(InvalidValue):
+    """An InvalidValue whose message names the object it concerns (PREFIX)."""
+
+    PREFIX = ""
+
+    def __init__(self, field: str, value: object, expected: str, fix: str) -> None:
+        super().__init__(field, value, expected, fix, prefix=self.PREFIX)
+
+
+class InvalidTable(_PrefixedError):
     """An A/B table that is malformed (shape, order, values)."""
 
-    def __init__(self, field: str, value: object, expected: str, fix: str) -> None:
-        super().__init__(field, value, expected, fix, prefix="ABTable.")
+    PREFIX = "ABTable."
 
 
-class NoMeasurements(InvalidValue):
+class NoMeasurements(_PrefixedError):
     """The table holds no data at all: 'no data', which is not the verdict None."""
 
-    def __init__(self, field: str, value: object, expected: str, fix: str) -> None:
-        super().__init__(field, value, expected, fix, prefix="ABTable.")
+    PREFIX = "ABTable."
 
 
-class UndeterminedThreshold(InvalidValue):
+class UndeterminedThreshold(_PrefixedError):
     """The first column has missing cells and no measured win or tie: no verdict can be given."""
 
-    def __init__(self, field: str, value: object, expected: str, fix: str) -> None:
-        super().__init__(field, value, expected, fix, prefix="ABTable.")
+    PREFIX = "ABTable."
 
 
-class ContradictoryObservation(InvalidValue):
+class ContradictoryObservation(_PrefixedError):
     """An Observation that a measured cell contradicts."""
 
-    def __init__(self, field: str, value: object, expected: str, fix: str) -> None:
-        super().__init__(field, value, expected, fix, prefix="Observation.")
+    PREFIX = "Observation."
 
 
 @dataclass(frozen=True)
