@@ -18,7 +18,7 @@ from tabulate import tabulate
 from kernels.errors import KernelUnavailable, UnknownBackend, UnknownTarget
 from reports.parity import COUNT_HEADERS, counts_by_backend, failure_line, failures, skips_by_reason
 from reports.records import ParityRecord
-from scenarios.case import Case
+from scenarios.case import FEATURES, Case
 from scenarios.errors import InvalidCase, InvalidInputs, InvalidValue
 from scenarios.matrix import BUDGETS, parse_budget
 
@@ -42,6 +42,14 @@ def _parser() -> argparse.ArgumentParser:
                      help="run this case instead of the matrix: JSON text or @file.json (repeatable)")
     run.add_argument("--inputs", default=None,
                      help="replay a captured batch (a file written by scenarios.tensors.save)")
+    run.add_argument("--feature", action="append", dest="features", default=None,
+                     help=f"keep only matrix cases with this feature (repeatable: any of them), one of {', '.join(FEATURES)}")
+    run.add_argument("--time-budget", type=float, default=None, dest="time_budget",
+                     help="seconds; (case, backend) pairs not started by then are recorded as skipped")
+    run.add_argument("--adapter-option", action="append", dest="adapter_options", default=None,
+                     metavar="KEY=VALUE", help="adapter option for every backend, e.g. mask_form=packed (repeatable)")
+    run.add_argument("--jit-cache", default=None, dest="jit_cache",
+                     help="directory for JIT-compiled kernels (FlashInfer: FLASHINFER_WORKSPACE_BASE)")
     return p
 
 
@@ -66,6 +74,31 @@ def _load_case(text: str) -> Case:
                           "num_qo_heads, num_kv_heads)", f"add the missing field ({e})") from None
 
 
+def _parse_options(items: Optional[list[str]]) -> dict:
+    """["mask_form=packed", "decode_tensor_cores=true"] -> {"mask_form": "packed", "decode_tensor_cores": True}."""
+    out: dict = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InvalidValue("--adapter-option", item, "KEY=VALUE", "write it as e.g. mask_form=packed")
+        low = value.lower()
+        out[key] = True if low == "true" else False if low == "false" else int(value) if value.isdigit() else value
+    return out
+
+
+def _set_jit_cache(path: str) -> None:
+    """Point FlashInfer's JIT cache at `path`; it reads the variable once, at import."""
+    if "flashinfer" in sys.modules:
+        raise InvalidValue("--jit-cache", path, "to be set before flashinfer is imported",
+                           "set FLASHINFER_WORKSPACE_BASE in the environment instead")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise InvalidValue("--jit-cache", path, "a directory that can be created",
+                           f"pass a writable path ({e.strerror})") from None
+    os.environ["FLASHINFER_WORKSPACE_BASE"] = os.path.abspath(path)
+
+
 def _default_device() -> str:
     import torch
     return "cuda" if torch.cuda.is_available() else "cpu"
@@ -83,8 +116,14 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from scenarios.tensors import load
 
     parse_budget(args.budget)
+    options = _parse_options(args.adapter_options)
+    for f in args.features or []:
+        if f not in FEATURES:
+            raise InvalidValue("--feature", f, f"one of {', '.join(FEATURES)}", "pass a feature name from that list")
     cases = [_load_case(c) for c in args.cases] if args.cases else None
     inputs = load(args.inputs) if args.inputs else None
+    if args.jit_cache:
+        _set_jit_cache(args.jit_cache)
     device = args.device or _default_device()
     if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
         raise InvalidValue("--device", device, "cpu, cuda or cuda:N", "pass --device cpu or --device cuda")
@@ -92,8 +131,14 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     what = (f"{len(cases)} given case(s)" if cases else "a captured batch" if inputs
             else f"the {args.budget} matrix")
     print(f"attncheck run --target {args.target} --device {device}: {what} -> {args.out}", flush=True)
+    if args.features:
+        from conformance.parity_run import matrix_of
+
+        pool = cases if cases is not None else matrix_of(args.target, args.budget, args.seed)
+        cases = [c for c in pool if set(c.features) & set(args.features)]
     outcome = run_parity(args.target, device, args.budget, args.out, seed=args.seed, backends=args.backends,
-                         argv=["attncheck", *argv], cases=cases, inputs=inputs, progress=_progress)
+                         argv=["attncheck", *argv], cases=cases, inputs=inputs, time_budget_s=args.time_budget,
+                         adapter_options=options, progress=_progress)
     recs = outcome.records
     print()
     print(tabulate(counts_by_backend(recs), COUNT_HEADERS, tablefmt="simple"))

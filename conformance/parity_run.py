@@ -11,18 +11,20 @@ import datetime as _dt
 import os
 import time
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
-from kernels import get_target
+from kernels import get_target, skips
 from kernels.errors import KernelUnavailable, LibraryRefused
-from kernels.protocol import AttentionKernel, reason_to_json
+from kernels.protocol import AttentionKernel, Stage, reason_to_json
 from oracle.judge import Truth, judge, truth
 from reports.parity import render_markdown
-from reports.records import FAILING, ParityRecord, RunFooter, RunHeader, read_jsonl
+from reports.records import FAILING, ParityRecord, RunFooter, RunHeader, StageRecord, read_jsonl
 from reports.sink import JsonlSink
 from scenarios import matrix
 from scenarios.case import Case
+from scenarios.errors import InvalidValue
 from scenarios.tensors import Inputs, materialize, to_device, validate_inputs
 
 HARNESS_VERSION = "0.1.0"
@@ -40,6 +42,12 @@ class RunOutcome:
     @property
     def results_path(self) -> str:
         return os.path.join(self.out_dir, RESULTS_FILE)
+
+
+def matrix_of(target_name: str, budget: str, seed: int) -> list[Case]:
+    """The target's own matrix (`target.matrix`) where it has one, else scenarios.matrix."""
+    own = getattr(get_target(target_name), "matrix", None)
+    return own(budget, seed) if callable(own) else matrix.build(budget, seed)
 
 
 def evaluate(adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Callable[[], Truth],
@@ -88,22 +96,34 @@ def evaluate(adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Ca
 def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: int = 0,
                backends: Optional[list[str]] = None, argv: Optional[list[str]] = None,
                cases: Optional[list[Case]] = None, inputs: Optional[Inputs] = None,
+               time_budget_s: Optional[float] = None, adapter_options: Optional[dict] = None,
                progress: Callable[[ParityRecord, int, int], None] = lambda r, i, n: None) -> RunOutcome:
     """Run the matrix (or the given cases, or one captured batch); usage errors raise before writing.
 
     `inputs`, when given, is a captured batch replayed as is: its page table is validated first.
+    The matrix is the target's own (`target.matrix`) where it has one, else scenarios.matrix.
+    Backends run in the target's stages (`target.stages`, e.g. FlashInfer's JIT prebuild per
+    backend family), the next stage's preparation overlapping the current stage's cases. Once
+    `time_budget_s` has passed, every (case, backend) not yet run is recorded as a skip saying so.
+    `adapter_options` go to every `target.make` (FlashInfer: AdapterOptions fields, e.g. mask_form).
     """
+    if time_budget_s is not None and not time_budget_s > 0:
+        raise InvalidValue("--time-budget", time_budget_s, "a positive number of seconds",
+                           "pass --time-budget 540, or leave it out for no limit")
     if inputs is not None:
         validate_inputs(inputs)
         cases = [inputs.case]
-    cases = cases if cases is not None else matrix.build(budget, seed)
     target = get_target(target_name)
+    if cases is None:
+        cases = matrix_of(target_name, budget, seed)
     avail = target.available(device)
     if not avail.ok:
         raise KernelUnavailable(target_name, avail.reason)
     offered = target.backends(device)
     chosen = list(backends) if backends else list(offered)
-    adapters = [target.make(b, device) for b in chosen]  # UnknownBackend raised here, before any file
+    adapters = {b: _make(target, b, device, adapter_options or {}) for b in chosen}  # usage errors: before any file
+    staged = getattr(target, "stages", None)
+    stages = staged(cases, chosen, device) if callable(staged) else [Stage("all", tuple(chosen))]
     run_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, RESULTS_FILE)
@@ -113,28 +133,53 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
     started = time.perf_counter()
     base = dict(run_id=run_id, target=target_name, device=device, seed=seed)
     total = len(cases) * len(adapters)
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attncheck-prepare")
+    prepared: dict[int, Future] = {}
+
+    def start_prepare(i: int) -> None:
+        if i < len(stages) and stages[i].prepare is not None and i not in prepared:
+            prepared[i] = pool.submit(stages[i].prepare)  # type: ignore[arg-type]
+
+    def out_of_time() -> bool:
+        return time_budget_s is not None and time.perf_counter() - started > time_budget_s
+
+    def emit(rec: ParityRecord) -> None:
+        sink.write(rec)
+        outcome.records.append(rec)
+        progress(rec, len(outcome.records), total)
+
     with JsonlSink(path) as sink:
         sink.write(RunHeader(run_id=run_id, target=target_name, device=device, budget=budget, seed=seed,
                              versions=target.versions(), argv=list(argv or []),
                              started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                              harness_version=HARNESS_VERSION))
         try:
-            for case in cases:
-                case_inputs = to_device(inputs, device) if inputs is not None else materialize(case, seed, device)
-                validate_inputs(case_inputs)
-                cache: dict[str, Truth] = {}
+            start_prepare(0)
+            for si, stage in enumerate(stages):
+                t_wait = time.perf_counter()
+                summary = prepared[si].result() if si in prepared else None
+                if len(stages) > 1 or summary is not None:
+                    sink.write(StageRecord(run_id=run_id, stage=stage.name, backends=list(stage.backends),
+                                           prepare=summary, waited_s=time.perf_counter() - t_wait))
+                start_prepare(si + 1)  # compiles while this stage runs
+                for case in cases:
+                    if out_of_time():
+                        for b in stage.backends:
+                            emit(_not_run(case, b, time_budget_s, base))
+                        continue
+                    case_inputs = to_device(inputs, device) if inputs is not None else materialize(case, seed, device)
+                    validate_inputs(case_inputs)
+                    cache: dict[str, Truth] = {}
 
-                def get_truth() -> Truth:
-                    if "t" not in cache:
-                        cache["t"] = truth(case_inputs)
-                    return cache["t"]
+                    def get_truth() -> Truth:
+                        if "t" not in cache:
+                            cache["t"] = truth(case_inputs)
+                        return cache["t"]
 
-                for adapter in adapters:
-                    rec = evaluate(adapter, case, case_inputs, get_truth, base)
-                    sink.write(rec)
-                    outcome.records.append(rec)
-                    progress(rec, len(outcome.records), total)
+                    for b in stage.backends:
+                        emit(evaluate(adapters[b], case, case_inputs, get_truth, base))
         finally:
+            pool.shutdown(wait=False, cancel_futures=True)
             counts: dict[str, int] = {}
             for r in outcome.records:
                 counts[r.status] = counts.get(r.status, 0) + 1
@@ -147,3 +192,20 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
             with open(os.path.join(out_dir, REPORT_FILE), "w", encoding="utf-8") as f:
                 f.write(render_markdown(read_jsonl(path)))
     return outcome
+
+
+def _make(target: Any, backend: str, device: str, options: dict) -> AttentionKernel:
+    if not options:
+        return target.make(backend, device)
+    try:
+        return target.make(backend, device, **options)
+    except (TypeError, ValueError) as e:
+        raise InvalidValue("--adapter-option", ",".join(f"{k}={v}" for k, v in options.items()),
+                           f"options the {target.name} target's adapters take", f"drop or correct it ({e})") from None
+
+
+def _not_run(case: Case, backend: str, budget_s: Optional[float], base: dict) -> ParityRecord:
+    return ParityRecord(backend=backend, case_id=case.id, case=case.to_json(), status="skip",
+                        reason=skips.detail(skips.TIME_BUDGET, f"--time-budget {budget_s:g} s spent before this "
+                                                               "case; rerun with a larger budget or fewer backends"),
+                        features=list(case.features), **base)

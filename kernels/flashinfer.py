@@ -70,7 +70,8 @@ from kernels.errors import KernelUnavailable, UnknownBackend, UnsupportedCase
 from kernels.flashinfer_support import decide
 from kernels.flashinfer_variants import (GRAPH_SUFFIX, RunTiming, VariantKey, first_use, mark_used, split_backend,
                                          variant_key)
-from kernels.protocol import LSE_BASE2, LSE_NATURAL, NOT_REPORTED, AttentionKernel, KernelOutput, Reason, Support
+from kernels.protocol import (LSE_BASE2, LSE_NATURAL, NOT_REPORTED, AttentionKernel, KernelOutput, Reason, Stage,
+                              Support)
 from oracle.compare import poison
 from scenarios.case import Case
 from scenarios.dtypes import is_fp8, to_torch
@@ -748,6 +749,31 @@ class FlashInferTarget:
 
     def versions(self) -> dict[str, str]:
         return fl.versions()
+
+    def matrix(self, budget: str, seed: int = 0) -> list[Case]:
+        """The matrix designed around few JIT modules (kernels/flashinfer_matrix.py)."""
+        from kernels import flashinfer_matrix
+
+        return flashinfer_matrix.build(budget, seed)
+
+    def stages(self, cases: list[Case], backends: list[str], device: str) -> list[Stage]:
+        """One stage per library backend family (fa2, fa3, auto, others), each with a parallel prebuild.
+
+        fa2 first (cheapest modules, so results start early), then fa3, then auto (whose modules
+        are mostly built by then); "+graph" joins its eager backend, sharing its modules.
+        """
+        from kernels import flashinfer_prebuild as pb
+
+        order = {"fa2": 0, "fa3": 1, AUTO: 2}
+        families: dict[str, list[str]] = {}
+        for b in backends:
+            families.setdefault(split_backend(b)[0], []).append(b)
+        supports = pb.supports_fn(self, device)
+        out = []
+        for fam in sorted(families, key=lambda f: (order.get(f, 3), f)):
+            reqs = pb.requests_for(cases, families[fam], device, supports)
+            out.append(Stage(fam, tuple(families[fam]), prepare=lambda r=reqs: pb.prebuild(r).to_json()))
+        return out
 
 
 TARGET = FlashInferTarget()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional, Protocol, Union, runtime_checkable
+from typing import Callable, Optional, Protocol, Union, runtime_checkable
 
 import torch
 
@@ -102,8 +102,28 @@ class AttentionKernel(Protocol):
     def fresh(self) -> "AttentionKernel": ...
 
 
+@dataclass(frozen=True)
+class Stage:
+    """A slice of a run: backends evaluated together over every case, after `prepare` has run.
+
+    A target whose kernels are compiled on first use (FlashInfer) orders its backends into stages
+    and gives each a `prepare` (a parallel prebuild of the modules the stage needs, returning a
+    JSON-able summary); the runner starts the next stage's `prepare` while the current stage runs.
+    A Target without `stages()` is one stage of every backend with nothing to prepare.
+    """
+
+    name: str
+    backends: tuple[str, ...]
+    prepare: Optional[Callable[[], dict]] = None
+
+
 class Target(Protocol):
-    """A library: which backends it offers on a device, and adapters for them."""
+    """A library: which backends it offers on a device, and adapters for them.
+
+    Optional hooks the runner uses where present: `matrix(budget, seed) -> list[Case]` (a matrix
+    designed for this target, e.g. around its compile costs) and `stages(cases, backends, device)
+    -> list[Stage]`.
+    """
 
     name: str
 

@@ -30,3 +30,6 @@ def constant_of(reason: str) -> str:
 
 # Added with the flashinfer target (kernels/flashinfer.py).
 GRAPH_MODE = "adapter has no CUDA-graph mode for this layout"
+
+# Added with staged runs (conformance/parity_run.py --time-budget).
+TIME_BUDGET = "not run, the time budget of the run was spent"

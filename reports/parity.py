@@ -13,7 +13,7 @@ from typing import Iterable, Optional
 from tabulate import tabulate
 
 from kernels.skips import constant_of
-from reports.records import STATUSES, ParityRecord, RunFooter, RunHeader, Record
+from reports.records import STATUSES, ParityRecord, Record, RunFooter, RunHeader, StageRecord
 
 
 def _fmt_ratio(r: Optional[float]) -> str:
@@ -63,6 +63,68 @@ def worst_by_feature(recs: list[ParityRecord]) -> tuple[list[str], list[list[str
     return ["backend", "dtype", *cols], rows
 
 
+def outcomes_by_feature(recs: list[ParityRecord]) -> tuple[list[str], list[list[str]]]:
+    """Rows backend, columns features: "passed/compared", with fails and errors named when any."""
+    cells: dict[str, dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
+    feats: set[str] = set()
+    for r in recs:
+        for f in r.features or ["(plain)"]:
+            feats.add(f)
+            cells[f"{r.target}/{r.backend}"][f][r.status] += 1
+    cols = sorted(feats)
+
+    def cell(c: Counter[str]) -> str:
+        compared = c["pass"] + c["fail"] + c["error"]
+        if not compared:
+            return "-" if not c else f"skip {sum(c.values())}"
+        bad = ", ".join(f"{c[s]} {s}" for s in ("fail", "error") if c[s])
+        return f"{c['pass']}/{compared}" + (f" ({bad})" if bad else "")
+
+    rows = [[b, *(cell(cells[b][f]) for f in cols)] for b in sorted(cells)]
+    return ["backend", *cols], rows
+
+
+def _quantile(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
+
+
+def timing_by_backend(recs: list[ParityRecord]) -> list[list[object]]:
+    """Rows: backend, first uses, compile s (first plan+run of a module), run records, median/p90 run ms.
+
+    Run time is plan + run of records that were not a module's first use: what a server pays per
+    call once kernels are built (graph mode: the replay).
+    """
+    by: dict[str, list[ParityRecord]] = defaultdict(list)
+    for r in recs:
+        if r.status in ("pass", "fail"):
+            by[f"{r.target}/{r.backend}"].append(r)
+    rows: list[list[object]] = []
+    for b in sorted(by):
+        firsts = [r for r in by[b] if r.compile_s > 0]
+        runs = [1e3 * r.run_s for r in by[b] if r.compile_s == 0]
+        rows.append([b, len(firsts), f"{sum(r.compile_s for r in firsts):.1f}", len(runs),
+                     f"{_quantile(runs, 0.5):.3f}" if runs else "-", f"{_quantile(runs, 0.9):.3f}" if runs else "-"])
+    return rows
+
+
+TIMING_HEADERS = ["backend", "first uses", "compile s", "timed runs", "median run ms", "p90 run ms"]
+
+
+def stage_rows(stages: list[StageRecord]) -> list[list[object]]:
+    """Rows: stage, backends, modules prebuilt, build s, waited s, error."""
+    rows: list[list[object]] = []
+    for st in stages:
+        p = st.prepare or {}
+        err = p.get("error")
+        rows.append([st.stage, " ".join(st.backends), len(p.get("requested", [])), f"{p.get('seconds', 0.0):.1f}",
+                     f"{st.waited_s:.1f}", (err[:120] + "...") if err and len(err) > 120 else (err or "")])
+    return rows
+
+
+STAGE_HEADERS = ["stage", "backends", "modules", "build s", "waited s", "build error"]
+
+
 def skips_by_reason(recs: list[ParityRecord]) -> list[list[object]]:
     c: Counter[tuple[str, str, str]] = Counter()
     for r in recs:
@@ -103,6 +165,23 @@ def render_markdown(records: list[Record], title: str = "attncheck parity report
         lines.append(f"- finished in {e.elapsed_s:.1f} s, exit status {e.exit_status}")
     lines += ["", "## Outcomes by backend", "",
               tabulate(counts_by_backend(recs), COUNT_HEADERS, tablefmt="github"), ""]
+    stages = [r for r in records if isinstance(r, StageRecord)]
+    if stages:
+        lines += ["## Stages and JIT prebuild", "",
+                  "Each stage's modules are built in one parallel build while the previous stage runs; "
+                  "`waited s` is what the run waited for it.", "",
+                  tabulate(stage_rows(stages), STAGE_HEADERS, tablefmt="github"), ""]
+    oh, orows = outcomes_by_feature(recs)
+    if orows:
+        lines += ["## Outcomes by backend and feature", "",
+                  "`passed/compared`; a record counts under each feature its case has.", "",
+                  tabulate(orows, oh, tablefmt="github"), ""]
+    tr = timing_by_backend(recs)
+    if tr:
+        lines += ["## Compile and run time by backend", "",
+                  "`compile s`: first plan+run of each module in the run (compile, or load of a prebuilt "
+                  "module); run times exclude those.", "",
+                  tabulate(tr, TIMING_HEADERS, tablefmt="github"), ""]
     fh, fr = worst_by_feature(recs)
     if fr:
         lines += ["## Worst error / bound by backend, dtype and feature", "",

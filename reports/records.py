@@ -1,7 +1,8 @@
 """The records a run writes, one JSON object per line, and nothing that needs a GPU to read.
 
 Every line carries `schema` and `kind`. A run file starts with one RunHeader, then one
-ParityRecord per (case, backend) in the order they were produced; a RunFooter closes a run that
+ParityRecord per (case, backend) in the order they were produced (a StageRecord before each stage
+of a staged target); a RunFooter closes a run that
 finished (its absence means the run was interrupted, and what was written still counts).
 """
 from __future__ import annotations
@@ -82,6 +83,24 @@ class ParityRecord:
 
 
 @dataclass
+class StageRecord:
+    """A stage of the run starts (kernels.protocol.Stage): its backends and what its prepare did.
+
+    For FlashInfer `prepare` is the parallel JIT prebuild: modules requested, seconds, error.
+    `waited_s` is how long the runner waited for it after the previous stage's last case (the
+    prebuild runs in the background while the previous stage runs).
+    """
+
+    run_id: str
+    stage: str
+    backends: list[str]
+    prepare: Optional[dict[str, Any]] = None
+    waited_s: float = 0.0
+    schema: int = SCHEMA_VERSION
+    kind: str = "stage"
+
+
+@dataclass
 class RunFooter:
     run_id: str
     counts: dict[str, int]
@@ -91,8 +110,8 @@ class RunFooter:
     kind: str = "end"
 
 
-Record = RunHeader | ParityRecord | RunFooter
-_KINDS = {"run": RunHeader, "parity": ParityRecord, "end": RunFooter}
+Record = RunHeader | ParityRecord | StageRecord | RunFooter
+_KINDS = {"run": RunHeader, "parity": ParityRecord, "stage": StageRecord, "end": RunFooter}
 
 
 def to_line(rec: Record) -> str:

@@ -107,7 +107,7 @@ class Case:
         return is_fp8(self.q_dtype) or is_fp8(self.kv_dtype)
 
     @property
-    def features(self) -> tuple[str, ...]:
+    def features(self) -> tuple[str, ...]:  # names: FEATURES below
         """Short names of the features this case switches on, for grouping in reports."""
         out = []
         if self.causal:
@@ -217,3 +217,8 @@ def _validate(c: Case) -> None:
             _check(v > 0 and math.isfinite(v), name, v, "a finite descale > 0", "use e.g. 1.0")
     _check(c.input_scale > 0 and math.isfinite(c.input_scale), "input_scale", c.input_scale,
            "a finite value > 0", "use 1.0 for unit-scale inputs")
+
+
+# Every name Case.features can return (the CLI's --feature choices).
+FEATURES: tuple[str, ...] = ("causal", "custom_mask", "window", "soft_cap", "gqa", "mqa", "fp8", "empty_batch",
+                             "zero_len", "plain")

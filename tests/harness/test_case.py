@@ -81,3 +81,12 @@ def test_features_name_what_the_case_switches_on():
     assert Case("ragged", (), (), 4, 4).features == ("empty_batch",)
     fp8 = Case("single", (2,), (2,), 4, 1, q_dtype="e4m3fn", kv_dtype="e4m3fn", q_scale=0.5)
     assert set(fp8.features) == {"mqa", "fp8"}
+
+
+def test_features_names_every_feature_a_case_can_have() -> None:
+    from kernels import flashinfer_matrix
+    from scenarios import matrix
+    from scenarios.case import FEATURES
+
+    seen = {f for c in matrix.build("standard") + flashinfer_matrix.build("quick") for f in c.features}
+    assert seen == set(FEATURES)

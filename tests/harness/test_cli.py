@@ -159,3 +159,22 @@ def test_python_dash_m_conformance_is_the_same_cli(tmp_path):
                           str(tmp_path)], capture_output=True, text=True, cwd=os.path.dirname(os.path.dirname(
                               os.path.dirname(os.path.abspath(__file__)))))
     assert res.returncode == 2 and "'nonesuch'" in res.stderr
+
+
+def test_feature_and_adapter_option_are_checked_before_anything_is_written(tmp_path) -> None:
+    from conformance.cli import main
+
+    assert main(["run", "--target", "torch", "--feature", "mask", "--out", str(tmp_path / "a")]) == 2
+    assert main(["run", "--target", "torch", "--adapter-option", "mask_form", "--out", str(tmp_path / "b")]) == 2
+    assert main(["run", "--target", "torch", "--adapter-option", "mask_form=packed", "--out", str(tmp_path / "c")]) == 2
+    assert main(["run", "--target", "torch", "--time-budget", "-1", "--out", str(tmp_path / "d")]) == 2
+    assert not any((tmp_path / d).exists() for d in "abcd")
+
+
+def test_feature_keeps_only_cases_with_it(tmp_path) -> None:
+    from conformance.cli import main
+    from reports.records import ParityRecord, read_jsonl
+
+    assert main(["run", "--target", "torch", "--backend", "math", "--feature", "window", "--out", str(tmp_path)]) == 0
+    recs = [r for r in read_jsonl(str(tmp_path / "results.jsonl")) if isinstance(r, ParityRecord)]
+    assert recs and all("window" in r.features for r in recs)

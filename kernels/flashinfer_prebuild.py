@@ -1,0 +1,172 @@
+"""Build every FlashInfer module a run needs before it runs, in one parallel ninja invocation.
+
+FlashInfer compiles a module on its first use, one module at a time: a matrix touching 30 modules
+pays 30 sequential builds, each using only as many cores as that module has source files (8-12).
+The library itself offers the cure: `flashinfer.jit.build_jit_specs(specs)` writes one ninja
+file over many modules' build files and runs it with every core (jit/core.py:826 in 0.7.2.post1).
+This module turns (cases, backends) into the JitSpecs the wrappers will ask for, with exactly
+the arguments plan() passes (so the library's later `build_and_load()` finds them built), and
+builds them together.
+
+Which generator the wrappers call, read from 0.7.2.post1:
+  batch prefill, fa2: `_gen_batch_prefill_primary_module` (prefill.py:546; its paged-only
+      independent-stride module is built lazily, only for K/V of different strides, which the
+      adapter never passes -- not prebuilt)
+  batch prefill, other backends: `gen_batch_prefill_module` (prefill.py:556)
+      args (q, kv, o, idx=int32, head_dim_qk, head_dim_vo, pos=0, window_left >= 0, cap > 0,
+      fp16_qk_reduction=False) (prefill.py:3680-3696 paged; ragged alike)
+  decode on CUDA cores: `gen_batch_decode_module(q, kv, o, idx, hd, hd, pos, window, cap)`
+      (decode.py:2441); with tensor cores (fa3, or decode_tensor_cores) the batch prefill module
+      of the resolved backend with head_dim for both (decode.py:2397)
+  single prefill: `gen_single_prefill_module(backend, q, kv, o, hd_qk, hd_vo, pos, window, cap,
+      fp16_qk_reduction)` (prefill.py:1527)
+`auto` is resolved with the library's own `determine_attention_backend` (kernels/flashinfer_lib
+`determine_auto`); a paged wrapper's sticky resolution can differ from it, and anything not
+prebuilt is simply compiled on first use (and timed as compile by the adapter).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Optional
+
+from kernels import flashinfer_lib as fl
+from kernels.flashinfer_variants import split_backend
+from scenarios.case import Case
+from scenarios.dtypes import to_torch
+
+POS_ENCODING_NONE = 0  # PosEncodingMode.NONE.value
+
+
+@dataclass(frozen=True)
+class ModuleRequest:
+    """One module a case will load: which generator, and its arguments (hashable, printable)."""
+
+    generator: str  # "batch_prefill_fa2" | "batch_prefill" | "batch_decode" | "single_prefill"
+    backend: str  # the resolved library backend ("fa2", "fa3")
+    args: tuple  # (q, kv, o, [idx,] hd_qk, hd_vo, window, cap) as dtype names and ints/bools
+
+    @property
+    def label(self) -> str:
+        return f"{self.generator}:{self.backend}:" + ",".join(str(a) for a in self.args)
+
+
+@dataclass
+class BuildResult:
+    """What one prebuild did: modules asked, built (or already cached), seconds, and any error."""
+
+    requested: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    error: Optional[str] = None
+
+    def to_json(self) -> dict:
+        return {"requested": self.requested, "seconds": self.seconds, "error": self.error}
+
+
+def _resolved(case: Case, backend: str, device: str, decode_tensor_cores: bool) -> str:
+    if backend != "auto":
+        return backend
+    if case.layout == "decode" and (not decode_tensor_cores or not case.is_fp8):
+        return "fa2"  # decode.py _plan_impl; see kernels/flashinfer_support._auto_resolution
+    pick = fl.determine_auto(device, has_mask=case.mask == "custom", q_dtype=to_torch(case.q_dtype),
+                             kv_dtype=to_torch(case.kv_dtype), head_dim_qk=case.head_dim_qk,
+                             head_dim_vo=case.head_dim_vo)
+    return pick or "fa2"
+
+
+def module_request(case: Case, backend: str, device: str, *, decode_tensor_cores: bool = False
+                   ) -> Optional[ModuleRequest]:
+    """The module `case` loads under `backend` ("+graph" allowed); None for backends without JIT."""
+    lib_backend, _ = split_backend(backend)
+    tc = decode_tensor_cores or lib_backend == "fa3"
+    resolved = _resolved(case, lib_backend, device, tc)
+    if resolved not in ("fa2", "fa3"):
+        return None  # cudnn, trtllm-gen, aiter: no per-case JIT module of this kind
+    window, cap = case.window_left >= 0, case.logits_soft_cap > 0
+    dt = (case.q_dtype, case.kv_dtype, case.o_dtype)
+    if case.layout == "single":
+        return ModuleRequest("single_prefill", resolved, (*dt, case.head_dim_qk, case.head_dim_vo, window, cap))
+    if case.layout == "decode" and not tc:
+        return ModuleRequest("batch_decode", resolved, (*dt, "int32", case.head_dim_qk, case.head_dim_qk,
+                                                        window, cap))
+    gen = "batch_prefill_fa2" if resolved == "fa2" else "batch_prefill"
+    return ModuleRequest(gen, resolved, (*dt, "int32", case.head_dim_qk, case.head_dim_vo, window, cap))
+
+
+def requests_for(cases: Iterable[Case], backends: Iterable[str], device: str,
+                 supports: Callable[[Case, str], bool]) -> list[ModuleRequest]:
+    """Unique module requests of every (case, backend) the adapter supports, in first-seen order."""
+    out: dict[ModuleRequest, None] = {}
+    for b in backends:
+        for c in cases:
+            if not supports(c, b):
+                continue
+            r = module_request(c, b, device)
+            if r is not None:
+                out.setdefault(r, None)
+    return list(out)
+
+
+def _torch_args(args: tuple) -> list[Any]:
+    return [to_torch(a) if isinstance(a, str) and a != "int32" else a for a in args]
+
+
+def jit_spec(req: ModuleRequest) -> Any:
+    """The library's JitSpec for `req`, built by the generator plan() itself uses."""
+    import torch
+
+    from flashinfer.jit.attention import modules as m  # type: ignore[import-not-found]
+
+    q, kv, o, *rest = _torch_args(req.args)
+    if req.generator == "single_prefill":
+        hd_qk, hd_vo, window, cap = rest
+        return m.gen_single_prefill_module(req.backend, q, kv, o, hd_qk, hd_vo, POS_ENCODING_NONE, window, cap,
+                                           False)
+    _idx, hd_qk, hd_vo, window, cap = rest
+    idx = torch.int32
+    if req.generator == "batch_decode":
+        return m.gen_batch_decode_module(q, kv, o, idx, hd_qk, hd_vo, POS_ENCODING_NONE, window, cap)
+    gen = m._gen_batch_prefill_primary_module if req.generator == "batch_prefill_fa2" else m.gen_batch_prefill_module
+    return gen(req.backend, q, kv, o, idx, hd_qk, hd_vo, POS_ENCODING_NONE, window, cap, False)
+
+
+def prebuild(requests: list[ModuleRequest]) -> BuildResult:
+    """Build `requests` in one `build_jit_specs` call (modules already built are skipped by ninja).
+
+    A request whose generator refuses its arguments is reported and left out; a failed build is
+    reported too. Neither raises: what is not prebuilt is compiled on first use, case by case.
+    """
+    res = BuildResult(requested=[r.label for r in requests])
+    if not requests:
+        return res
+    t0 = time.perf_counter()
+    errors = []
+    try:
+        fl.import_flashinfer()
+        from flashinfer.jit.core import build_jit_specs  # type: ignore[import-not-found]
+
+        specs = []
+        for r in requests:
+            try:
+                specs.append(jit_spec(r))
+            except Exception as e:
+                errors.append(f"{r.label}: {type(e).__name__}: {e}")
+        build_jit_specs(specs, verbose=False)
+    except Exception as e:
+        errors.append(f"{type(e).__name__}: {e}"[-4000:])
+    res.error = "; ".join(errors) or None
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def supports_fn(target: Any, device: str) -> Callable[[Case, str], bool]:
+    """`supports(case, backend)` answered by the adapter's own decision, without making wrappers."""
+    made: dict[str, Any] = {}
+
+    def supports(case: Case, backend: str) -> bool:
+        if backend not in made:
+            made[backend] = target.make(backend, device)
+        return bool(made[backend].supports(case).ok)
+
+    return supports
+

@@ -1,0 +1,139 @@
+"""The parallel JIT prebuild: which module each (case, backend) loads, and one build call for all of them.
+
+Against the CPU fake for the mapping; the module names are compared with the real library's own
+URIs where flashinfer imports (the H200 runner), so a prebuild can never build a module plan()
+would not load.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import types
+from typing import Any
+
+import pytest
+
+import kernels.flashinfer_lib as fl
+from kernels import flashinfer_matrix as fm
+from kernels import flashinfer_prebuild as pb
+from kernels.flashinfer_variants import reset_seen
+from scenarios.case import Case
+
+sys.path.insert(0, os.path.dirname(__file__))
+import fake_flashinfer as ff  # noqa: E402
+
+H = dict(num_qo_heads=8, num_kv_heads=2, head_dim_qk=128, head_dim_vo=128)
+PAGED = Case("paged", (3, 6), (11, 6), page_size=5, causal=True, **H)
+PAGED_MASK = Case("paged", (3, 6), (11, 6), page_size=5, mask="custom", **H)
+DECODE = Case("decode", (1, 1), (9, 40), page_size=16, window_left=7, **H)
+SINGLE = Case("single", (10,), (25,), logits_soft_cap=30.0, **H)
+FP8_KV = Case("ragged", (4,), (9,), kv_dtype="e4m3fn", k_scale=1.0, v_scale=1.0, **H)
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Any:
+    ff.install(monkeypatch)
+    fl.lib_facts.cache_clear()
+    reset_seen()
+    yield ff
+    fl.lib_facts.cache_clear()
+
+
+def test_module_requests_follow_the_generators_plan_calls(fake: Any) -> None:
+    r = pb.module_request(PAGED, "fa2", "cpu")
+    assert (r.generator, r.backend, r.args) == ("batch_prefill_fa2", "fa2",
+                                                 ("bf16", "bf16", "bf16", "int32", 128, 128, False, False))
+    assert pb.module_request(PAGED, "fa3+graph", "cpu").generator == "batch_prefill"
+    assert pb.module_request(DECODE, "fa2", "cpu").generator == "batch_decode"  # CUDA cores
+    d3 = pb.module_request(DECODE, "fa3", "cpu")  # tensor cores: the prefill module, one head dim, window on
+    assert (d3.generator, d3.backend, d3.args[-2:]) == ("batch_prefill", "fa3", (True, False))
+    s = pb.module_request(SINGLE, "fa2", "cpu")
+    assert (s.generator, s.args) == ("single_prefill", ("bf16", "bf16", "bf16", 128, 128, False, True))
+    assert pb.module_request(PAGED, "cudnn", "cpu") is None
+
+
+def test_auto_is_resolved_by_the_librarys_selector(fake: Any) -> None:
+    assert pb.module_request(PAGED, "auto", "cpu").backend == "fa3"  # sm90, no mask
+    assert pb.module_request(PAGED_MASK, "auto", "cpu").backend == "fa2"  # custom mask: fa3 unsupported
+    assert pb.module_request(FP8_KV, "auto", "cpu").backend == "fa2"  # fp8 KV under a bf16 query
+    assert pb.module_request(DECODE, "auto", "cpu").generator == "batch_decode"
+
+
+def test_requests_are_unique_and_only_for_supported_cases(fake: Any) -> None:
+    cases = [PAGED, PAGED, PAGED_MASK, FP8_KV]
+    reqs = pb.requests_for(cases, ["fa3", "fa3+graph"], "cpu", lambda c, b: c.mask != "custom" and not c.is_fp8)
+    assert [r.label for r in reqs] == ["batch_prefill:fa3:bf16,bf16,bf16,int32,128,128,False,False"]
+
+
+def test_prebuild_calls_build_jit_specs_once_with_every_spec(fake: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list = []
+    gen = lambda name: (lambda *a: (name, a))  # noqa: E731
+    mods = types.ModuleType("flashinfer.jit.attention.modules")
+    mods.gen_single_prefill_module = gen("single")
+    mods.gen_batch_decode_module = gen("decode")
+    mods.gen_batch_prefill_module = gen("prefill")
+    mods._gen_batch_prefill_primary_module = gen("prefill_fa2_primary")
+    core = types.ModuleType("flashinfer.jit.core")
+    core.build_jit_specs = lambda specs, verbose=False: seen.append(list(specs))
+    for name, m in {"flashinfer.jit": types.ModuleType("flashinfer.jit"),
+                    "flashinfer.jit.attention": types.ModuleType("flashinfer.jit.attention"),
+                    "flashinfer.jit.attention.modules": mods, "flashinfer.jit.core": core}.items():
+        monkeypatch.setitem(sys.modules, name, m)
+    reqs = [pb.module_request(c, "fa2", "cpu") for c in (PAGED, DECODE, SINGLE)]
+    res = pb.prebuild(reqs)
+    assert res.error is None and len(seen) == 1
+    names = [s[0] for s in seen[0]]
+    assert names == ["prefill_fa2_primary", "decode", "single"]
+    import torch
+    assert seen[0][0][1][:5] == ("fa2", torch.bfloat16, torch.bfloat16, torch.bfloat16, torch.int32)
+    assert seen[0][2][1] == ("fa2", torch.bfloat16, torch.bfloat16, torch.bfloat16, 128, 128, 0, False, True, False)
+
+
+def test_a_failed_build_is_reported_not_raised(fake: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "flashinfer.jit.core", None)  # import fails
+    res = pb.prebuild([pb.module_request(PAGED, "fa2", "cpu")])
+    assert res.error and "Error" in res.error.split(":")[0]
+    assert pb.prebuild([]).requested == []
+
+
+def test_prebuilt_specs_are_the_modules_plan_loads() -> None:
+    """On a machine with flashinfer: each spec's name equals the library's own URI for the same arguments."""
+    try:
+        from flashinfer.jit.attention import modules as m
+    except Exception as e:  # CPU CI: the library is not installed
+        pytest.skip(f"needs the flashinfer package ({type(e).__name__})")
+    import torch
+    checked = 0
+    for c in fm.build("quick"):
+        for b in ("fa2", "fa3"):
+            r = pb.module_request(c, b, "cuda")
+            if r is None or (b == "fa3" and (c.mask == "custom" or c.head_dim_qk not in (64, 128, 256, 192))):
+                continue
+            spec = pb.jit_spec(r)
+            q, kv, o, *rest = pb._torch_args(r.args)
+            if r.generator == "single_prefill":
+                uri = m.get_single_prefill_uri(r.backend, q, kv, o, *rest[:2], 0, *rest[2:], False)
+            elif r.generator == "batch_decode":
+                uri = m.get_batch_decode_uri(q, kv, o, torch.int32, *rest[1:3], 0, *rest[3:])
+            else:
+                uri = m.get_batch_prefill_uri(r.backend, q, kv, o, torch.int32, *rest[1:3], 0, *rest[3:], False)
+            assert spec.name.startswith(uri), (spec.name, uri)
+            checked += 1
+    assert checked > 20
+
+
+def test_stages_run_fa2_then_fa3_then_auto_each_with_its_modules(fake: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import kernels.flashinfer as fi
+
+    monkeypatch.setattr(fi.TARGET, "backends", lambda device: ("fa2", "fa3", "auto", "fa2+graph", "auto+graph"))
+    cases = [PAGED, PAGED_MASK, DECODE, SINGLE, FP8_KV]
+    stages = fi.TARGET.stages(cases, ["auto", "fa3", "fa2+graph", "fa2", "auto+graph"], "cpu")
+    assert [(s.name, s.backends) for s in stages] == [("fa2", ("fa2+graph", "fa2")), ("fa3", ("fa3",)),
+                                                      ("auto", ("auto", "auto+graph"))]
+    fa3_reqs = [r for r in pb.requests_for(cases, ["fa3"], "cpu", pb.supports_fn(fi.TARGET, "cpu"))]
+    assert fa3_reqs and all(r.backend == "fa3" for r in fa3_reqs)
+    assert PAGED_MASK.mask == "custom" and not any(r.args[:3] == ("bf16", "e4m3fn", "bf16") for r in fa3_reqs)
+    monkeypatch.setattr(pb, "prebuild", lambda reqs: pb.BuildResult(requested=[r.label for r in reqs]))
+    summary = stages[0].prepare()
+    assert "batch_prefill_fa2:fa2:bf16,bf16,bf16,int32,128,128,False,False" in summary["requested"]
+    assert any(lbl.startswith("batch_decode:fa2:") for lbl in summary["requested"])
