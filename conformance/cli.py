@@ -17,7 +17,7 @@ from tabulate import tabulate
 
 from kernels.errors import KernelUnavailable, UnknownBackend, UnknownTarget
 from reports.parity import COUNT_HEADERS, counts_by_backend, failure_line, failures, skips_by_reason
-from reports.records import ParityRecord
+from reports.records import ParityRecord, StageRecord
 from scenarios.case import FEATURES, Case
 from scenarios.errors import InvalidCase, InvalidInputs, InvalidValue
 from scenarios.matrix import BUDGETS, parse_budget
@@ -72,6 +72,13 @@ def _load_case(text: str) -> Case:
     except TypeError as e:
         raise InvalidCase("<json>", text[:80], "every required Case field (layout, qo_lens, kv_lens, "
                           "num_qo_heads, num_kv_heads)", f"add the missing field ({e})") from None
+
+
+def _stage(st: StageRecord) -> None:
+    p = st.prepare or {}
+    print(f"  stage {st.stage} ({' '.join(st.backends)}): {len(p.get('requested', []))} modules prepared in "
+          f"{p.get('seconds', 0.0):.1f} s, waited {st.waited_s:.1f} s" + (f"; error: {p['error'][:300]}"
+                                                                          if p.get("error") else ""), flush=True)
 
 
 def _parse_options(items: Optional[list[str]]) -> dict:
@@ -138,7 +145,8 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         cases = [c for c in pool if set(c.features) & set(args.features)]
     outcome = run_parity(args.target, device, args.budget, args.out, seed=args.seed, backends=args.backends,
                          argv=["attncheck", *argv], cases=cases, inputs=inputs, time_budget_s=args.time_budget,
-                         adapter_options=options, progress=_progress)
+                         adapter_options=options, progress=_progress,
+                         on_stage=_stage)
     recs = outcome.records
     print()
     print(tabulate(counts_by_backend(recs), COUNT_HEADERS, tablefmt="simple"))

@@ -11,16 +11,17 @@ import datetime as _dt
 import os
 import time
 import uuid
-from concurrent.futures import Future, ThreadPoolExecutor
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from kernels import get_target, skips
 from kernels.errors import KernelUnavailable, LibraryRefused
 from kernels.protocol import AttentionKernel, Stage, reason_to_json
+from kernels.standins import standin_from_versions
 from oracle.judge import Truth, judge, truth
 from reports.parity import render_markdown
-from reports.records import FAILING, ParityRecord, RunFooter, RunHeader, StageRecord, read_jsonl
+from reports.records import FAILING, ParityRecord, RunFooter, RunHeader, StageRecord, count_key, read_jsonl
 from reports.sink import JsonlSink
 from scenarios import matrix
 from scenarios.case import Case
@@ -97,7 +98,8 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
                backends: Optional[list[str]] = None, argv: Optional[list[str]] = None,
                cases: Optional[list[Case]] = None, inputs: Optional[Inputs] = None,
                time_budget_s: Optional[float] = None, adapter_options: Optional[dict] = None,
-               progress: Callable[[ParityRecord, int, int], None] = lambda r, i, n: None) -> RunOutcome:
+               progress: Callable[[ParityRecord, int, int], None] = lambda r, i, n: None,
+               on_stage: Callable[[StageRecord], None] = lambda s: None) -> RunOutcome:
     """Run the matrix (or the given cases, or one captured batch); usage errors raise before writing.
 
     `inputs`, when given, is a captured batch replayed as is: its page table is validated first.
@@ -131,14 +133,18 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
         os.replace(path, path + ".previous")
     outcome = RunOutcome(run_id=run_id, out_dir=out_dir)
     started = time.perf_counter()
-    base = dict(run_id=run_id, target=target_name, device=device, seed=seed)
+    versions = target.versions()
+    # A stand-in's records are labelled, counted apart and never read as conformance (kernels/standins/).
+    base = dict(run_id=run_id, target=target_name, device=device, seed=seed, standin=standin_from_versions(versions))
     total = len(cases) * len(adapters)
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attncheck-prepare")
-    prepared: dict[int, Future] = {}
+    prepared: dict[int, _Background] = {}
 
     def start_prepare(i: int) -> None:
         if i < len(stages) and stages[i].prepare is not None and i not in prepared:
-            prepared[i] = pool.submit(stages[i].prepare)  # type: ignore[arg-type]
+            prepared[i] = _Background(stages[i].prepare)  # type: ignore[arg-type]
+
+    def remaining() -> Optional[float]:
+        return None if time_budget_s is None else max(0.0, time_budget_s - (time.perf_counter() - started))
 
     def out_of_time() -> bool:
         return time_budget_s is not None and time.perf_counter() - started > time_budget_s
@@ -150,17 +156,19 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
 
     with JsonlSink(path) as sink:
         sink.write(RunHeader(run_id=run_id, target=target_name, device=device, budget=budget, seed=seed,
-                             versions=target.versions(), argv=list(argv or []),
+                             versions=versions, argv=list(argv or []), standin=base["standin"],
                              started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                              harness_version=HARNESS_VERSION))
         try:
             start_prepare(0)
             for si, stage in enumerate(stages):
                 t_wait = time.perf_counter()
-                summary = prepared[si].result() if si in prepared else None
+                summary = prepared[si].result(remaining()) if si in prepared else None
                 if len(stages) > 1 or summary is not None:
-                    sink.write(StageRecord(run_id=run_id, stage=stage.name, backends=list(stage.backends),
-                                           prepare=summary, waited_s=time.perf_counter() - t_wait))
+                    st = StageRecord(run_id=run_id, stage=stage.name, backends=list(stage.backends),
+                                     prepare=summary, waited_s=time.perf_counter() - t_wait)
+                    sink.write(st)
+                    on_stage(st)
                 start_prepare(si + 1)  # compiles while this stage runs
                 for case in cases:
                     if out_of_time():
@@ -179,10 +187,9 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
                     for b in stage.backends:
                         emit(evaluate(adapters[b], case, case_inputs, get_truth, base))
         finally:
-            pool.shutdown(wait=False, cancel_futures=True)
             counts: dict[str, int] = {}
             for r in outcome.records:
-                counts[r.status] = counts.get(r.status, 0) + 1
+                counts[count_key(r)] = counts.get(count_key(r), 0) + 1
             outcome.exit_status = 1 if any(r.status in FAILING for r in outcome.records) else 0
             finished = len(outcome.records) == total
             if finished:
@@ -192,6 +199,31 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
             with open(os.path.join(out_dir, REPORT_FILE), "w", encoding="utf-8") as f:
                 f.write(render_markdown(read_jsonl(path)))
     return outcome
+
+
+class _Background:
+    """A stage's prepare() on a daemon thread: an interrupted run exits without waiting for a build."""
+
+    def __init__(self, fn: Callable[[], dict]) -> None:
+        self._done = threading.Event()
+        self._value: Optional[dict] = None
+        self._started = time.perf_counter()
+
+        def work() -> None:
+            try:
+                self._value = fn()
+            except Exception as e:  # prepare() reports its own failures; this is the backstop
+                self._value = {"requested": [], "seconds": 0.0, "error": f"{type(e).__name__}: {e}"}
+            self._done.set()
+
+        threading.Thread(target=work, name="attncheck-prepare", daemon=True).start()
+
+    def result(self, timeout: Optional[float]) -> dict:
+        """prepare()'s summary, or one saying it was still running when `timeout` (the budget) ran out."""
+        if self._done.wait(timeout):
+            return self._value or {}
+        return {"requested": [], "seconds": time.perf_counter() - self._started,
+                "error": "still preparing when the run's time budget was spent"}
 
 
 def _make(target: Any, backend: str, device: str, options: dict) -> AttentionKernel:

@@ -716,12 +716,13 @@ class FlashInferTarget:
 
     def available(self, device: str) -> Support:
         kind = _env.device_type(device)
-        if kind != "cuda":
+        cpu_standin = kind == "cpu" and fl.loaded_standin() is not None  # kernels/standins/: runs on a CPU
+        if kind != "cuda" and not cpu_standin:
             return Support.no(skips.detail(skips.DEVICE_BACKEND, f"{device}: flashinfer runs on CUDA (or ROCm) "
                                                                  "devices only"))
         if not fl.installed():
             return Support.no(skips.detail(skips.DEVICE_BACKEND, "the flashinfer package is not installed"))
-        if not _env.cuda_available():
+        if kind == "cuda" and not _env.cuda_available():
             return Support.no(skips.detail(skips.DEVICE_BACKEND, f"{device}: torch sees no CUDA/ROCm device"))
         try:
             fl.import_flashinfer()
@@ -769,10 +770,12 @@ class FlashInferTarget:
         for b in backends:
             families.setdefault(split_backend(b)[0], []).append(b)
         supports = pb.supports_fn(self, device)
+        jit = fl.loaded_standin() is None  # a stand-in compiles nothing
         out = []
         for fam in sorted(families, key=lambda f: (order.get(f, 3), f)):
-            reqs = pb.requests_for(cases, families[fam], device, supports)
-            out.append(Stage(fam, tuple(families[fam]), prepare=lambda r=reqs: pb.prebuild(r).to_json()))
+            reqs = pb.requests_for(cases, families[fam], device, supports) if jit else []
+            out.append(Stage(fam, tuple(families[fam]),
+                             prepare=(lambda r=reqs: pb.prebuild(r).to_json()) if jit else None))
         return out
 
 

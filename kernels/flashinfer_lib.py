@@ -10,6 +10,8 @@ Both vendors are served from here, told apart by FEATURE, never by a version str
   * the ROCm fork (AMD-Ecosystem/flashinfer, ../shared/research/rocm_fork.md section 1): its
     wrappers carry `backend_fallback_reason`, its paged run() takes `scale_q/scale_k/scale_v`,
     and it offers backend="aiter".
+A CPU stand-in of a library (kernels/standins/, e.g. the ROCm fork's) is read the same way and
+labelled wherever it shows: LibFacts.standin, and versions() says "stand-in: <name>".
 
 Which backends exist is decided by the library's own checks, cited per backend in `LibFacts`.
 """
@@ -19,11 +21,13 @@ import functools
 import importlib
 import importlib.util
 import inspect
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from kernels import _env
 from kernels.errors import KernelUnavailable
+from kernels.standins import standin_of, version_label
 
 TARGET = "flashinfer"
 
@@ -45,6 +49,11 @@ SINGLE_FUNCTION = "single_prefill_with_kv_cache"
 def installed() -> bool:
     """Whether a `flashinfer` package can be found, without importing it."""
     return importlib.util.find_spec("flashinfer") is not None
+
+
+def loaded_standin() -> Optional[str]:
+    """The stand-in name of the `flashinfer` already in sys.modules, or None; never imports anything."""
+    return standin_of(sys.modules.get("flashinfer"))
 
 
 def import_flashinfer() -> Any:
@@ -111,6 +120,8 @@ class LibFacts:
                    where the fork has it, prefill._aiter_ops_importable().
     softcap_defect fork: arch_caps.aiter_softcap_defect_arch(_device_arch(device)).
     native_fp8     fork: the torch dtype name of aiter.dtypes.fp8 when readable, else None.
+    standin        the stand-in's name when the package is a CPU stand-in (kernels/standins/),
+                   else None: its results are never conformance results.
     """
 
     version: str
@@ -124,6 +135,7 @@ class LibFacts:
     softcap_defect: bool = False
     native_fp8: Optional[str] = None
     notes: tuple = ()
+    standin: Optional[str] = None
 
     def eager_backends(self) -> tuple[str, ...]:
         if self.fork:
@@ -208,7 +220,8 @@ def _compute_facts(device: str) -> LibFacts:
                     native = None
         return LibFacts(version=version, fork=True, lse_base_kw=lse_kw,
                         fork_scale_kw=accepts(getattr(lib, PAGED_WRAPPER).run, "scale_q"),
-                        aiter=aiter, softcap_defect=defect, native_fp8=native, notes=tuple(notes))
+                        aiter=aiter, softcap_defect=defect, native_fp8=native, notes=tuple(notes),
+                        standin=standin_of(lib))
     utils = _submodule("flashinfer.utils")
     fa3 = False
     if utils is not None and hasattr(utils, "is_sm90a_supported"):
@@ -221,7 +234,7 @@ def _compute_facts(device: str) -> LibFacts:
     cap = _env.device_capability(device)
     trtllm = cap is not None and cap[0] == 10
     return LibFacts(version=version, fork=False, lse_base_kw=lse_kw, fa3=fa3, cudnn=cudnn, trtllm_gen=trtllm,
-                    notes=tuple(notes))
+                    notes=tuple(notes), standin=standin_of(lib))
 
 
 @functools.lru_cache(maxsize=None)
@@ -264,10 +277,16 @@ def single_prefill_module_hook(fn: Callable[..., Any]) -> tuple[dict, Optional[C
 
 
 def versions() -> dict[str, str]:
-    """Run-header stamp: torch/CUDA/cuDNN/FlashInfer versions (metadata only, no import) and JIT env."""
+    """Run-header stamp: torch/CUDA/cuDNN/FlashInfer versions (metadata only, no import) and JIT env.
+
+    A stand-in in place of flashinfer reads "stand-in: <name>", never a version.
+    """
     import os
 
     out = _env.library_versions()
+    standin = loaded_standin()
+    if standin is not None:
+        out["flashinfer"] = version_label(standin)
     for var in JIT_ENV_VARS:
         if os.environ.get(var):
             out[var] = os.environ[var]

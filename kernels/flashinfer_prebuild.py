@@ -1,12 +1,10 @@
-"""Build every FlashInfer module a run needs before it runs, in one parallel ninja invocation.
+"""Build every FlashInfer module a run needs before it runs, many modules at once.
 
 FlashInfer compiles a module on its first use, one module at a time: a matrix touching 30 modules
-pays 30 sequential builds, each using only as many cores as that module has source files (8-12).
-The library itself offers the cure: `flashinfer.jit.build_jit_specs(specs)` writes one ninja
-file over many modules' build files and runs it with every core (jit/core.py:826 in 0.7.2.post1).
+pays 30 sequential builds, each using only as many cores as that module has source files (4-13).
 This module turns (cases, backends) into the JitSpecs the wrappers will ask for, with exactly
 the arguments plan() passes (so the library's later `build_and_load()` finds them built), and
-builds them together.
+builds them concurrently (see `prebuild` for why not through the library's `build_jit_specs`).
 
 Which generator the wrappers call, read from 0.7.2.post1:
   batch prefill, fa2: `_gen_batch_prefill_primary_module` (prefill.py:546; its paged-only
@@ -26,7 +24,9 @@ prebuilt is simply compiled on first use (and timed as compile by the adapter).
 """
 from __future__ import annotations
 
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional
 
@@ -36,13 +36,16 @@ from scenarios.case import Case
 from scenarios.dtypes import to_torch
 
 POS_ENCODING_NONE = 0  # PosEncodingMode.NONE.value
+# nvcc jobs per concurrent module build: a module has 4-13 source files (fa2 batch prefill: 8
+# mask-mode kernels plus bindings), so a handful of jobs each keeps every core busy.
+JOBS_PER_BUILD = 4
 
 
 @dataclass(frozen=True)
 class ModuleRequest:
     """One module a case will load: which generator, and its arguments (hashable, printable)."""
 
-    generator: str  # "batch_prefill_fa2" | "batch_prefill" | "batch_decode" | "single_prefill"
+    generator: str  # "batch_prefill_fa2" | "batch_prefill" | "batch_decode" | "single_prefill" | "quantization"
     backend: str  # the resolved library backend ("fa2", "fa3")
     args: tuple  # (q, kv, o, [idx,] hd_qk, hd_vo, window, cap) as dtype names and ints/bools
 
@@ -93,6 +96,11 @@ def module_request(case: Case, backend: str, device: str, *, decode_tensor_cores
     return ModuleRequest(gen, resolved, (*dt, "int32", case.head_dim_qk, case.head_dim_vo, window, cap))
 
 
+# packbits/segment_packbits, which the adapter and plan() call for custom masks, are a JIT module
+# of their own (quantization/packbits.py:28); seen built on first use in the middle of a run.
+QUANTIZATION = ModuleRequest("quantization", "", ())
+
+
 def requests_for(cases: Iterable[Case], backends: Iterable[str], device: str,
                  supports: Callable[[Case, str], bool]) -> list[ModuleRequest]:
     """Unique module requests of every (case, backend) the adapter supports, in first-seen order."""
@@ -101,6 +109,8 @@ def requests_for(cases: Iterable[Case], backends: Iterable[str], device: str,
         for c in cases:
             if not supports(c, b):
                 continue
+            if c.mask == "custom":
+                out.setdefault(QUANTIZATION, None)
             r = module_request(c, b, device)
             if r is not None:
                 out.setdefault(r, None)
@@ -117,6 +127,10 @@ def jit_spec(req: ModuleRequest) -> Any:
 
     from flashinfer.jit.attention import modules as m  # type: ignore[import-not-found]
 
+    if req.generator == "quantization":
+        from flashinfer.jit.quantization import gen_quantization_module  # type: ignore[import-not-found]
+
+        return gen_quantization_module()
     q, kv, o, *rest = _torch_args(req.args)
     if req.generator == "single_prefill":
         hd_qk, hd_vo, window, cap = rest
@@ -130,30 +144,47 @@ def jit_spec(req: ModuleRequest) -> Any:
     return gen(req.backend, q, kv, o, idx, hd_qk, hd_vo, POS_ENCODING_NONE, window, cap, False)
 
 
-def prebuild(requests: list[ModuleRequest]) -> BuildResult:
-    """Build `requests` in one `build_jit_specs` call (modules already built are skipped by ninja).
+def prebuild(requests: list[ModuleRequest], *, cores: Optional[int] = None) -> BuildResult:
+    """Build `requests` concurrently, each through its own `JitSpec.build()`, before any case runs.
 
-    A request whose generator refuses its arguments is reported and left out; a failed build is
-    reported too. Neither raises: what is not prebuilt is compiled on first use, case by case.
+    Each spec is built by the very call plan() makes on first use (ninja in the spec's own build
+    directory, under the spec's file lock), several specs at a time with the cores shared among
+    them (MAX_JOBS per build). Not `build_jit_specs`: its single ninja log sits in the JIT root,
+    so the per-spec ninja that plan() runs later finds no log entry for the outputs and rebuilds
+    every one of them (seen on the H200 runner: 22 modules prebuilt in 110 s, then each compiled
+    again on first use). A request whose generator refuses its arguments, or whose build fails, is
+    reported and skipped; nothing raises: what is not prebuilt compiles on first use.
     """
     res = BuildResult(requested=[r.label for r in requests])
     if not requests:
         return res
     t0 = time.perf_counter()
-    errors = []
+    errors: list[str] = []
     try:
         fl.import_flashinfer()
-        from flashinfer.jit.core import build_jit_specs  # type: ignore[import-not-found]
-
-        specs = []
-        for r in requests:
-            try:
-                specs.append(jit_spec(r))
-            except Exception as e:
-                errors.append(f"{r.label}: {type(e).__name__}: {e}")
-        build_jit_specs(specs, verbose=False)
     except Exception as e:
-        errors.append(f"{type(e).__name__}: {e}"[-4000:])
+        res.error, res.seconds = f"{type(e).__name__}: {e}", time.perf_counter() - t0
+        return res
+    cores = cores or os.cpu_count() or 1
+    workers = max(1, min(len(requests), cores // JOBS_PER_BUILD))
+    saved = os.environ.get("MAX_JOBS")
+    os.environ["MAX_JOBS"] = str(max(1, (cores + workers - 1) // workers + 2))  # a little oversubscribed
+
+    def one(r: ModuleRequest) -> Optional[str]:
+        try:
+            jit_spec(r).build(need_lock=True)
+            return None
+        except Exception as e:
+            return f"{r.label}: {type(e).__name__}: {e}"[-2000:]
+
+    try:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="attncheck-jit") as pool:
+            errors = [e for e in pool.map(one, requests) if e]
+    finally:
+        if saved is None:
+            os.environ.pop("MAX_JOBS", None)
+        else:
+            os.environ["MAX_JOBS"] = saved
     res.error = "; ".join(errors) or None
     res.seconds = time.perf_counter() - t0
     return res

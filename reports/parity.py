@@ -31,7 +31,7 @@ def counts_by_backend(recs: list[ParityRecord]) -> list[list[object]]:
     by: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     worst: dict[tuple[str, str], Optional[float]] = {}
     for r in recs:
-        key = (r.target, r.backend)
+        key = (r.target if r.standin is None else f"{r.target} (stand-in: {r.standin})", r.backend)
         by[key][r.status] += 1
         w = r.worst_ratio
         if w is not None:
@@ -159,6 +159,8 @@ def render_markdown(records: list[Record], title: str = "attncheck parity report
         lines += [f"- run `{h.run_id}`: target `{h.target}` on `{h.device}`, budget `{h.budget}`, seed {h.seed}, "
                   f"started {h.started}, attncheck {h.harness_version}", f"- versions: {vers}",
                   f"- command: `{' '.join(h.argv)}`"]
+        if h.standin:  # kernels/standins/: the adapter against a stand-in of the library
+            lines.append(f"- **stand-in**: `{h.standin}` ran in place of the library; not conformance results")
     if heads and not ends:
         lines.append("- **this run did not finish**: the tables cover what was measured before it stopped")
     for e in ends:

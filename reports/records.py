@@ -41,6 +41,7 @@ class RunHeader:
     argv: list[str]
     started: str
     harness_version: str
+    standin: Optional[str] = None  # a CPU stand-in ran in place of the library (kernels/standins/): not conformance
     schema: int = SCHEMA_VERSION
     kind: str = "run"
 
@@ -65,6 +66,7 @@ class ParityRecord:
     run_s: float = 0.0
     compile_s: float = 0.0  # first use of a JIT-compiled variant (included in plan_s + run_s)
     features: list[str] = field(default_factory=list)
+    standin: Optional[str] = None  # measured on a stand-in of the library: never a conformance result
     schema: int = SCHEMA_VERSION
     kind: str = "parity"
 
@@ -108,6 +110,11 @@ class RunFooter:
     exit_status: int
     schema: int = SCHEMA_VERSION
     kind: str = "end"
+
+
+def count_key(rec: ParityRecord) -> str:
+    """The footer's count key: the status, prefixed "stand-in " when a stand-in produced it."""
+    return rec.status if rec.standin is None else f"stand-in {rec.status}"
 
 
 Record = RunHeader | ParityRecord | StageRecord | RunFooter

@@ -88,6 +88,9 @@ class RoutingEnv:
     bootstrap_ok: bool = True  # the AITER kernel bootstrap probe succeeds
     native_paging_ok: bool = True  # _aiter_native_paging_available at a routed page
     device: str = "cuda"  # torch device type of the inputs ("cpu", "cuda"; ROCm reads "cuda")
+    # Upstream CUDA: cudnn.prefill._cudnn_supports_direct_seqlens for 16-bit queries (cuDNN
+    # backend >= 9.24 with cudnn-frontend >= 1.25), an install fact the SM100 ragged auto reads.
+    cudnn_direct_seqlens: bool = False
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,20 @@ class RoutingQuery:
     # Every request has qo_len 0 or kv_len 0 (an empty batch too). max_q_len/max_kv_len cannot
     # say this: qo_lens (0, 5) with kv_lens (7, 0) has both maxima > 0 and no non-empty request.
     all_requests_empty: bool = False
+    # Upstream CUDA selector inputs (flashinfer-python 0.7.2.post1). Per-request lengths, kept
+    # consistent with max_q_len/max_kv_len by query_from_case: the SM100 ragged upgrade counts
+    # CUTLASS work tiles per request and compares qo_indptr with kv_indptr.
+    qo_lens: tuple[int, ...] = (1,)
+    kv_lens: tuple[int, ...] = (1,)
+    num_qo_heads: int = 1
+    num_kv_heads: int = 1
+    window_left: int = -1
+    use_fp16_qk_reduction: bool = False  # plan()'s flag; is_fa3_backend_supported refuses it
+    cudnn_direct_seqlens: bool = False  # RoutingEnv.cudnn_direct_seqlens
+
+    @property
+    def batch_size(self) -> int:
+        return len(self.qo_lens)
 
     @property
     def aiter_importable(self) -> bool:
@@ -145,7 +162,10 @@ def query_from_case(case: Case, env: RoutingEnv, *, requested: str = "auto",
         page_size=case.page_size, aiter_install=env.aiter_install, graph_mode=env.graph_mode,
         bootstrap_ok=env.bootstrap_ok, native_paging_ok=env.native_paging_ok,
         use_tensor_cores=use_tensor_cores, max_seq_len=max_seq_len, device=env.device,
-        all_requests_empty=all(qo == 0 or kv == 0 for qo, kv in zip(case.qo_lens, case.kv_lens)))
+        all_requests_empty=all(qo == 0 or kv == 0 for qo, kv in zip(case.qo_lens, case.kv_lens)),
+        qo_lens=case.qo_lens, kv_lens=case.kv_lens, num_qo_heads=case.num_qo_heads,
+        num_kv_heads=case.num_kv_heads, window_left=case.window_left,
+        cudnn_direct_seqlens=env.cudnn_direct_seqlens)
 
 
 # gfx version as torch reports it on ROCm (device_capability) -> the arch name specs are keyed by.
@@ -203,6 +223,11 @@ class Lifecycle:
     explicit_backend_never_gated: bool = True
     nonpositive_length_never_short: bool = True
     before_plan: tuple[str, Optional[ReasonCode]] = ("auto", None)
+    # An eager wrapper of these apis keeps a custom mask of an earlier plan (upstream ragged: an
+    # unmasked plan() does not clear _custom_mask_buf), so later plans resolve as masked.
+    stale_mask_apis: frozenset[str] = frozenset()
+    # A plan that raises leaves the wrapper unresolved: the next plan decides, not the raise.
+    raised_plan_fixes_nothing: bool = False
 
 
 @dataclass(frozen=True)
@@ -299,10 +324,16 @@ def expected_sequence(spec: RoutingSpec, queries: Sequence[RoutingQuery]) -> lis
     lc = spec.lifecycle
     out: list[ExpectedRoute] = []
     fixed: Optional[ExpectedRoute] = None
+    masked = False
     for i, q in enumerate(queries):
+        if q.api in lc.stale_mask_apis and not q.graph_mode:
+            q = q.replace(custom_mask=q.custom_mask or masked)
+            masked = q.custom_mask
         fresh = expected_route(spec, q)
         if q.requested != "auto" or i == 0 or fixed is None:
             fixed = fresh if q.requested == "auto" else None
+            if fixed is not None and fixed.raises is not None and lc.raised_plan_fixes_nothing:
+                fixed = None
             out.append(fresh)
             continue
         stays = (q.graph_mode and lc.graph_mode_first_plan_decides) or q.api in lc.sticky_apis \

@@ -17,7 +17,8 @@ quantization/packbits.py):
     real one does), the CUDA-graph constraints (fixed batch, indices buffer, rows fixed by the first
     plan), the fp8 scale folding of each run(), and lse_base / _finish_lse.
 The kernels themselves are a plain fp32 reference (GQA, paging, causal/window/custom masks, soft
-cap, base-2 LSE), run on whatever the wrapper's buffers hold when the "kernel" launches: under the
+cap, base-2 LSE; the math is kernels/standins/rocm_flashinfer/_kernels.py, shared with the ROCm
+fork's stand-in), run on whatever the wrapper's buffers hold when the "kernel" launches: under the
 fake CUDA graph (FakeGraphs) a run() records launches whose Python scalars are bound at capture and
 whose buffers are read at replay, like a real graph. Knobs on STATE let tests break the fake
 (leave rows unwritten, emit natural-log LSE) to prove the adapter notices.
@@ -35,6 +36,8 @@ from functools import partialmethod
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 import torch
+
+from kernels.standins.rocm_flashinfer import _kernels as _k  # the plain-torch math, shared with the ROCm stand-in
 
 VERSION = "0.7.2.post1+fake"
 LN2 = 0.6931471805599453094
@@ -168,45 +171,26 @@ def _finish_lse(lse: torch.Tensor, lse_base: str) -> torch.Tensor:
 
 
 def get_seq_lens(indptr: torch.Tensor, last_page_len: torch.Tensor, page_size: int) -> torch.Tensor:
-    n = indptr[1:] - indptr[:-1]
-    return ((n - 1).clamp(min=0) * page_size + last_page_len).to(torch.int32)
+    return _k.seq_lens(indptr, last_page_len, page_size)
 
 
 # ---- quantization -----------------------------------------------------------------------------
 
 def packbits(x: torch.Tensor, bitorder: str = "big") -> torch.Tensor:
     _log("quantization", "packbits", None, (x,), {"bitorder": bitorder})
-    bits = x.reshape(-1).to(torch.uint8)
-    pad = (-bits.numel()) % 8
-    if pad:
-        bits = torch.cat([bits, bits.new_zeros(pad)])
-    shifts = torch.arange(8, dtype=torch.int32) if bitorder == "little" else torch.arange(7, -1, -1, dtype=torch.int32)
-    w = (1 << shifts).to(torch.int32).to(bits.device)
-    return (bits.view(-1, 8).to(torch.int32) * w).sum(1).to(torch.uint8)
+    return _k.pack_bits(x, bitorder)
 
 
 def segment_packbits(x: torch.Tensor, indptr: torch.Tensor, bitorder: str = "big") -> Tuple[torch.Tensor,
                                                                                             torch.Tensor]:
     _log("quantization", "segment_packbits", None, (x, indptr), {"bitorder": bitorder})
     ip = indptr.cpu().tolist()
-    parts = [packbits(x[ip[i]:ip[i + 1]], bitorder) for i in range(len(ip) - 1)]
-    packed = torch.cat(parts) if parts else torch.zeros(0, dtype=torch.uint8, device=x.device)
-    sizes = torch.tensor([(ip[i + 1] - ip[i] + 7) // 8 for i in range(len(ip) - 1)], dtype=torch.int64)
-    new = torch.zeros(len(ip), dtype=indptr.dtype)
-    if len(ip) > 1:
-        new[1:] = torch.cumsum(sizes, 0).to(indptr.dtype)
-    return packed, new.to(indptr.device)
+    for i in range(len(ip) - 1):  # logged per segment, as the packbits calls of the original were
+        _log("quantization", "packbits", None, (x[ip[i]:ip[i + 1]],), {"bitorder": bitorder})
+    return _k.segment_pack_bits(x, indptr, bitorder)
 
 
-def _bits(packed: torch.Tensor, byte_off: int, n: int) -> torch.Tensor:
-    """n little-endian bits starting at byte `byte_off` of a packed mask."""
-    if n == 0:
-        return torch.zeros(0, dtype=torch.bool)
-    nbytes = (n + 7) // 8
-    chunk = packed[byte_off:byte_off + nbytes].to(torch.int32).cpu()
-    if chunk.numel() < nbytes:
-        chunk = torch.cat([chunk, torch.zeros(nbytes - chunk.numel(), dtype=torch.int32)])
-    return (((chunk.view(-1, 1) >> torch.arange(8)) & 1).reshape(-1)[:n]).to(torch.bool)
+_bits = _k.unpack_bits
 
 
 # ---- the reference "kernel" -------------------------------------------------------------------
@@ -215,38 +199,11 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, keep: Optional[to
             cap: float, q_head_scale: Optional[torch.Tensor] = None,
             v_head_scale: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
     """q [qo, Hq, D], k [kv, Hk, D], v [kv, Hk, Dv] -> out [qo, Hq, Dv] fp32, base-2 lse [qo, Hq]."""
-    hq, hk = q.shape[1], k.shape[1]
-    g = hq // hk
-    qf, kf, vf = q.float(), k.float().repeat_interleave(g, 1), v.float().repeat_interleave(g, 1)
-    s = torch.einsum("qhd,khd->hqk", qf, kf) * sm_scale
-    if q_head_scale is not None:
-        s = s * q_head_scale.float().view(-1, 1, 1)
-    if cap > 0:
-        s = cap * torch.tanh(s / cap)
-    if keep is not None:
-        s = s.masked_fill(~keep.view(1, *keep.shape), float("-inf"))
-    lse = torch.logsumexp(s, -1)  # [h, q]
-    p = torch.exp(s - lse.unsqueeze(-1))
-    p = torch.nan_to_num(p, nan=0.0)
-    out = torch.einsum("hqk,khd->qhd", p, vf)
-    if v_head_scale is not None:
-        out = out * v_head_scale.float().view(1, -1, 1)
-    lse2 = lse.t() * (1.0 if STATE.lse_natural else LOG2E)
-    return out, lse2
+    out, lse = _k.attend(q, k, v, keep, sm_scale, cap, q_head_scale, v_head_scale)
+    return out, lse * (1.0 if STATE.lse_natural else LOG2E)
 
 
-def _keep(qo: int, kv: int, mask_mode: int, window_left: int, custom: Optional[torch.Tensor]) -> torch.Tensor:
-    row = torch.arange(qo).view(-1, 1) + (kv - qo)
-    col = torch.arange(kv).view(1, -1)
-    keep = torch.ones((qo, kv), dtype=torch.bool)
-    if mask_mode == CUSTOM:
-        assert custom is not None
-        keep &= custom.view(qo, kv)
-    elif mask_mode == CAUSAL:
-        keep &= col <= row
-    if window_left >= 0:
-        keep &= col >= row - window_left
-    return keep
+_keep = _k.keep_mask
 
 
 def _store(out: torch.Tensor, lse: Optional[torch.Tensor], q0: int, o: torch.Tensor, l2: torch.Tensor) -> None:
@@ -258,15 +215,7 @@ def _store(out: torch.Tensor, lse: Optional[torch.Tensor], q0: int, o: torch.Ten
             lse[q0 + r] = l2[r]
 
 
-def _kv_tokens(k_cache: torch.Tensor, layout: str, pages: List[int], kv: int) -> torch.Tensor:
-    if not pages or kv <= 0:
-        d = k_cache.shape[-1]
-        h = k_cache.shape[2] if layout == "NHD" else k_cache.shape[1]
-        return k_cache.new_zeros((0, h, d))
-    sel = k_cache[torch.tensor(pages, dtype=torch.long)]
-    if layout == "HND":
-        sel = sel.transpose(1, 2)
-    return sel.reshape(-1, sel.shape[2], sel.shape[3])[:kv]
+_kv_tokens = _k.page_tokens
 
 
 def _batch_kernel(*, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
@@ -289,20 +238,8 @@ def _batch_kernel(*, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: tor
         _store(out, lse, q0, o * v_scale_scalar, l2)
 
 
-def _compute_page_mask_indptr(qo_indptr: torch.Tensor, paged_kv_indptr: torch.Tensor,
-                              paged_kv_last_page_len: torch.Tensor, page_size: int) -> torch.Tensor:
-    mask_indptr = torch.empty_like(qo_indptr)
-    mask_indptr[0] = 0
-    mask_indptr[1:] = torch.cumsum((qo_indptr[1:] - qo_indptr[:-1]) * (
-        (paged_kv_indptr[1:] - paged_kv_indptr[:-1] - 1) * page_size + paged_kv_last_page_len), 0)
-    return mask_indptr
-
-
-def _compute_mask_indptr(qo_indptr: torch.Tensor, kv_indptr: torch.Tensor) -> torch.Tensor:
-    mask_indptr = torch.empty_like(qo_indptr)
-    mask_indptr[0] = 0
-    mask_indptr[1:] = torch.cumsum((qo_indptr[1:] - qo_indptr[:-1]) * (kv_indptr[1:] - kv_indptr[:-1]), 0)
-    return mask_indptr
+_compute_page_mask_indptr = _k.page_mask_indptr
+_compute_mask_indptr = _k.mask_indptr
 
 
 def _fork_select(has_mask: bool, kv_layout: str, dtype_q: torch.dtype, dtype_kv: torch.dtype

@@ -63,36 +63,67 @@ def test_requests_are_unique_and_only_for_supported_cases(fake: Any) -> None:
     cases = [PAGED, PAGED, PAGED_MASK, FP8_KV]
     reqs = pb.requests_for(cases, ["fa3", "fa3+graph"], "cpu", lambda c, b: c.mask != "custom" and not c.is_fp8)
     assert [r.label for r in reqs] == ["batch_prefill:fa3:bf16,bf16,bf16,int32,128,128,False,False"]
+    with_mask = pb.requests_for([PAGED_MASK], ["fa2"], "cpu", lambda c, b: True)
+    assert with_mask[0] == pb.QUANTIZATION and with_mask[1].generator == "batch_prefill_fa2"
 
 
-def test_prebuild_calls_build_jit_specs_once_with_every_spec(fake: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    seen: list = []
-    gen = lambda name: (lambda *a: (name, a))  # noqa: E731
+class _Spec:
+    """What a fake generator returns: records its build, like JitSpec.build(need_lock=...)."""
+
+    built: list = []
+
+    def __init__(self, name: str, args: tuple) -> None:
+        self.name, self.args = name, args
+
+    def build(self, need_lock: bool = False) -> None:
+        assert need_lock  # concurrent builds of one module must take the spec's file lock
+        if self.name == "broken":
+            raise RuntimeError("ninja: build stopped: subcommand failed")
+        _Spec.built.append((self.name, self.args, os.environ.get("MAX_JOBS")))
+
+
+def _fake_generators(monkeypatch: pytest.MonkeyPatch, **override: str) -> None:
+    gen = lambda name: (lambda *a: _Spec(name, a))  # noqa: E731
     mods = types.ModuleType("flashinfer.jit.attention.modules")
-    mods.gen_single_prefill_module = gen("single")
+    mods.gen_single_prefill_module = gen(override.get("single", "single"))
     mods.gen_batch_decode_module = gen("decode")
     mods.gen_batch_prefill_module = gen("prefill")
     mods._gen_batch_prefill_primary_module = gen("prefill_fa2_primary")
-    core = types.ModuleType("flashinfer.jit.core")
-    core.build_jit_specs = lambda specs, verbose=False: seen.append(list(specs))
     for name, m in {"flashinfer.jit": types.ModuleType("flashinfer.jit"),
                     "flashinfer.jit.attention": types.ModuleType("flashinfer.jit.attention"),
-                    "flashinfer.jit.attention.modules": mods, "flashinfer.jit.core": core}.items():
+                    "flashinfer.jit.attention.modules": mods}.items():
         monkeypatch.setitem(sys.modules, name, m)
-    reqs = [pb.module_request(c, "fa2", "cpu") for c in (PAGED, DECODE, SINGLE)]
-    res = pb.prebuild(reqs)
-    assert res.error is None and len(seen) == 1
-    names = [s[0] for s in seen[0]]
-    assert names == ["prefill_fa2_primary", "decode", "single"]
+    _Spec.built = []
+
+
+def test_prebuild_builds_every_spec_with_the_cores_shared(fake: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
-    assert seen[0][0][1][:5] == ("fa2", torch.bfloat16, torch.bfloat16, torch.bfloat16, torch.int32)
-    assert seen[0][2][1] == ("fa2", torch.bfloat16, torch.bfloat16, torch.bfloat16, 128, 128, 0, False, True, False)
+
+    _fake_generators(monkeypatch)
+    monkeypatch.setenv("MAX_JOBS", "7")
+    reqs = [pb.module_request(c, "fa2", "cpu") for c in (PAGED, DECODE, SINGLE)]
+    res = pb.prebuild(reqs, cores=32)
+    assert res.error is None and res.requested == [r.label for r in reqs]
+    assert sorted(n for n, _, _ in _Spec.built) == ["decode", "prefill_fa2_primary", "single"]
+    args = {n: a for n, a, _ in _Spec.built}
+    assert args["prefill_fa2_primary"][:5] == ("fa2", torch.bfloat16, torch.bfloat16, torch.bfloat16, torch.int32)
+    assert args["single"] == ("fa2", torch.bfloat16, torch.bfloat16, torch.bfloat16, 128, 128, 0, False, True, False)
+    assert {j for _, _, j in _Spec.built} == {str(32 // 3 + 1 + 2)}  # 3 builds at once share 32 cores
+    assert os.environ["MAX_JOBS"] == "7"  # restored
 
 
-def test_a_failed_build_is_reported_not_raised(fake: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "flashinfer.jit.core", None)  # import fails
+def test_one_failing_build_is_reported_and_the_others_still_build(fake: Any,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_generators(monkeypatch, single="broken")
+    res = pb.prebuild([pb.module_request(c, "fa2", "cpu") for c in (PAGED, SINGLE, DECODE)], cores=8)
+    assert res.error and "single_prefill:fa2" in res.error and "subcommand failed" in res.error
+    assert sorted(n for n, _, _ in _Spec.built) == ["decode", "prefill_fa2_primary"]
+
+
+def test_a_missing_generator_module_is_reported_not_raised(fake: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "flashinfer.jit.attention.modules", None)  # import fails
     res = pb.prebuild([pb.module_request(PAGED, "fa2", "cpu")])
-    assert res.error and "Error" in res.error.split(":")[0]
+    assert res.error and res.error.startswith("batch_prefill_fa2:fa2:") and "Error" in res.error
     assert pb.prebuild([]).requested == []
 
 
@@ -109,6 +140,8 @@ def test_prebuilt_specs_are_the_modules_plan_loads() -> None:
             r = pb.module_request(c, b, "cuda")
             if r is None or (b == "fa3" and (c.mask == "custom" or c.head_dim_qk not in (64, 128, 256, 192))):
                 continue
+            if (b == "fa2" and c.q_dtype.startswith("e")) or (b == "fa3" and c.kv_dtype != c.q_dtype):
+                continue  # declined by supports() (NO_FP8, MIXED_QKV_DTYPE): never requested
             spec = pb.jit_spec(r)
             q, kv, o, *rest = pb._torch_args(r.args)
             if r.generator == "single_prefill":

@@ -1,0 +1,57 @@
+"""Kernel launches of the stand-in, and a CUDA-graph stand-in that records them.
+
+Part of the ROCm FlashInfer fork stand-in; not of the fork's API. A CPU has no CUDA graphs, yet
+the adapter's graph mode (kernels/flashinfer.py: warm-up, capture, replay after a re-plan) is
+where the fork's "graph mode: the first plan decides" lifecycle (rocm_fork.md section 4, rule 14)
+shows. So every stand-in run() hands its kernel to `launch()`: run now, or, while a
+`RecordedGraphs.capture` is under way, recorded with the Python scalars bound at capture and the
+wrapper's buffers read at replay -- which is what a captured graph does.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+__attncheck_standin__ = "flashinfer-rocm-fork"
+
+_capturing: Optional[list] = None
+
+
+def launch(kernel: Callable[[], None]) -> None:
+    """Run `kernel` now, or record it when a capture is under way."""
+    if _capturing is not None:
+        _capturing.append(kernel)
+    else:
+        kernel()
+
+
+def capturing() -> bool:
+    """Whether a RecordedGraphs capture is under way (the fork checks stream capture in places)."""
+    return _capturing is not None
+
+
+class RecordedGraphs:
+    """kernels.flashinfer.TorchGraphs' interface (warmup, capture, replay) over recorded launches."""
+
+    def __init__(self) -> None:
+        self.warmups = 0
+        self.captures = 0
+        self.replays = 0
+
+    def warmup(self, fn: Callable[[], object]) -> None:
+        self.warmups += 1
+        fn()
+
+    def capture(self, fn: Callable[[], object]) -> list:
+        global _capturing
+        _capturing = []
+        try:
+            fn()
+            return _capturing
+        finally:
+            self.captures += 1
+            _capturing = None
+
+    def replay(self, launches: list) -> None:
+        self.replays += 1
+        for kernel in launches:
+            kernel()

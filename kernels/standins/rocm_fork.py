@@ -1,0 +1,164 @@
+"""Point `import flashinfer` at the ROCm fork stand-in, on a chosen architecture and AITER install.
+
+    lib = install(monkeypatch, arch="gfx942")             # pytest: undone with the monkeypatch
+    with installed(arch="gfx950", aiter="not_installed") as lib:
+        ...                                                # a script: undone on exit
+
+The stand-in (kernels/standins/rocm_flashinfer/) goes into sys.modules as `flashinfer`,
+`flashinfer.quantization` and `flashinfer.rocm.{arch_caps,prefill,decode,aiter_utils}`, the fork's
+paths, so kernels/flashinfer_lib.py finds it exactly where it looks for the fork. Then the probes
+are patched as the fork's own GPU-free tests patch them (rocm_fork.md section 5: `as_arch`
+monkeypatches `_device_arch`; AITER's importability, version, fp8 encoding and kernel bootstraps
+likewise), because a CPU has neither a gcnArchName nor AITER:
+
+  arch              what `arch_caps._device_arch` returns ("gfx942", "gfx950", "unknown", ...)
+  aiter             "importable" | "not_installed" | "below_abi_floor" (section 2 step 11)
+  aiter_version     the amd-aiter version reported (default: the validated 0.1.20 build, or
+                    0.1.12 below the floor; None when not installed)
+  bootstrap_ok      AITER's kernel bootstraps succeed (False: they raise ModuleNotFoundError,
+                    and native paging is unavailable too, since it launches the same kernels)
+  native_paging_ok  `_aiter_native_paging_available` at a routed page size
+  strict            FLASHINFER_AITER_STRICT=1
+
+While installed, the adapter's default CUDA-graph driver (kernels.flashinfer.TorchGraphs) is
+`RecordedGraphs`, which records the stand-in's launches at capture and runs them at replay: graph
+mode ("+graph" backends) on a CPU.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from typing import Any, Callable, Iterator, Optional
+
+import torch
+
+from kernels.standins.rocm_flashinfer import quantization, rocm
+from kernels.standins.rocm_flashinfer._launch import RecordedGraphs
+from kernels.standins.rocm_flashinfer.rocm import aiter_utils, arch_caps, decode, prefill
+
+import kernels.flashinfer as flashinfer_adapter
+import kernels.standins.rocm_flashinfer as package
+
+NAME = package.__attncheck_standin__
+AITER_STATES = ("importable", "not_installed", "below_abi_floor")
+VALIDATED_AITER = "0.1.20+rocm10.1.0a20260819.3135022"  # rocm_fork.md section 3, pins
+BELOW_FLOOR_AITER = "0.1.12"
+# aiter.dtypes.fp8 per architecture (rocm_fork.md section 4: e4m3fnuz gfx942, e4m3fn gfx950).
+NATIVE_FP8 = {"gfx942": torch.float8_e4m3fnuz, "gfx950": torch.float8_e4m3fn}
+MODULES = {
+    "flashinfer": package,
+    "flashinfer.quantization": quantization,
+    "flashinfer.rocm": rocm,
+    "flashinfer.rocm.arch_caps": arch_caps,
+    "flashinfer.rocm.prefill": prefill,
+    "flashinfer.rocm.decode": decode,
+    "flashinfer.rocm.aiter_utils": aiter_utils,
+}
+
+__all__ = ["AITER_STATES", "NAME", "RecordedGraphs", "install", "installed", "uninstall"]
+
+
+class _Undo:
+    """The monkeypatch calls install() makes, recorded for undo() where no monkeypatch is given."""
+
+    _absent = object()
+
+    def __init__(self) -> None:
+        self._log: list[Callable[[], None]] = []
+
+    def setattr(self, obj: Any, name: str, value: Any) -> None:
+        old = getattr(obj, name)
+        setattr(obj, name, value)
+        self._log.append(lambda: setattr(obj, name, old))
+
+    def setitem(self, mapping: Any, key: Any, value: Any) -> None:
+        old = mapping.get(key, self._absent)
+        mapping[key] = value
+        self._log.append(lambda: mapping.__setitem__(key, old) if old is not self._absent else mapping.pop(key, None))
+
+    def setenv(self, name: str, value: str) -> None:
+        self.setitem(os.environ, name, value)
+
+    def delenv(self, name: str, raising: bool = False) -> None:
+        old = os.environ.pop(name, None)
+        if old is not None:
+            self._log.append(lambda: os.environ.__setitem__(name, old))
+
+    def undo(self) -> None:
+        while self._log:
+            self._log.pop()()
+
+
+_script_installs: list[_Undo] = []
+
+
+def _forget_facts() -> None:
+    from kernels import flashinfer_lib
+
+    flashinfer_lib.lib_facts.cache_clear()
+
+
+def _bootstrap(ok: bool, missing: str) -> Callable[..., bool]:
+    def probe(*_: Any) -> bool:
+        if not ok:
+            raise ModuleNotFoundError(missing)
+        return True
+    return probe
+
+
+def install(monkeypatch: Any = None, *, arch: str = "gfx942", aiter: str = "importable",
+            aiter_version: Optional[str] = None, bootstrap_ok: bool = True, native_paging_ok: bool = True,
+            strict: bool = False) -> Any:
+    """Install the stand-in as `flashinfer`; returns that module. Without a monkeypatch, uninstall() undoes it."""
+    if aiter not in AITER_STATES:
+        raise ValueError(f"aiter={aiter!r}: expected one of {AITER_STATES}")
+    mp = monkeypatch
+    if mp is None:
+        mp = _Undo()
+        _script_installs.append(mp)
+    importable = aiter == "importable"
+    if aiter_version is None and aiter != "not_installed":
+        aiter_version = VALIDATED_AITER if importable else BELOW_FLOOR_AITER
+    bootstrap_ok = bootstrap_ok and importable
+    missing = ("No module named 'aiter'" if not importable
+               else "No module named 'aiter.jit' (stand-in: bootstrap_ok=False)")
+    for name, module in MODULES.items():
+        mp.setitem(sys.modules, name, module)
+    normal = arch_caps.normalize_arch(arch)
+    mp.setattr(arch_caps, "_device_arch", lambda device: normal)
+    mp.setattr(prefill, "_aiter_installed_version", lambda: aiter_version if aiter != "not_installed" else None)
+    mp.setattr(prefill, "_aiter_ops_importable", lambda: importable)
+    mp.setattr(prefill, "_native_fp8_dtype", lambda: NATIVE_FP8.get(normal) if importable else None)
+    mp.setattr(prefill, "_aiter_native_paging_available", lambda page_size: bootstrap_ok and native_paging_ok)
+    mp.setattr(prefill, "_aiter_batch_ragged_available", _bootstrap(bootstrap_ok, missing))
+    mp.setattr(prefill, "_aiter_single_prefill_available", _bootstrap(bootstrap_ok, missing))
+    mp.setattr(decode, "_aiter_pa_v1_available", _bootstrap(bootstrap_ok, missing))
+    # A CPU has no torch.cuda.CUDAGraph: the adapter's default graph driver becomes the recorder.
+    mp.setattr(flashinfer_adapter, "TorchGraphs", RecordedGraphs)
+    mp.setattr(prefill, "_aiter_auto_warned", set())
+    mp.setattr(decode, "_lse_shadow_warned", False)
+    if strict:
+        mp.setenv(aiter_utils.STRICT_ENV, "1")
+    else:
+        mp.delenv(aiter_utils.STRICT_ENV, raising=False)
+    _forget_facts()
+    return package
+
+
+def uninstall() -> None:
+    """Undo every install() made without a monkeypatch, newest first."""
+    while _script_installs:
+        _script_installs.pop().undo()
+    _forget_facts()
+
+
+@contextlib.contextmanager
+def installed(**config: Any) -> Iterator[Any]:
+    """install(None, **config) for the duration of a `with` block."""
+    undo = _Undo()
+    try:
+        yield install(undo, **config)
+    finally:
+        undo.undo()
+        _forget_facts()

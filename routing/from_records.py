@@ -1,0 +1,388 @@
+"""Check a parity run's `auto` records against a routing spec: verdicts and coverage, both ways.
+
+    python -m routing.from_records RESULTS.jsonl --spec flashinfer_cuda --arch sm90 [--out DIR]
+
+A record of backend "auto" or "auto+graph" is one plan() of one long-lived adapter: the run
+makes one adapter per backend and plans every case on it, in file order
+(conformance/parity_run.py). Its expectation is therefore not the fresh route of its case: the
+spec's Lifecycle applies along the plans of the wrapper that served it (a sticky paged wrapper
+keeps its first answer). `plan_sequences` rebuilds those wrappers as kernels/flashinfer.py keys
+them: eager per (API, KV layout); CUDA graph per (API, KV layout, batch size, masked), replaced
+by a new wrapper when a case needs more pages, mask bytes or query rows than the first plan fixed.
+
+Which records count:
+
+* skip: supports() declined, so no plan() ran; not part of any sequence.
+* pass / fail: planned; the observation is (resolved_backend, fallback_reason). Single prefill's
+  "unobserved" (the module lookup was not seen) is no observation.
+* error / refused: planned (it is part of the wrapper's history either way). It is an
+  observation only if resolved_backend is set, or if the spec expects plan() to raise there, in
+  which case the exception type the record names is the observation. Otherwise nothing says
+  which backend was chosen, and the record is listed as unobserved.
+
+Exit status: 0 when every observation passes and is explained (rows left unreached are listed,
+not failed), 1 when one fails or no row explains it (a spec gap included), 2 on bad input (the
+message names the value and the fix).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass, field, fields
+from typing import Any, Optional, Sequence
+
+from tabulate import tabulate
+
+from kernels.flashinfer import UNOBSERVED, AdapterOptions, packed_mask_bytes
+from kernels.flashinfer_variants import split_backend
+from kernels.protocol import reason_from_json
+from reports.records import IncompatibleRecord, ParityRecord, RunHeader, read_jsonl
+from routing.check import Coverage, ObservedRoute, RoutingVerdict, check, coverage
+from routing.spec import ExpectedRoute, RoutingEnv, RoutingQuery, RoutingSpec, expected_sequence, query_from_case
+from routing.specs import BY_MODULE, SPECS
+from scenarios.case import Case
+from scenarios.errors import InvalidValue
+
+AUTO = "auto"
+PLANNED = frozenset({"pass", "fail", "error", "refused"})
+JSON_FILE = "routing.json"
+MD_FILE = "routing.md"
+# The harness target each spec judges (records of another target cannot be checked against it).
+SPEC_TARGETS = {"flashinfer-cuda": "flashinfer", "flashinfer-rocm": "flashinfer", "torch": "torch"}
+_EXC = re.compile(r"^([A-Za-z_][\w.]*): ")
+
+
+class BadInput(InvalidValue):
+    """Input this tool cannot check (unknown spec, unreadable file, records of another target)."""
+
+    def __init__(self, field: str, value: Any, expected: str, fix: str) -> None:
+        super().__init__(field, value, expected, fix, prefix="routing.from_records: ")
+
+
+@dataclass(frozen=True)
+class RecordVerdict:
+    """One planned record: what the spec expects there, and the verdict if the record observed anything."""
+
+    record: ParityRecord
+    query: RoutingQuery
+    expected: ExpectedRoute
+    verdict: Optional[RoutingVerdict]
+    note: str = ""  # why there is no verdict
+
+
+@dataclass
+class RecordsReport:
+    spec: str
+    arch: str
+    verdicts: list[RecordVerdict]
+    coverage: Coverage
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def observed(self) -> list[RoutingVerdict]:
+        return [v.verdict for v in self.verdicts if v.verdict is not None]
+
+    @property
+    def ok(self) -> bool:
+        """No failing or unexplained observation (unreached rows do not fail a run)."""
+        return not (self.coverage.failed or self.coverage.unexplained)
+
+
+# ---- which wrapper served each record (mirrors kernels/flashinfer.py) ---------------------------
+
+@dataclass
+class _Slot:
+    seq: int
+    max_pages: int
+    max_mask_bytes: int
+    fixed_rows: Optional[int]
+
+
+def _pages(case: Case) -> int:
+    return sum(case.pages_per_request) if case.is_paged else 0
+
+
+def plan_sequences(plans: Sequence[tuple[str, str, Case]], options: AdapterOptions) -> list[int]:
+    """Sequence index (one per wrapper) for each planned (run_id, backend, case), in order.
+
+    Eager: one wrapper per (API, KV layout) (FlashInferKernel._eager_wrapper); single prefill has
+    no wrapper and is one sequence. Graph: FlashInferKernel._graph_slot's keying and growth, with
+    the adapter options the run used.
+    """
+    eager: dict[tuple, int] = {}
+    slots: dict[tuple, _Slot] = {}
+    out: list[int] = []
+    n = 0
+    for run_id, backend, case in plans:
+        lib_backend, graph = split_backend(backend)
+        if not graph or case.layout == "single":
+            key = (run_id, lib_backend, graph, case.layout, case.kv_layout if case.layout != "single" else "")
+            if key not in eager:
+                eager[key], n = n, n + 1
+            out.append(eager[key])
+            continue
+        masked = case.mask == "custom"
+        key = (run_id, lib_backend, case.layout, case.kv_layout, case.batch_size, masked)
+        pages, mask_bytes = _pages(case), packed_mask_bytes(case, options.mask_form)
+        slot = slots.get(key)
+        grow = slot is not None and (
+            pages > slot.max_pages or (masked and mask_bytes > slot.max_mask_bytes)
+            or (case.layout != "decode" and slot.fixed_rows is not None and case.total_qo > slot.fixed_rows))
+        if slot is None or grow:
+            max_pages = max(options.graph_max_pages, slot.max_pages if slot else 0)
+            max_mask = max(options.graph_max_mask_bytes, slot.max_mask_bytes if slot else 0)
+            while max_pages < pages:
+                max_pages *= 2
+            while max_mask < mask_bytes:
+                max_mask *= 2
+            slot = slots[key] = _Slot(n, max_pages, max_mask, None)
+            n += 1
+        if slot.fixed_rows is None and case.layout != "decode":
+            slot.fixed_rows = case.total_qo  # the first plan fixes _max_total_num_rows (prefill.py:3477, :5249)
+        out.append(slot.seq)
+    return out
+
+
+# ---- records -> verdicts ------------------------------------------------------------------------
+
+def adapter_options_of(header: Optional[RunHeader]) -> AdapterOptions:
+    """The AdapterOptions a run used, read from its argv (`--adapter-option KEY=VALUE`, repeatable)."""
+    argv = list(header.argv) if header is not None else []
+    items = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--adapter-option"]
+    items += [a.split("=", 1)[1] for a in argv if a.startswith("--adapter-option=")]
+    known = {f.name for f in fields(AdapterOptions)}
+    opts: dict[str, Any] = {}
+    for item in items:
+        k, _, v = item.partition("=")
+        if k in known:
+            low = v.lower()
+            opts[k] = True if low == "true" else False if low == "false" else int(v) if v.isdigit() else v
+    return AdapterOptions(**opts)
+
+
+def _exception_type(rec: ParityRecord) -> str:
+    m = _EXC.match(rec.reason or "")
+    return m.group(1) if m else ("LibraryRefused" if rec.status == "refused" else "<unknown>")
+
+
+def _observe(rec: ParityRecord, expected: ExpectedRoute) -> tuple[Optional[ObservedRoute], str]:
+    if rec.resolved_backend is not None and rec.resolved_backend != UNOBSERVED:
+        return ObservedRoute(rec.resolved_backend, reason_from_json(rec.fallback_reason)), ""
+    if rec.resolved_backend == UNOBSERVED:
+        return None, "the library's backend choice was not seen (single prefill's module lookup)"
+    if rec.status in ("error", "refused") and expected.raises is not None:
+        return ObservedRoute(None, raised=_exception_type(rec)), ""
+    return None, f"{rec.status} before a backend was reported"
+
+
+def check_records(records: Sequence[Any], spec: RoutingSpec, arch: str, *, cudnn_direct_seqlens: bool = False,
+                  options: Optional[AdapterOptions] = None) -> RecordsReport:
+    """Verdicts for every planned `auto` / `auto+graph` record, and coverage of the spec both ways."""
+    header = next((r for r in records if isinstance(r, RunHeader)), None)
+    options = options if options is not None else adapter_options_of(header)
+    parity = [r for r in records if isinstance(r, ParityRecord)]
+    auto = [r for r in parity if split_backend(r.backend)[0] == AUTO]
+    planned = [r for r in auto if r.status in PLANNED]
+    cases = [Case.from_json(r.case) for r in planned]
+    seqs = plan_sequences([(r.run_id, r.backend, c) for r, c in zip(planned, cases)], options)
+    queries = []
+    for r, c in zip(planned, cases):
+        env = RoutingEnv(arch=arch, graph_mode=split_backend(r.backend)[1], device=r.device.split(":")[0],
+                         cudnn_direct_seqlens=cudnn_direct_seqlens)
+        queries.append(query_from_case(c, env, requested=AUTO, use_tensor_cores=options.decode_tensor_cores))
+    expected: list[Optional[ExpectedRoute]] = [None] * len(planned)
+    for s in sorted(set(seqs)):
+        idx = [i for i, k in enumerate(seqs) if k == s]
+        for i, e in zip(idx, expected_sequence(spec, [queries[i] for i in idx])):
+            expected[i] = e
+    out = []
+    for r, q, e in zip(planned, queries, expected):
+        assert e is not None
+        obs, note = _observe(r, e)
+        out.append(RecordVerdict(r, q, e, check(e, obs) if obs is not None else None, note))
+    cov = coverage(spec, [v.verdict for v in out if v.verdict is not None])
+    counts = {"parity records": len(parity), "auto records": len(auto),
+              "skipped (not planned)": len(auto) - len(planned), "planned": len(planned),
+              "observed": sum(v.verdict is not None for v in out), "unobserved": sum(v.verdict is None for v in out)}
+    return RecordsReport(spec.library, arch, out, cov, counts)
+
+
+# ---- rendering ----------------------------------------------------------------------------------
+
+def _expects(e: ExpectedRoute) -> str:
+    if e.gap is not None:
+        return f"spec gap ({e.gap.table}[{e.gap.arch}])"
+    return f"raises {e.raises}" if e.raises else f"{e.backend}, {e.reason!r}"
+
+
+def _seen(v: RoutingVerdict) -> str:
+    o = v.observed
+    return f"raised {o.raised}" if o.raised else f"{o.backend}, {o.reason!r}"
+
+
+def rule_rows(report: RecordsReport, spec: RoutingSpec) -> list[list[Any]]:
+    """[rule, expects, observations, passed, failed] for every row, then one line per gap table."""
+    rows = []
+    for r in spec.rules:
+        vs = [v for v in report.observed if v.expected.rule == r.name]
+        exp = f"raises {r.expect_raises}" if r.expect_raises else f"{r.expect_backend}, {r.expect_reason!r}"
+        rows.append([r.name, exp, len(vs), sum(v.passed for v in vs), sum(not v.passed for v in vs)])
+    gaps: dict[str, int] = {}
+    for v in report.observed:
+        if v.expected.gap is not None:
+            gaps[v.expected.gap.table] = gaps.get(v.expected.gap.table, 0) + 1
+    for table, count in sorted(gaps.items()):
+        rows.append([f"(gap: {table}[{report.arch}])", "no row for this arch", count, 0, count])
+    return rows
+
+
+def _problem_rows(report: RecordsReport) -> list[list[str]]:
+    unexplained = {id(v) for v in report.coverage.unexplained}
+    out = []
+    for rv in report.verdicts:
+        v = rv.verdict
+        if v is not None and not v.passed:
+            out.append([rv.record.backend, rv.record.case_id, v.expected.rule or "-", _expects(v.expected), _seen(v),
+                        v.status + (" (unexplained)" if id(v) in unexplained else ""), v.detail])
+    return out
+
+
+HEADERS = ["rule", "expects", "observations", "passed", "failed"]
+PROBLEM_HEADERS = ["backend", "case", "rule", "expected", "observed", "status", "detail"]
+
+
+def render_text(report: RecordsReport, spec: RoutingSpec) -> str:
+    lines = [f"routing spec {report.spec} at arch {report.arch}: "
+             + ", ".join(f"{k} {v}" for k, v in report.counts.items()), "",
+             tabulate(rule_rows(report, spec), HEADERS, tablefmt="simple"), ""]
+    cov = report.coverage
+    lines.append("unreached rows: " + (", ".join(cov.unreached) if cov.unreached else "none"))
+    problems = _problem_rows(report)
+    lines.append(f"failing observations: {len(cov.failed)} ({len(cov.unexplained)} unexplained by any row)")
+    if problems:
+        lines += ["", tabulate(problems, PROBLEM_HEADERS, tablefmt="simple")]
+    return "\n".join(lines)
+
+
+def render_markdown(report: RecordsReport, spec: RoutingSpec) -> str:
+    cov = report.coverage
+    lines = [f"# Routing: {report.spec} at {report.arch}", "",
+             "| " + " | ".join(report.counts) + " |", "|" + "---|" * len(report.counts),
+             "| " + " | ".join(str(v) for v in report.counts.values()) + " |", "",
+             "## Rows", "", tabulate(rule_rows(report, spec), HEADERS, tablefmt="github"), "",
+             "## Unreached rows", "", *(f"* `{n}`" for n in cov.unreached), *([] if cov.unreached else ["none"]), "",
+             f"## Failing observations ({len(cov.failed)}; {len(cov.unexplained)} unexplained)", ""]
+    problems = _problem_rows(report)
+    lines.append(tabulate(problems, PROBLEM_HEADERS, tablefmt="github") if problems else "none")
+    unobserved: dict[str, int] = {}
+    for rv in report.verdicts:
+        if rv.verdict is None:
+            unobserved[rv.note] = unobserved.get(rv.note, 0) + 1
+    lines += ["", "## Planned but unobserved", "", *(f"* {n} x {k}" for k, n in sorted(unobserved.items())),
+              *([] if unobserved else ["none"])]
+    return "\n".join(lines) + "\n"
+
+
+def to_json(report: RecordsReport, spec: RoutingSpec) -> dict[str, Any]:
+    def verdict(rv: RecordVerdict) -> dict[str, Any]:
+        v = rv.verdict
+        return {"backend": rv.record.backend, "case_id": rv.record.case_id, "status": rv.record.status,
+                "rule": rv.expected.rule, "expected": _expects(rv.expected),
+                "observed": _seen(v) if v is not None else None,
+                "verdict": v.status if v is not None else None, "detail": v.detail if v is not None else rv.note}
+
+    unexplained = {id(v) for v in report.coverage.unexplained}
+    return {"spec": report.spec, "arch": report.arch, "ok": report.ok, "counts": report.counts,
+            "rows": [dict(zip(HEADERS, row)) for row in rule_rows(report, spec)],
+            "unreached": list(report.coverage.unreached),
+            "unexplained": [verdict(rv) for rv in report.verdicts
+                            if rv.verdict is not None and id(rv.verdict) in unexplained],
+            "verdicts": [verdict(rv) for rv in report.verdicts]}
+
+
+# ---- command line -------------------------------------------------------------------------------
+
+def resolve_spec(name: str) -> RoutingSpec:
+    spec = SPECS.get(name) or BY_MODULE.get(name)
+    if spec is None:
+        known = sorted(set(SPECS) | set(BY_MODULE))
+        raise BadInput("--spec", name, f"one of {', '.join(known)}", f"pass e.g. --spec {sorted(BY_MODULE)[0]}")
+    return spec
+
+
+def load_records(path: str) -> list[Any]:
+    try:
+        return read_jsonl(path)
+    except OSError as e:
+        raise BadInput("RESULTS", path, "a readable results.jsonl",
+                       f"pass the file `attncheck run` wrote ({e.strerror})") from None
+    except (IncompatibleRecord, json.JSONDecodeError, TypeError) as e:
+        raise BadInput("RESULTS", path, "attncheck records, one JSON object per line",
+                       f"pass a results.jsonl of this attncheck version ({e})") from None
+
+
+def _check_input(records: list[Any], spec: RoutingSpec, path: str) -> None:
+    parity = [r for r in records if isinstance(r, ParityRecord)]
+    want = SPEC_TARGETS.get(spec.library)
+    other = sorted({r.target for r in parity} - {want}) if want else []
+    if other:
+        fits = sorted(name for name, target in SPEC_TARGETS.items() if target == other[0]) or ["(none written)"]
+        raise BadInput("--spec", spec.library, f"a spec of target {other[0]!r}, the target of {path}",
+                       f"pass --spec {' or '.join(fits)}, or results of target {want!r}")
+    if not any(split_backend(r.backend)[0] == AUTO for r in parity):
+        raise BadInput("RESULTS", path, "records of backend auto or auto+graph",
+                       "run attncheck with --backend auto (and/or auto+graph)")
+    for r in parity:
+        if split_backend(r.backend)[0] == AUTO:
+            try:
+                Case.from_json(r.case)
+            except (InvalidValue, TypeError) as e:
+                raise BadInput("RESULTS", path, f"valid cases (record {r.case_id})",
+                               f"pass a results.jsonl written by this attncheck version ({e})") from None
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m routing.from_records",
+                                description="Check the auto records of a parity run against a routing spec.")
+    p.add_argument("results", help="results.jsonl written by `attncheck run`")
+    p.add_argument("--spec", required=True, help=f"spec name: {', '.join(sorted(set(SPECS) | set(BY_MODULE)))}")
+    p.add_argument("--arch", default=None, help="architecture the run used, e.g. sm90 (CUDA) or gfx942 (ROCm)")
+    p.add_argument("--out", default=None, help=f"directory for {JSON_FILE} and {MD_FILE}")
+    p.add_argument("--cudnn-direct-seqlens", action="store_true",
+                   help="the run's cuDNN takes token-unit indptrs (backend >= 9.24, frontend >= 1.25): SM100 ragged")
+    args = p.parse_args(argv)
+    try:
+        spec = resolve_spec(args.spec)
+        arch = args.arch or ("unknown" if not spec.archs else None)
+        if arch is None:
+            raise BadInput("--arch", None, f"the run's architecture, one of {', '.join(spec.archs)} (others: gaps)",
+                           f"pass e.g. --arch {spec.archs[0]}")
+        records = load_records(args.results)
+        _check_input(records, spec, args.results)
+        if args.out:
+            try:
+                os.makedirs(args.out, exist_ok=True)
+            except OSError as e:
+                raise BadInput("--out", args.out, "a directory that can be created",
+                               f"pass a writable path ({e.strerror})") from None
+    except BadInput as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    report = check_records(records, spec, arch, cudnn_direct_seqlens=args.cudnn_direct_seqlens)
+    if spec.archs and arch not in spec.archs:
+        print(f"note: arch {arch!r} is not one of {', '.join(spec.archs)}: rows that read a per-arch table "
+              "report a spec gap there")
+    print(render_text(report, spec))
+    if args.out:
+        with open(os.path.join(args.out, JSON_FILE), "w", encoding="utf-8") as f:
+            json.dump(to_json(report, spec), f, indent=1, sort_keys=True)
+        with open(os.path.join(args.out, MD_FILE), "w", encoding="utf-8") as f:
+            f.write(render_markdown(report, spec))
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

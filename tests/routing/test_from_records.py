@@ -1,0 +1,223 @@
+"""routing/from_records.py: a parity run's auto records checked against a routing spec.
+
+Synthetic records pin what counts as an observation (skip, error, "unobserved"), that the
+expectation follows the wrapper that served a record (sticky paged, the stale ragged mask, graph
+wrappers replaced when a case outgrows them), the adapter options read from the run's argv, and
+the command line (tables, files, exit statuses 0/1/2). One test writes records the way a run
+does (conformance.parity_run.evaluate) from long-lived auto adapters on the CPU fake, so the
+replay of wrapper history is checked against the adapter's real behaviour.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import replace
+from types import SimpleNamespace
+from typing import Any, Optional
+
+import pytest
+
+import kernels._env as env
+import kernels.flashinfer as fi
+import kernels.flashinfer_lib as fl
+from conformance import parity_run
+from kernels.flashinfer_variants import reset_seen
+from kernels.protocol import NOT_REPORTED_JSON
+from reports.records import ParityRecord, RunHeader, to_line
+from routing import from_records as fr
+from routing.spec import expected_route
+from routing.specs.flashinfer_cuda import SPEC
+from scenarios.case import Case
+from scenarios.matrix import build
+from scenarios.tensors import materialize
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "kernels"))
+import fake_flashinfer as ff  # noqa: E402
+
+_H = dict(num_qo_heads=4, num_kv_heads=2, head_dim_qk=64, head_dim_vo=64)
+PAGED = Case("paged", (3, 6), (11, 6), page_size=5, **_H)
+PAGED_MASK = PAGED.replace(mask="custom")
+RAGGED = Case("ragged", (5, 9), (12, 9), **_H)
+RAGGED_MASK = RAGGED.replace(mask="custom")
+D96 = dict(head_dim_qk=96, head_dim_vo=96)
+DECODE_FP8 = Case("decode", (1, 1), (5, 9), page_size=4, q_dtype="e4m3fn", kv_dtype="e4m3fn", o_dtype="bf16", **_H)
+
+
+def header(*options: str) -> RunHeader:
+    argv = ["attncheck", "run", "--target", "flashinfer"]
+    for o in options:
+        argv += ["--adapter-option", o]
+    return RunHeader(run_id="r1", target="flashinfer", device="cuda", budget="quick", seed=0, versions={}, argv=argv,
+                     started="", harness_version="0.1.0")
+
+
+def rec(case: Case, resolved: Optional[str], *, backend: str = "auto", status: str = "pass", reason: str = "",
+        target: str = "flashinfer") -> ParityRecord:
+    return ParityRecord(run_id="r1", target=target, backend=backend, device="cuda:0", case_id=case.id,
+                        case=case.to_json(), seed=0, status=status, reason=reason, resolved_backend=resolved,
+                        fallback_reason=NOT_REPORTED_JSON if resolved is not None else None)
+
+
+def outcomes(report: fr.RecordsReport) -> list[tuple[Optional[str], Optional[str]]]:
+    """(expected rule, verdict status or the note) per planned record."""
+    return [(v.expected.rule, v.verdict.status if v.verdict else v.note) for v in report.verdicts]
+
+
+# ---- what counts -------------------------------------------------------------------------------
+
+def test_fresh_decisions_pass_and_other_targets_backends_and_skips_are_left_out():
+    records = [header(), rec(PAGED, "fa3"), rec(PAGED, "fa3", backend="fa3"), rec(RAGGED, None, status="skip"),
+               rec(RAGGED_MASK, "fa2")]
+    r = fr.check_records(records, SPEC, "sm90")
+    assert outcomes(r) == [("fa3", "pass"), ("fa3_custom_mask", "pass")]
+    assert r.counts["auto records"] == 3 and r.counts["planned"] == 2 and r.ok
+
+
+def test_a_wrong_backend_fails_and_a_gap_is_unexplained():
+    r = fr.check_records([header(), rec(PAGED, "fa2")], SPEC, "sm90")
+    assert outcomes(r) == [("fa3", "wrong_backend")] and not r.ok
+    g = fr.check_records([header(), rec(PAGED, "fa2")], SPEC, "sm89")
+    assert [v.verdict.status for v in g.verdicts] == ["spec_gap"] and len(g.coverage.unexplained) == 1 and not g.ok
+
+
+def test_paged_is_sticky_across_the_records_of_one_wrapper():
+    """The masked plan reuses the NHD wrapper the first plan resolved to fa3; HND is another wrapper."""
+    hnd = PAGED_MASK.replace(kv_layout="HND")
+    ok = fr.check_records([header(), rec(PAGED, "fa3"), rec(PAGED_MASK, "fa3"), rec(hnd, "fa2")], SPEC, "sm90")
+    assert outcomes(ok) == [("fa3", "pass"), ("fa3", "pass"), ("fa3_custom_mask", "pass")]
+    fresh = fr.check_records([header(), rec(PAGED, "fa3"), rec(PAGED_MASK, "fa2")], SPEC, "sm90")
+    assert outcomes(fresh)[1] == ("fa3", "wrong_backend")
+
+
+def test_ragged_keeps_a_stale_mask_and_a_skip_does_not_plan():
+    records = [header(), rec(RAGGED_MASK.replace(q_dtype="fp32", kv_dtype="fp32", o_dtype="fp32"), None,
+                             status="skip"), rec(RAGGED, "fa3"), rec(RAGGED_MASK, "fa2"), rec(RAGGED, "fa2")]
+    assert outcomes(fr.check_records(records, SPEC, "sm90")) == [
+        ("fa3", "pass"), ("fa3_custom_mask", "pass"), ("fa3_custom_mask", "pass")]
+
+
+def test_errors_observe_only_a_raise_the_spec_expects_and_unobserved_single_is_no_observation():
+    empty = Case("paged", (), (), page_size=5, **_H)
+    single = Case("single", (6,), (9,), **_H)
+    records = [header(), rec(empty, None, status="error", reason="RuntimeError: max(): Expected reduction dim"),
+               rec(PAGED_MASK, None, status="error", reason="RuntimeError: CUDA error"),
+               rec(PAGED, "fa2"), rec(single, "unobserved")]
+    r = fr.check_records(records, SPEC, "sm90")
+    # The raising plan fixed nothing; the errored plan after it did resolve the wrapper (to fa2), unseen.
+    assert outcomes(r) == [("empty_batch", "pass"), ("fa3_custom_mask", "error before a backend was reported"),
+                           ("fa3_custom_mask", "pass"),
+                           ("fa3", "the library's backend choice was not seen (single prefill's module lookup)")]
+    wrong = fr.check_records([header(), rec(empty, None, status="error", reason="ValueError: x")], SPEC, "sm90")
+    assert outcomes(wrong) == [("empty_batch", "expected_raise")]
+
+
+def test_graph_wrappers_are_per_batch_and_mask_and_replaced_when_outgrown():
+    """auto+graph: a paged slot per (layout, batch, masked); more query rows than the first plan -> a new one."""
+    small, d96 = PAGED, PAGED.replace(qo_lens=(2, 6), **D96)
+    bigger = PAGED.replace(qo_lens=(9, 6), **D96)
+    records = [header(), rec(small, "fa3", backend="auto+graph"), rec(d96, "fa3", backend="auto+graph"),
+               rec(bigger, "fa2", backend="auto+graph"), rec(PAGED_MASK, "fa2", backend="auto+graph"),
+               rec(d96, "fa2", backend="auto")]
+    assert outcomes(fr.check_records(records, SPEC, "sm90")) == [
+        ("fa3", "pass"), ("fa3", "pass"), ("fa3_head_dims", "pass"), ("fa3_custom_mask", "pass"),
+        ("fa3_head_dims", "pass")]
+
+
+def test_adapter_options_come_from_the_runs_argv():
+    assert not fr.adapter_options_of(header()).decode_tensor_cores
+    opts = fr.adapter_options_of(header("decode_tensor_cores=true", "graph_max_pages=8", "mask_form=packed"))
+    assert (opts.decode_tensor_cores, opts.graph_max_pages, opts.mask_form) == (True, 8, "packed")
+    tc = fr.check_records([header("decode_tensor_cores=true"), rec(DECODE_FP8, "fa3")], SPEC, "sm90")
+    cc = fr.check_records([header(), rec(DECODE_FP8, "fa2")], SPEC, "sm90")
+    assert outcomes(tc) == [("fa3", "pass")] and outcomes(cc) == [("decode_cuda_cores", "pass")]
+
+
+# ---- the command line ---------------------------------------------------------------------------
+
+def write(tmp_path: Any, records: list) -> str:
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(to_line(r) + "\n" for r in records), encoding="utf-8")
+    return str(path)
+
+
+def test_cli_prints_the_table_writes_both_files_and_exits_0(tmp_path, capsys):
+    path = write(tmp_path, [header(), rec(PAGED, "fa3"), rec(RAGGED_MASK, "fa2")])
+    out = tmp_path / "out"
+    assert fr.main([path, "--spec", "flashinfer_cuda", "--arch", "sm90", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "fa3_custom_mask" in text and "unreached rows:" in text and "failing observations: 0" in text
+    doc = json.loads((out / fr.JSON_FILE).read_text())
+    assert doc["ok"] and doc["counts"]["observed"] == 2 and "not_sm90a" in doc["unreached"]
+    assert {row["rule"]: row["passed"] for row in doc["rows"]}["fa3"] == 1
+    assert "## Unreached rows" in (out / fr.MD_FILE).read_text()
+
+
+def test_cli_exits_1_on_a_failing_or_unexplained_observation(tmp_path, capsys):
+    path = write(tmp_path, [header(), rec(PAGED, "cudnn"), rec(RAGGED, "trtllm-gen")])
+    assert fr.main([path, "--spec", "flashinfer-cuda", "--arch", "sm90"]) == 1
+    out = capsys.readouterr().out
+    assert "failing observations: 2 (1 unexplained by any row)" in out  # a cudnn row exists (SM100 ragged)
+    assert "wrong_backend (unexplained)" in out and "trtllm-gen" in out
+
+
+@pytest.mark.parametrize("args,field", [
+    (["--spec", "flashinfer_cud", "--arch", "sm90"], "--spec"),
+    (["--spec", "flashinfer_cuda"], "--arch"),
+    (["--spec", "torch_sdpa"], "--spec"),  # flashinfer records, torch spec
+])
+def test_cli_exits_2_naming_the_bad_value_and_the_fix(tmp_path, capsys, args, field):
+    path = write(tmp_path, [header(), rec(PAGED, "fa3")])
+    assert fr.main([path, *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{field}=" in err and "Fix:" in err
+
+
+@pytest.mark.parametrize("content", [None, "not json\n{}\n", json.dumps({"schema": 99, "kind": "run"}) + "\n",
+                                     to_line(rec(PAGED, "fa3", backend="fa2")) + "\n"],
+                         ids=["missing", "garbage", "other-schema", "no-auto-records"])
+def test_cli_exits_2_on_a_file_it_cannot_check(tmp_path, capsys, content):
+    path = tmp_path / "results.jsonl"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    assert fr.main([str(path), "--spec", "flashinfer_cuda", "--arch", "sm90"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "RESULTS=" in err and "Fix:" in err
+
+
+# ---- records written the way a run writes them, from the fake ----------------------------------
+
+def test_records_of_long_lived_auto_adapters_on_the_fake_pass_and_exercise_the_lifecycle(monkeypatch):
+    """evaluate() over short quick-matrix cases on one `auto` and one `auto+graph` adapter (sm90).
+
+    The oracle is stubbed out (the fake's numerics are not the point here, and truth() per case
+    would dominate the test): what is kept is how evaluate() turns a plan/run into a record.
+    """
+    passed = SimpleNamespace(passed=True, to_json=lambda: {})
+    monkeypatch.setattr(parity_run, "judge", lambda *a, **k: (passed, None))
+    monkeypatch.setattr(env, "device_capability", lambda device: (9, 0))
+    monkeypatch.setattr(ff, "is_sm90a_supported", lambda device: True)
+    ff.install(monkeypatch)
+    fl.lib_facts.cache_clear()
+    reset_seen()
+    opts = fi.AdapterOptions(workspace_bytes=1024)
+    adapters = [fi.FlashInferKernel("auto", "cpu", graph=g, options=opts, graphs=ff.FakeGraphs())
+                for g in (False, True)]
+    cases = [c.replace(qo_lens=[min(n, 2) for n in c.qo_lens], kv_lens=[min(n, 3) for n in c.kv_lens])
+             for c in build("quick")]
+    cases += [PAGED, PAGED_MASK, PAGED.replace(**D96), RAGGED, RAGGED_MASK, RAGGED]  # lifecycle edges, in order
+    records: list[Any] = [header()]
+    base = dict(run_id="r1", target="flashinfer", device="cpu", seed=0)
+    for case in cases:
+        inputs = materialize(case, 0, "cpu")
+        for a in adapters:
+            records.append(parity_run.evaluate(a, case, inputs, lambda: None, base))
+    fl.lib_facts.cache_clear()
+    report = fr.check_records(records, SPEC, "sm90")
+    bad = [(v.record.backend, v.record.case_id, v.verdict.status, v.verdict.detail)
+           for v in report.verdicts if v.verdict is not None and not v.verdict.passed]
+    assert not bad and report.ok, bad
+    assert report.counts["observed"] >= 100
+    sticky = [v for v in report.verdicts
+              if v.expected.rule != expected_route(SPEC, replace(v.query, graph_mode=False)).rule]
+    assert sticky, "no record's expectation differed from its fresh route: the lifecycle was not exercised"
