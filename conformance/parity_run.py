@@ -15,6 +15,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from conformance.known_failures import known_for
 from kernels import get_target, skips
 from kernels.errors import KernelUnavailable, LibraryRefused
 from kernels.protocol import AttentionKernel, Stage, reason_to_json
@@ -150,6 +151,8 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
         return time_budget_s is not None and time.perf_counter() - started > time_budget_s
 
     def emit(rec: ParityRecord) -> None:
+        if rec.status in FAILING:
+            rec.known = known_for(target_name, rec.case, rec.backend, versions.get(target_name))
         sink.write(rec)
         outcome.records.append(rec)
         progress(rec, len(outcome.records), total)

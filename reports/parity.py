@@ -146,6 +146,8 @@ def failure_line(r: ParityRecord) -> str:
                         f"inf_mismatch={cmp['inf_mismatch_count']}")
     if r.reason:
         bits.append(r.reason)
+    if r.known:
+        bits.append(f"known failure: {r.known}")
     return " | ".join(bits)
 
 

@@ -67,6 +67,7 @@ class ParityRecord:
     compile_s: float = 0.0  # first use of a JIT-compiled variant (included in plan_s + run_s)
     features: list[str] = field(default_factory=list)
     standin: Optional[str] = None  # measured on a stand-in of the library: never a conformance result
+    known: Optional[str] = None  # id of the known-failure ledger entry that explains a failing record
     schema: int = SCHEMA_VERSION
     kind: str = "parity"
 

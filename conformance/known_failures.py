@@ -1,0 +1,96 @@
+"""The known-failure ledger: library defects attncheck has confirmed, as data.
+
+An entry exists only for a defect shown by a standalone script of plain library calls in
+docs/evidence/ (the `evidence` path), never for a tolerance question. `confirmed` says whether
+that script has reproduced it on the hardware named in `seen`; an entry observed through the
+harness whose script has not yet run there says so. `applies(case, backend)` picks out the
+records a defect explains when the case alone shows it; defects that need a sequence of plans
+(lifecycle) have `applies=None`: no single record can be matched to them, the scenario machines
+find them. `upstream` is the library's issue URL once filed (None: not filed yet).
+
+Runs annotate matching failing records with the entry id (`ParityRecord.known`); whether a
+known failure still fails the gate is the gate's decision, not this module's.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+Applies = Optional[Callable[[dict[str, Any], str], bool]]
+
+
+@dataclass(frozen=True)
+class KnownFailure:
+    id: str
+    target: str
+    versions: tuple[str, ...]  # library versions the defect was seen in
+    summary: str
+    status: str  # what a record shows: "error" | "fail"
+    evidence: str  # standalone reproduction, relative to the repo root
+    confirmed: bool  # the script reproduced it on the hardware in `seen`
+    seen: str
+    applies: Applies = None
+    upstream: Optional[str] = None
+
+
+def _empty_batch(c: dict[str, Any], backend: str) -> bool:
+    return c["layout"] in ("paged", "ragged") and len(c["qo_lens"]) == 0
+
+
+def _mask_over_zero_pages(c: dict[str, Any], backend: str) -> bool:
+    return (c["layout"] == "paged" and c["mask"] == "custom"
+            and any(q > 0 and k == 0 for q, k in zip(c["qo_lens"], c["kv_lens"])))
+
+
+LEDGER: tuple[KnownFailure, ...] = (
+    KnownFailure(
+        "flashinfer-empty-batch-plan", "flashinfer", ("0.7.2.post1",),
+        "paged and ragged plan() raise torch's max() error on a batch with no requests",
+        "error", "docs/evidence/repro_flashinfer_empty_batch_plan.py", confirmed=False,
+        seen="2026-11-29 H200, through the adapter (fa2, fa2+graph); standalone script not yet run there",
+        applies=_empty_batch),
+    KnownFailure(
+        "flashinfer-paged-mask-zero-pages", "flashinfer", ("0.7.2.post1",),
+        "paged plan() with a custom mask: a request with queries and no KV pages gets a negative mask "
+        "length (_compute_page_mask_indptr ignores the kernels' zero-page rule)",
+        "error", "docs/evidence/repro_flashinfer_paged_mask_zero_pages.py", confirmed=False,
+        seen="2026-11-30 H200, through the adapter (fa2, fa2+graph); standalone script not yet run there",
+        applies=_mask_over_zero_pages),
+    KnownFailure(
+        "flashinfer-ragged-stale-mask", "flashinfer", ("0.7.2.post1",),
+        "eager ragged plan() never clears a previous custom mask: an unmasked re-plan runs the old mask "
+        "(and auto resolves as if masked)",
+        "fail", "docs/evidence/repro_flashinfer_ragged_stale_mask.py", confirmed=True,
+        seen="2026-11-29 H200 (fa2: max error 1.956 against 0.0042 fresh; auto: 1.956 against 0.0057)"),
+    KnownFailure(
+        "flashinfer-packed-mask-indptr", "flashinfer", ("0.7.2.post1",),
+        "packed_custom_mask: plan() keeps mask_indptr in elements while the kernel reads it as bytes, so "
+        "every request after the first reads the wrong bits (both packbits and segment_packbits forms)",
+        "fail", "docs/evidence/repro_flashinfer_packed_mask_indptr.py", confirmed=True,
+        seen="2026-11-29 H200 (request 1 error 2.112 segment-packed, 2.933 packed whole; bool 0.005)"),
+    KnownFailure(
+        "flashinfer-sticky-paged-auto", "flashinfer", ("0.7.2.post1",),
+        "paged auto resolves once per wrapper: after an unmasked plan picks fa3, a masked plan runs the "
+        "SM90 kernel, which fails with 'operation not supported'",
+        "error", "docs/evidence/repro_flashinfer_sticky_paged_auto.py", confirmed=True,
+        seen="2026-11-30 H200 (BatchPrefillWithPagedKVCacheSM90Run failed with error: operation not supported)"),
+    KnownFailure(
+        "torch-sdpa-empty-rows", "torch", ("2.11.0+cu130",),
+        "cuDNN and memory-efficient SDPA write non-zero rows where the mask allows no key",
+        "fail", "docs/evidence/repro_torch_sdpa_empty_rows.py", confirmed=True,
+        seen="2026-11-29 H200 (docs/evidence/repro_torch_sdpa_empty_rows.h200.txt)",
+        applies=None),
+)
+
+
+def known_for(target: str, case: dict[str, Any], backend: str, version: Optional[str] = None) -> Optional[str]:
+    """The id of the ledger entry that explains a failing record of `case` on `backend`, if any."""
+    base = backend.split("+", 1)[0]
+    for e in LEDGER:
+        if e.target != target or e.applies is None:
+            continue
+        if version is not None and version not in e.versions:
+            continue
+        if e.applies(case, base):
+            return e.id
+    return None
