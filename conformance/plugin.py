@@ -24,8 +24,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "parity_case" not in metafunc.fixturenames:
         return
+    from conformance.parity_run import matrix_of
     from kernels import get_target
-    from scenarios import matrix
 
     opt = metafunc.config.getoption
     target = get_target(opt("--target"))
@@ -36,7 +36,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             reason=f"target {opt('--target')} unavailable on {opt('--device')}: {avail.reason}"))])
         return
     params: list[Any] = []
-    for case in matrix.build(opt("--budget"), opt("--seed")):
+    for case in matrix_of(opt("--target"), opt("--budget"), opt("--seed")):
         for backend in target.backends(opt("--device")):
             params.append(pytest.param(case, backend, id=f"{backend}-{case.id}"))
     metafunc.parametrize("parity_case,backend", params)
