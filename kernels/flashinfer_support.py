@@ -99,7 +99,7 @@ def decide(case: Case, backend: str, *, graph: bool, facts: LibFacts, auto_pick:
         if case.head_dim_qk != case.head_dim_vo:
             return _no(skips.HEAD_DIM, "BatchDecodeWithPagedKVCacheWrapper.plan() takes one head_dim")
     if facts.fork:
-        return _fork_rules(case, backend, facts)
+        return _fork_rules(case, backend, facts, graph=graph)
     resolved = backend
     if backend == "auto":
         resolved = _auto_resolution(case, auto_pick, decode_tensor_cores)
@@ -206,8 +206,8 @@ def _backend_rules(case: Case, backend: str) -> Optional[Support]:
     return None
 
 
-def _fork_rules(case: Case, backend: str, facts: LibFacts) -> Support:
-    """The ROCm fork (rocm_fork.md sections 1 and 4); exercised only against the CPU fake."""
+def _fork_rules(case: Case, backend: str, facts: LibFacts, *, graph: bool = False) -> Support:
+    """The ROCm fork (rocm_fork.md sections 1 and 4); exercised against the CPU stand-in and fake."""
     api = case.layout
     fp8 = case.is_fp8
     if fp8:
@@ -227,6 +227,9 @@ def _fork_rules(case: Case, backend: str, facts: LibFacts) -> Support:
     elif case.o_dtype != case.q_dtype:
         return _no(skips.OUTPUT_DTYPE, "the fork writes the output in the query dtype (plan() NotImplementedError)")
     if backend == "aiter":
+        if graph and api == "decode" and case.return_lse:
+            return _no(skips.LSE, "AITER decode cannot return LSE under CUDA-graph capture (decode run() "
+                                  "ValueError; rocm_fork.md section 4, rule 32)")
         if case.kv_layout != "NHD":
             return _no(skips.LAYOUT, "AITER requires NHD (plan() ValueError)")
         if case.mask == "custom":

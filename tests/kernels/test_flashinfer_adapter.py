@@ -12,6 +12,7 @@ the adapter hands the library the right problem; it says nothing about FlashInfe
 from __future__ import annotations
 
 import inspect
+from dataclasses import replace
 import math
 import os
 import subprocess
@@ -810,3 +811,13 @@ def test_the_h200_smoke_script_runs_end_to_end_against_the_fake(fake: Any, monke
     doc = json.loads((tmp_path / "flashinfer_smoke.json").read_text())
     assert doc["counts"] == {"pass": 45}
     assert {(r["backend"], r["api"]) for r in doc["results"]} >= {("fa2+graph", "decode"), ("auto", "single")}
+
+
+def test_fork_aiter_graph_decode_declines_lse_which_capture_refuses(fork: Any) -> None:
+    """rocm_fork.md rule 32: AITER decode run(return_lse=True) raises under CUDA-graph capture."""
+    sup = adapter("aiter", graph=True).supports(DECODE)
+    assert not sup.ok and skips.constant_of(sup.reason) == skips.LSE and "rule 32" in sup.reason
+    nhd = replace(DECODE, kv_layout="NHD", window_left=-1)
+    assert not adapter("aiter", graph=True).supports(nhd).ok
+    assert adapter("aiter", graph=True).supports(replace(nhd, return_lse=False)).ok
+    assert adapter("aiter").supports(nhd).ok  # eager: an fa2 shadow plan gives LSE
