@@ -24,3 +24,15 @@ KV_LENS = (0, 1, 7, 33, 128, 300, 1031)
 BATCH_SIZES = (1, 2, 3, 7)
 # Standard deviation of generated input values: unit scale, large logits, and near fp16's reach.
 INPUT_SCALES = (1.0, 4.0, 16.0)
+
+# Stateful scenario machines (scenarios/strategies.py). Small batches whose query lengths sit on
+# both sides of the routing gates' thresholds (8 and 16 in the ROCm fork's tables), so a machine
+# crosses a gate in a few steps and a shrunk failure stays readable. Ranges are inclusive.
+SCENARIO_BATCH_SIZES = (1, 2, 3)
+SCENARIO_SHORT_QO = (1, 16)  # a "short" plan: every query length in here (at least one >= 1)
+SCENARIO_LONG_QO = (17, 40)  # a "long" plan: at least one query length in here
+SCENARIO_KV = (0, 48)
+SCENARIO_NUM_KV_HEADS = (1, 2)
+SCENARIO_GQA_RATIOS = (1, 4)
+# Head dims the machines draw: equal dims, the soft-cap defect's 128, and qk != vo (MLA-style).
+SCENARIO_HEAD_DIM_PAIRS = ((64, 64), (128, 128), (192, 128))

@@ -1,0 +1,85 @@
+"""The seeds' sequences as directed examples: fixed call sequences every exploration runs first.
+
+Each is the order a seed pull request says broke a real wrapper (long-then-short, short-then-long,
+a masked plan then an unmasked one, an empty batch then a short one, capture then re-plan) plus an
+explicit backend after a short plan (an explicit backend is never gated). They run on each of the
+ragged and paged layouts the subject serves, through the same machine rules and invariants as the
+exploration, so a failure here is reported and reproduced the same way.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from scenarios.case import Case
+from scenarios.machines import PRECONDITIONS, ScenarioFailure, ScenarioMachine
+from scenarios.strategies import Profile
+
+Call = tuple[str, dict[str, Any]]
+
+# Lengths on both sides of every gate threshold of the ROCm tables (8 and 16): 33 is long everywhere,
+# 8 short everywhere; two requests so a re-plan can move the longest one.
+LONG = ((33, 5), (40, 12))
+SHORT = ((8, 3), (40, 12))
+# A re-plan of SHORT's captured shape (same batch size) whose longest request is long.
+LONG_RELENGTHS = [(33, 40), (5, 12), (0, 0)]
+
+
+@dataclass(frozen=True)
+class Directed:
+    name: str
+    calls: tuple[Call, ...]
+
+    def rules(self) -> set[str]:
+        return {name for name, _ in self.calls}
+
+
+def _case(layout: str, lengths: tuple[tuple[int, ...], tuple[int, ...]], dtype: str) -> Case:
+    return Case(layout, lengths[0], lengths[1], 4, 1, head_dim_qk=64, head_dim_vo=64, q_dtype=dtype, kv_dtype=dtype,
+                o_dtype=dtype, page_size=16 if layout == "paged" else 1)
+
+
+def directed_for(profile: Profile, explicit: Optional[str]) -> list[Directed]:
+    """The directed sequences for every ragged/paged layout in `profile` (the multi-row batched APIs)."""
+    dtype = "bf16" if "bf16" in profile.dtypes else profile.dtypes[0]
+    out: list[Directed] = []
+    for layout in [x for x in ("ragged", "paged") if x in profile.layouts]:
+        long_, short = _case(layout, LONG, dtype), _case(layout, SHORT, dtype)
+        empty = _case(layout, ((), ()), dtype)
+        run: Call = ("run", {})
+        seqs = [
+            Directed(f"{layout}: long then short", (("plan_long", {"case": long_}), run,
+                                                    ("plan_short", {"case": short}), run)),
+            Directed(f"{layout}: short then long", (("plan_short", {"case": short}), run,
+                                                    ("plan_long", {"case": long_}), run)),
+            Directed(f"{layout}: masked then unmasked", (("plan_masked", {"case": long_.replace(mask="custom")}), run,
+                                                         ("plan_unmasked", {"case": long_}), run)),
+            Directed(f"{layout}: empty batch then short", (("plan_empty", {"case": empty}), run,
+                                                           ("plan_short", {"case": short}), run)),
+            Directed(f"{layout}: capture then re-plan", (("plan_short", {"case": short}), ("capture_and_replay", {}),
+                                                         ("replan_captured", {"lengths": LONG_RELENGTHS}))),
+        ]
+        if explicit:
+            seqs.append(Directed(f"{layout}: explicit {explicit} after a short plan",
+                                 (("plan_short", {"case": short}), run, ("request_backend", {"backend": explicit}))))
+        out += seqs
+    return out
+
+
+def run_directed(machine: type[ScenarioMachine], seq: Directed) -> tuple[str, Optional[ScenarioFailure]]:
+    """("passed" | "failed" | "skipped: why", failure): the calls in order, as the rules make them."""
+    missing = sorted(r for r in seq.rules() if not hasattr(machine, r))
+    if missing:
+        return f"skipped: the subject has no rule {', '.join(missing)}", None
+    m = machine()
+    try:
+        for name, kwargs in seq.calls:
+            check = PRECONDITIONS.get(name)
+            if check is not None and not check(m):
+                return f"skipped: {name} does not apply here", None
+            getattr(m, name)(**kwargs)
+    except ScenarioFailure as e:
+        return "failed", e
+    finally:
+        m.teardown()
+    return "passed", None

@@ -1,0 +1,244 @@
+"""Run the scenario machines for a target and keep what a failure needs to replay.
+
+    explore(target, budget="ci", out=DIR, device="cpu", seed=0) -> Summary   (summary.exit_status)
+    python -m scenarios.explore --target torch|model|faults|standin [--budget ci|runner] --out DIR [--seed N]
+
+Per subject (one library configuration): a warm-up call outside Hypothesis (first-use costs, a JIT,
+never land inside an example), the directed seed sequences (scenarios/directed.py), then the
+exploration: a RuleBasedStateMachine run with a fixed seed and the budget's settings (no deadline).
+Writes:
+  DIR/hypothesis-db/<subject>/  Hypothesis's example database; a rerun with the same DIR replays
+                                each saved (shrunk) failure before exploring
+  DIR/failures/repro-*.py, .pt  one standalone reproduction per failure (scenarios/repro.py)
+  DIR/scenario-summary.json     per subject: examples, steps, runs; directed results; failures with
+                                the invariant, the shrunk sequence of calls and the script's path
+Targets (scenarios/subjects.py): torch, model, faults (each fault must be caught, by a directed sequence
+and, on its own, by the exploration), standin.
+Exit status: 0 when everything held (faults: when every fault was caught both ways), 1 otherwise,
+2 on bad usage.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Optional, Sequence
+
+import torch
+from hypothesis import HealthCheck, Phase, Verbosity, seed as hypothesis_seed, settings
+from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis.errors import Flaky
+from hypothesis.stateful import get_state_machine_test
+
+from scenarios.directed import directed_for, run_directed
+from scenarios.machines import ScenarioFailure, ScenarioMachine, Stats, Subject, machine_for
+from scenarios.repro import write_repro
+from scenarios.strategies import probe_case
+from scenarios.subjects import TARGETS, subjects_for
+from scenarios.tensors import materialize
+
+SUMMARY_NAME = "scenario-summary.json"
+
+
+@dataclass(frozen=True)
+class MachineBudget:
+    """How hard to explore: examples and steps per example for a subject that must hold, and for
+    hunting a subject expected to fail (the fault-injected models)."""
+
+    name: str
+    examples: int
+    steps: int
+    hunt: int
+    hunt_steps: int
+
+
+BUDGETS: dict[str, MachineBudget] = {
+    # CPU CI: the scenario test set stays well under 40 s on two cores. Hunting uses short examples:
+    # each seed defect shows within three calls, and a short failing example shrinks in a fraction
+    # of the calls a long one needs (shrinking, not finding, is what a hunt spends its time on).
+    "ci": MachineBudget("ci", examples=12, steps=10, hunt=300, hunt_steps=4),
+    # A hardware runner (or a nightly CPU job): longer sequences, many more of them.
+    "runner": MachineBudget("runner", examples=300, steps=40, hunt=3000, hunt_steps=12),
+}
+
+
+def settings_for(budget: MachineBudget, database: Optional[DirectoryBasedExampleDatabase], *, hunt: bool = False
+                 ) -> settings:
+    """No deadline (first calls and a JIT are slow, and a deadline would make that a failure);
+    one failure shrunk, not several; quiet (the failure carries the shrunk sequence itself)."""
+    return settings(max_examples=budget.hunt if hunt else budget.examples,
+                    stateful_step_count=budget.hunt_steps if hunt else budget.steps,
+                    deadline=None, database=database, derandomize=False, report_multiple_bugs=False,
+                    print_blob=False, verbosity=Verbosity.quiet,
+                    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                           HealthCheck.data_too_large])
+
+
+# ---- running one subject -------------------------------------------------------------------------------
+@contextlib.contextmanager
+def single_thread() -> Iterator[None]:
+    """One intra-op thread: the machines' tensors are tiny, and under pytest-xdist a second thread per
+    worker only oversubscribes the cores (a 100x slowdown of small matmuls was seen on two cores)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def warm_up(machine: type[ScenarioMachine]) -> None:
+    """One plain plan and run per layout, outside Hypothesis: first-use costs never meet an example."""
+    s, prof = machine.subject, machine.profile
+    adapter = s.make(s.backend)
+    for layout in prof.layouts:
+        case = probe_case(layout, prof.dtypes[0])
+        if adapter.supports(case).ok:
+            inputs = materialize(case, 0, s.device)
+            adapter.plan(inputs)
+            adapter.run(inputs)
+
+
+@dataclass
+class SubjectResult:
+    subject: Subject
+    directed: list[dict[str, Any]] = field(default_factory=list)
+    failure: Optional[dict[str, Any]] = None  # the exploration's shrunk failure, as recorded
+    exception: Optional[ScenarioFailure] = None  # the same, as raised (steps and violations)
+    stats: Stats = field(default_factory=Stats)
+    seconds: float = 0.0
+
+    @property
+    def directed_failures(self) -> list[dict[str, Any]]:
+        return [d for d in self.directed if d["status"] == "failed"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"subject": self.subject.name, "examples": self.stats.examples, "steps": self.stats.steps,
+                "runs": self.stats.runs, "seconds": round(self.seconds, 2), "directed": self.directed,
+                "failure": self.failure}
+
+
+def _record(failure: ScenarioFailure, subject: Subject, out: Path, phase: str) -> dict[str, Any]:
+    script = write_repro(failure, subject, out / "failures", phase)
+    return {"phase": phase, "invariant": failure.invariant,
+            "also": [v.invariant for v in failure.violations[1:]],
+            "details": {v.invariant: v.detail for v in failure.violations},
+            "sequence": [s.line() for s in failure.steps], "repro": str(script)}
+
+
+def explore_subject(subject: Subject, budget: MachineBudget, out: Path, seed: int = 0, *, hunt: bool = False
+                    ) -> SubjectResult:
+    """Directed sequences, then the exploration; `hunt` gives a subject expected to fail the larger budget."""
+    t0 = time.perf_counter()
+    result = SubjectResult(subject)
+    with single_thread(), (subject.context() if subject.context else contextlib.nullcontext()):
+        machine = machine_for(subject)
+        warm_up(machine)
+        explicit = subject.directed_backend or (subject.explicit[-1] if subject.explicit else None)
+        for d in directed_for(machine.profile, explicit):
+            status, failure = run_directed(machine, d)
+            entry: dict[str, Any] = {"name": d.name, "status": status}
+            if failure is not None:
+                entry["failure"] = _record(failure, subject, out, f"directed-{d.name}")
+            result.directed.append(entry)
+        machine.stats = Stats()
+        db_dir = out / "hypothesis-db" / subject.name
+        db_dir.mkdir(parents=True, exist_ok=True)
+        db = DirectoryBasedExampleDatabase(str(db_dir))
+        test = get_state_machine_test(hypothesis_seed(seed)(machine), settings=settings_for(budget, db, hunt=hunt))
+        try:
+            test()
+        except ScenarioFailure as e:
+            result.failure, result.exception = _record(e, subject, out, "explore"), e
+        except Flaky as e:  # a failure that did not happen again on the same calls: a finding too
+            result.failure = {"phase": "explore", "invariant": "flaky", "also": [], "details": {"flaky": str(e)},
+                              "sequence": [n for n in getattr(e, "__notes__", []) if n], "repro": None}
+    result.stats = machine.stats
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+# ---- a whole target ------------------------------------------------------------------------------------
+@dataclass
+class Summary:
+    target: str
+    budget: str
+    seed: int
+    device: str
+    results: list[SubjectResult]
+
+    @property
+    def expects_failures(self) -> bool:
+        return self.target == "faults"
+
+    def escaped(self) -> list[str]:
+        """Fault subjects the exploration or every directed sequence let through."""
+        return [r.subject.name for r in self.results if r.failure is None or not r.directed_failures]
+
+    def failed(self) -> list[str]:
+        return [r.subject.name for r in self.results if r.failure is not None or r.directed_failures]
+
+    @property
+    def exit_status(self) -> int:
+        return int(bool(self.escaped() if self.expects_failures else self.failed()))
+
+    def to_json(self) -> dict[str, Any]:
+        totals = {k: sum(getattr(r.stats, k) for r in self.results) for k in ("examples", "steps", "runs")}
+        key = "escaped" if self.expects_failures else "failed"
+        return {"target": self.target, "budget": self.budget, "seed": self.seed, "device": self.device,
+                "totals": totals, key: self.escaped() if self.expects_failures else self.failed(),
+                "subjects": [r.to_json() for r in self.results]}
+
+
+def explore(target: str, *, budget: str = "ci", out: str | Path, device: str = "cpu", seed: int = 0,
+            subjects: Optional[Sequence[str]] = None) -> Summary:
+    """Run every subject of `target` (or those named in `subjects`) and write DIR's files."""
+    if budget not in BUDGETS:
+        raise ValueError(f"budget={budget!r}: expected one of {', '.join(BUDGETS)}")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    chosen = [s for s in subjects_for(target, device) if subjects is None or s.name in subjects]
+    results = [explore_subject(s, BUDGETS[budget], out, seed, hunt=target == "faults") for s in chosen]
+    summary = Summary(target, budget, seed, device, results)
+    (out / SUMMARY_NAME).write_text(json.dumps(summary.to_json(), indent=2) + "\n")
+    return summary
+
+
+def _print(summary: Summary) -> None:
+    for r in summary.results:
+        held = "held" if r.failure is None else f"FAILED {r.failure['invariant']}"
+        print(f"{r.subject.name}: {r.stats.examples} examples, {r.stats.steps} steps, {r.stats.runs} runs, "
+              f"{held}; directed: {len(r.directed_failures)} of {len(r.directed)} failed ({r.seconds:.1f} s)")
+        if r.failure is not None and r.failure["repro"]:
+            print("  " + "\n  ".join(r.failure["sequence"]))
+            print(f"  reproduce: python {r.failure['repro']}")
+    if summary.expects_failures:
+        esc = summary.escaped()
+        print(f"faults caught: {len(summary.results) - len(esc)} of {len(summary.results)}"
+              + (f"; escaped: {', '.join(esc)}" if esc else ""))
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m scenarios.explore", description=__doc__.split("\n\n")[0])
+    p.add_argument("--target", choices=TARGETS, default="torch")
+    p.add_argument("--budget", choices=tuple(BUDGETS), default="ci")
+    p.add_argument("--out", required=True, help="directory for hypothesis-db/, failures/ and the summary")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args(argv)
+    try:
+        summary = explore(a.target, budget=a.budget, out=a.out, device=a.device, seed=a.seed)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    _print(summary)
+    return summary.exit_status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,481 @@
+"""Stateful scenario machines: sequences of plans and runs through one long-lived adapter.
+
+Why: lifecycle defects (a gate evaluated once, a mask left behind, an empty batch read as short, a
+captured wrapper re-promoted, two reasons colliding) show only when one wrapper is planned again
+and again. A machine drives long-lived adapters of a Subject with Hypothesis rules and, after every
+run, checks the invariants below against the oracle, a fresh control adapter and the routing spec.
+
+Rules: plan (long, short, empty, masked, unmasked, windowed, capped, other dtype), run, re-plan,
+toggle the mask, capture and replay (graph mode only; a re-plan with new lengths then replays the
+same capture), request an explicit backend (a second long-lived adapter). Graph rules are gated by
+a precondition on the adapter's `graph` attribute, read by feature detection.
+
+Invariants after every run, in the order a failure names them (INVARIANTS):
+  no_unexpected_error         plan/run raised where the routing spec expects a backend
+  every_element_written       no poisoned output element left
+  no_nan_where_oracle_finite  no computed NaN where the reference is finite
+  output_matches_oracle       output and LSE within the tolerance of oracle/judge.py
+  history_independent         backend, reason and output equal a fresh adapter's for the same plan;
+                              under graph mode only the output (DESIGN.md: the first plan may fix
+                              the backend)
+  agrees_with_routing_spec    routing.check of the spec's expectation for this wrapper's plan
+                              sequence (routing.spec.expected_sequence), or, without a spec, the
+                              backend the adapter was asked for
+
+A failure raises ScenarioFailure carrying the whole sequence of calls (Steps); after Hypothesis
+shrinks, that is the shrunk sequence, which scenarios/repro.py turns into a script.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, ClassVar, ContextManager, Mapping, NoReturn, Optional, Sequence
+
+import torch
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
+
+from kernels.errors import LibraryRefused
+from kernels.protocol import AttentionKernel, KernelOutput, Reason
+from oracle.compare import unwritten_mask
+from oracle.judge import Truth, judge, truth
+from routing.check import ObservedRoute, check
+from routing.spec import ExpectedRoute, RoutingEnv, RoutingQuery, RoutingSpec, expected_sequence, query_from_case
+from scenarios import strategies as S
+from scenarios.case import Case
+from scenarios.tensors import Inputs, materialize
+
+# Tensor values of a plan rule's case; `replan` draws others. A plan's tensors differ with its case
+# anyway, and one argument fewer per plan keeps shrinking short and the shrunk sequence plain.
+PLAN_SEED = 0
+
+INVARIANTS: tuple[str, ...] = (
+    "no_unexpected_error",
+    "every_element_written",
+    "no_nan_where_oracle_finite",
+    "output_matches_oracle",
+    "history_independent",
+    "agrees_with_routing_spec",
+)
+
+
+# ---- what a machine drives -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Recipe:
+    """How a reproduction script rebuilds an adapter: plain torch, or a library import and a call.
+
+    `make` is a Python expression of the variable `backend`, e.g. "make_model(backend, arch='gfx942')".
+    """
+
+    kind: str  # "torch" | "library"
+    imports: str = ""
+    make: str = ""
+
+
+@dataclass(frozen=True)
+class Subject:
+    """A library configuration to explore: the backend under test, explicit ones, specs, mode."""
+
+    name: str
+    target: str
+    backend: str
+    make: Callable[[str], AttentionKernel]  # a new long-lived adapter for a backend, in this mode
+    explicit: tuple[str, ...] = ()
+    # The explicit backend the directed sequences ask for (default: the last of `explicit`).
+    directed_backend: Optional[str] = None
+    specs: Mapping[str, RoutingSpec] = field(default_factory=dict)  # absent: the asked-for backend
+    env: RoutingEnv = RoutingEnv(arch="unknown", device="cpu")
+    device: str = "cpu"
+    recipe: Recipe = Recipe("library")
+    # Compare outputs with a fresh adapter bit for bit (CPU) or within the oracle's bound (GPU).
+    exact_history: bool = True
+    # Layouts to leave out of the profile, each with why (an API whose choice the adapter cannot observe).
+    exclude_layouts: Mapping[str, str] = field(default_factory=dict)
+    # What every call must run inside (a stand-in installed as the library), entered by the runner.
+    context: Optional[Callable[[], ContextManager[Any]]] = None
+
+
+@dataclass
+class Step:
+    """One call on an adapter, as a failure report and a reproduction script replay it."""
+
+    n: int
+    rule: str
+    call: str  # "plan" | "run"
+    backend: str
+    case: Case
+    seed: int
+    observed: Optional[tuple[str, Reason]] = None
+    expected: Optional[ExpectedRoute] = None
+    outcome: str = "ok"  # "ok" | "decline" (supports said no) | "refuse" (library refused) | "raise"
+    note: str = ""
+
+    def line(self) -> str:
+        text = f"{self.n:>2}. {self.call:<4} {self.backend:<6}"
+        if self.call == "plan":
+            text += f" {case_expr(self.case)}, seed={self.seed}"
+        if self.observed is not None:
+            text += f" -> {self.observed[0]}, reason {self.observed[1]!r}"
+        if self.outcome != "ok":
+            text += f"  [{self.outcome}: {self.note}]"
+        return text
+
+
+@dataclass(frozen=True)
+class Violation:
+    invariant: str
+    detail: str
+
+
+class ScenarioFailure(AssertionError):
+    """An invariant failed; carries the sequence of calls that led there."""
+
+    def __init__(self, subject: str, steps: Sequence[Step], violations: Sequence[Violation]) -> None:
+        self.subject = subject
+        self.steps = list(steps)
+        self.violations = sorted(violations, key=lambda v: INVARIANTS.index(v.invariant))
+        super().__init__(self.report())
+
+    @property
+    def invariant(self) -> str:
+        return self.violations[0].invariant
+
+    def report(self) -> str:
+        first = self.violations[0]
+        also = [v.invariant for v in self.violations[1:]]
+        lines = [f"{self.subject}: invariant {first.invariant} violated at step {self.steps[-1].n}"
+                 + (f" (also: {', '.join(also)})" if also else "")]
+        lines += [f"  {v.invariant}: {v.detail}" for v in self.violations]
+        lines.append("sequence of calls:")
+        lines += ["  " + s.line() for s in self.steps]
+        return "\n".join(lines)
+
+
+def case_expr(case: Case) -> str:
+    """A Case as the shortest Python expression that rebuilds it (non-default fields only)."""
+    d = case.to_json()
+    d.pop("label")
+    head = [repr(d.pop("layout")), repr(tuple(d.pop("qo_lens"))), repr(tuple(d.pop("kv_lens"))),
+            repr(d.pop("num_qo_heads")), repr(d.pop("num_kv_heads"))]
+    defaults = Case("ragged", (), (), 1, 1).to_json()
+    rest = [f"{k}={v!r}" for k, v in d.items() if v != defaults[k]]
+    return f"Case({', '.join(head + rest)})"
+
+
+@dataclass
+class Stats:
+    examples: int = 0
+    steps: int = 0
+    runs: int = 0
+
+
+@dataclass
+class _Planned:
+    inputs: Inputs
+    history: tuple  # key into ScenarioMachine.histories
+    index: int  # this plan's position in that history, from 1
+
+
+@functools.lru_cache(maxsize=512)
+def cached_truth(case: Case, seed: int) -> Truth:
+    """The oracle for (case, seed), computed once: shrinking replays the same plans many times."""
+    return truth(materialize(case, seed))
+
+
+def default_wrapper_key(case: Case, graph: bool) -> tuple:
+    """Which library wrapper serves a case when the adapter does not say (`wrapper_key`): one per
+    API and KV layout; in graph mode also per batch size and mask kind (fixed at construction)."""
+    key: tuple = (case.layout, case.kv_layout)
+    return key + (case.batch_size, case.mask) if graph else key
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.shape != b.shape:
+        return False
+    both_nan = torch.isnan(a) & torch.isnan(b)
+    return bool(((a == b) | both_nan).all())
+
+
+# ---- preconditions, shared by the rules and the directed runner ----------------------------------------
+def _has_case(m: "ScenarioMachine") -> bool:
+    return m.current is not None
+
+
+def _has_plan(m: "ScenarioMachine") -> bool:
+    return m.subject.backend in m.planned
+
+
+def _graph_with_plan(m: "ScenarioMachine") -> bool:
+    return m.graph and _has_plan(m)
+
+
+def _graph_with_case(m: "ScenarioMachine") -> bool:
+    return m.graph and _has_case(m)
+
+
+def _mask_togglable(m: "ScenarioMachine") -> bool:
+    return _has_case(m) and m.profile.mask
+
+
+PRECONDITIONS: dict[str, Callable[["ScenarioMachine"], bool]] = {
+    "run": _has_plan, "replan": _has_case, "toggle_mask": _mask_togglable, "plan_other_dtype": _has_case,
+    "capture_and_replay": _graph_with_plan, "replan_captured": _graph_with_case, "request_backend": _has_case,
+}
+
+
+# ---- the machine -------------------------------------------------------------------------------------
+class ScenarioMachine(RuleBasedStateMachine):
+    """Rules and invariants for any adapter; `machine_for(subject)` binds a Subject and its Profile."""
+
+    subject: ClassVar[Subject]
+    profile: ClassVar[S.Profile]
+    graph: ClassVar[bool]
+    stats: ClassVar[Stats]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.adapters: dict[str, AttentionKernel] = {}
+        self.histories: dict[tuple, list[RoutingQuery]] = {}
+        self.planned: dict[str, _Planned] = {}
+        self.current: Optional[Case] = None
+        self.steps: list[Step] = []
+        type(self).stats.examples += 1
+
+    # -- rules without profile-dependent arguments -----------------------------------------------------
+    @precondition(_has_plan)
+    @rule()
+    def run(self) -> None:
+        self._run(self.subject.backend, "run")
+
+    @precondition(_has_case)
+    @rule(seed=S.seeds)
+    def replan(self, seed: int) -> None:
+        assert self.current is not None
+        self._plan(self.subject.backend, self.current, seed, "replan")
+
+    @precondition(_mask_togglable)
+    @rule()
+    def toggle_mask(self) -> None:
+        assert self.current is not None
+        self._plan(self.subject.backend, S.toggled_mask(self.current), PLAN_SEED, "toggle_mask")
+
+    @precondition(_graph_with_plan)
+    @rule()
+    def capture_and_replay(self) -> None:
+        """The first run of a graph-mode plan captures, the next replays the capture."""
+        self._run(self.subject.backend, "capture_and_replay")
+        if _has_plan(self):
+            self._run(self.subject.backend, "capture_and_replay")
+
+    @precondition(_graph_with_case)
+    @rule(lengths=S.relengths)
+    def replan_captured(self, lengths: list[tuple[int, int]]) -> None:
+        """Re-plan the captured shape (same batch size, mask, dtype) with new lengths, then replay."""
+        assert self.current is not None
+        self._plan(self.subject.backend, S.with_lengths(self.current, lengths), PLAN_SEED, "replan_captured")
+        if _has_plan(self):
+            self._run(self.subject.backend, "replan_captured")
+
+    # -- helpers the generated rules call --------------------------------------------------------------
+    def plan_case(self, rule_name: str, case: Case, seed: int) -> None:
+        self._plan(self.subject.backend, case, seed, rule_name)
+
+    def other_dtype(self, dtype: str) -> None:
+        assert self.current is not None
+        d = S.other_dtype(self.profile, self.current.q_dtype, dtype)
+        self._plan(self.subject.backend, S.with_dtype(self.current, d), PLAN_SEED, "plan_other_dtype")
+
+    def explicit(self, backend: str) -> None:
+        """Plan and run the current case on a long-lived adapter asked for `backend` explicitly."""
+        assert self.current is not None
+        self._plan(backend, self.current, PLAN_SEED, "request_backend")
+        if backend in self.planned:
+            self._run(backend, "request_backend")
+
+    # -- calls on adapters -----------------------------------------------------------------------------
+    def _adapter(self, backend: str) -> AttentionKernel:
+        if backend not in self.adapters:
+            self.adapters[backend] = self.subject.make(backend)
+        return self.adapters[backend]
+
+    def _log(self, step: Step) -> Step:
+        self.steps.append(step)
+        type(self).stats.steps += 1
+        return step
+
+    def _wrapper_key(self, adapter: AttentionKernel, case: Case) -> tuple:
+        key_fn = getattr(adapter, "wrapper_key", None)
+        return key_fn(case) if callable(key_fn) else default_wrapper_key(case, self.graph)
+
+    def _query(self, backend: str, case: Case) -> RoutingQuery:
+        env = replace(self.subject.env, graph_mode=self.graph)
+        return query_from_case(case, env, requested=backend)
+
+    def _plan(self, backend: str, case: Case, seed: int, rule_name: str) -> None:
+        adapter = self._adapter(backend)
+        step = Step(len(self.steps) + 1, rule_name, "plan", backend, case, seed)
+        sup = adapter.supports(case)
+        if not sup.ok:
+            step.outcome, step.note = "decline", sup.reason
+            self._log(step)
+            return
+        inputs = materialize(case, seed, self.subject.device)
+        key = (backend,) + self._wrapper_key(adapter, case)
+        events = getattr(adapter, "graph_events", None)
+        seen = len(events) if isinstance(events, list) else 0
+        try:
+            adapter.plan(inputs)
+        except Exception as e:  # noqa: BLE001 - any exception is an observation to judge
+            self.planned.pop(backend, None)
+            step.outcome, step.note = "raise", f"{type(e).__name__}: {e}"
+            self._log(step)
+            expected = self._expected(backend, key, case)
+            step.expected = expected
+            if expected is None or expected.raises != type(e).__name__:
+                want = "no exception" if expected is None else (
+                    f"{expected.raises}" if expected.raises else f"backend {expected.backend!r}")
+                self._fail([Violation("no_unexpected_error", f"plan raised {type(e).__name__}: {e}; "
+                                                             f"the spec expects {want}")])
+            return
+        if isinstance(events, list) and any(e.startswith("new graph wrapper") for e in events[seen:]):
+            self.histories[key] = []  # the adapter made a new library wrapper: a new first plan
+        history = self.histories.setdefault(key, [])
+        history.append(self._query(backend, case))
+        self.planned[backend] = _Planned(inputs, key, len(history))
+        if backend == self.subject.backend:
+            self.current = case
+        self._log(step)
+
+    def _expected(self, backend: str, key: tuple, case: Case) -> Optional[ExpectedRoute]:
+        """The spec's expectation for one more plan of `case` on the wrapper `key`; None: no spec."""
+        spec = self.subject.specs.get(backend)
+        if spec is None:
+            return None
+        return expected_sequence(spec, self.histories.get(key, []) + [self._query(backend, case)])[-1]
+
+    def _run(self, backend: str, rule_name: str) -> None:
+        p = self.planned[backend]
+        adapter = self.adapters[backend]
+        case = p.inputs.case
+        step = Step(len(self.steps) + 1, rule_name, "run", backend, case, p.inputs.seed)
+        try:
+            out = adapter.run(p.inputs)
+        except LibraryRefused as e:
+            step.outcome, step.note = "refuse", e.message
+            self._log(step)
+            return
+        except Exception as e:  # noqa: BLE001
+            step.outcome, step.note = "raise", f"{type(e).__name__}: {e}"
+            self._log(step)
+            self._fail([Violation("no_unexpected_error", f"run raised {type(e).__name__}: {e}")])
+        step.observed = (out.resolved_backend, out.fallback_reason)
+        spec = self.subject.specs.get(backend)
+        if spec is not None:
+            step.expected = expected_sequence(spec, self.histories[p.history][:p.index])[-1]
+        self._log(step)
+        type(self).stats.runs += 1
+        violations = self._check(backend, adapter, p, out, step)
+        if violations:
+            self._fail(violations)
+
+    def _fail(self, violations: Sequence[Violation]) -> NoReturn:
+        raise ScenarioFailure(self.subject.name, self.steps, violations)
+
+    # -- the invariants --------------------------------------------------------------------------------
+    def _check(self, backend: str, adapter: AttentionKernel, p: _Planned, out: KernelOutput,
+               step: Step) -> list[Violation]:
+        inputs = p.inputs
+        t = cached_truth(inputs.case, inputs.seed)
+        v: list[Violation] = []
+        unwritten = unwritten_mask(out.out)
+        if bool(unwritten.any()):
+            first = tuple(int(i) for i in unwritten.nonzero()[0].tolist())
+            v.append(Violation("every_element_written", f"{int(unwritten.sum())} of {out.out.numel()} output "
+                                                        f"elements never written (first at {first})"))
+        ref_finite = torch.isfinite(t.ref.out.to(out.out.device))
+        nan = torch.isnan(out.out) & ~unwritten & ref_finite
+        if bool(nan.any()):
+            v.append(Violation("no_nan_where_oracle_finite", f"{int(nan.sum())} NaN output elements where the "
+                                                             f"oracle is finite"))
+        oc, lc = judge(t, out.out, out.lse, lse_base=out.lse_base, adapter=self.subject.target, backend=backend)
+        if not oc.passed or (lc is not None and not lc.passed):
+            v.append(Violation("output_matches_oracle", "; ".join(c.summary() for c in (oc, lc)
+                                                                   if c is not None and not c.passed)))
+        v += self._history(adapter, inputs, out, oc.bound)
+        v += self._routing(backend, out, step)
+        return v
+
+    def _history(self, adapter: AttentionKernel, inputs: Inputs, out: KernelOutput, bound: float
+                 ) -> list[Violation]:
+        try:
+            control = adapter.fresh()
+            control.plan(inputs)
+            ref = control.run(inputs)
+        except Exception as e:  # noqa: BLE001
+            return [Violation("history_independent", f"a fresh adapter raised {type(e).__name__}: {e} on the "
+                                                     f"same plan")]
+        diffs = []
+        if self.subject.exact_history:
+            if not _same(out.out, ref.out):
+                d = (out.out.double() - ref.out.double()).abs().nan_to_num(nan=float("inf")).max()
+                diffs.append(f"output differs from a fresh adapter's (max |diff| {float(d):.3g})")
+        elif float((out.out.double() - ref.out.double()).abs().nan_to_num(nan=float("inf")).max()) > bound:
+            diffs.append(f"output differs from a fresh adapter's by more than the bound {bound:.3g}")
+        if not self.graph:
+            if out.resolved_backend != ref.resolved_backend:
+                diffs.append(f"backend {out.resolved_backend!r}, a fresh adapter's {ref.resolved_backend!r}")
+            if out.fallback_reason != ref.fallback_reason:
+                diffs.append(f"reason {out.fallback_reason!r}, a fresh adapter's {ref.fallback_reason!r}")
+        return [Violation("history_independent", "; ".join(diffs))] if diffs else []
+
+    def _routing(self, backend: str, out: KernelOutput, step: Step) -> list[Violation]:
+        if step.expected is None:
+            if out.resolved_backend != backend:
+                return [Violation("agrees_with_routing_spec", f"asked for {backend!r}, ran "
+                                                              f"{out.resolved_backend!r}")]
+            return []
+        verdict = check(step.expected, ObservedRoute(out.resolved_backend, out.fallback_reason))
+        if verdict.passed:
+            return []
+        return [Violation("agrees_with_routing_spec", f"{verdict.status}: {verdict.detail} "
+                                                      f"(spec row {step.expected.rule})")]
+
+
+# ---- binding a machine to a subject ------------------------------------------------------------------
+def _plan_rule(kind: str, cases: st.SearchStrategy[Case]) -> Any:
+    """`plan` for kind "any", else `plan_<kind>`. Hypothesis orders rules of equal arity by name and
+    shrinks toward the first, so the plain `plan` is what a shrunk sequence uses where it can."""
+    name = "plan" if kind == "any" else f"plan_{kind}"
+
+    def plan(self: ScenarioMachine, case: Case) -> None:
+        self.plan_case(name, case, PLAN_SEED)
+
+    plan.__name__ = plan.__qualname__ = name
+    return rule(case=cases)(plan)
+
+
+def machine_for(subject: Subject, profile: Optional[S.Profile] = None) -> type[ScenarioMachine]:
+    """A RuleBasedStateMachine class for `subject`, drawing inside its adapter's profile."""
+    probe = subject.make(subject.backend)
+    prof = profile or S.probe_profile(probe)
+    if subject.exclude_layouts:
+        prof = replace(prof, layouts=tuple(x for x in prof.layouts if x not in subject.exclude_layouts))
+    ns: dict[str, Any] = {"subject": subject, "profile": prof, "graph": bool(getattr(probe, "graph", False)),
+                          "stats": Stats()}
+    for kind, cases in S.plans(prof).items():
+        r = _plan_rule(kind, cases)
+        ns[r.__name__] = r
+
+    def plan_other_dtype(self: ScenarioMachine, dtype: str) -> None:
+        self.other_dtype(dtype)
+
+    def request_backend(self: ScenarioMachine, backend: str) -> None:
+        self.explicit(backend)
+
+    if len(prof.dtypes) > 1:
+        ns["plan_other_dtype"] = precondition(_has_case)(rule(dtype=st.sampled_from(prof.dtypes))(plan_other_dtype))
+    if subject.explicit:
+        ns["request_backend"] = precondition(_has_case)(rule(backend=st.sampled_from(subject.explicit))(
+            request_backend))
+    name = "Machine_" + "".join(ch if ch.isalnum() else "_" for ch in subject.name)
+    return type(name, (ScenarioMachine,), ns)

@@ -1,0 +1,188 @@
+"""Hypothesis strategies for valid batches: Case objects of every layout, drawn within a Profile.
+
+A strategy draws only a Case: scenarios/tensors.materialize turns it into tensors (from a seed)
+with a shuffled page pool, unused pages and garbage in every slot no request owns, so page tables
+need no strategy of their own. Values come from scenarios/axes.py.
+
+Shrinking goes toward small readable cases: one request, the first head count and head dims of
+the machines' axes, NHD, no mask, window or cap, the profile's first dtype, lengths toward 0 (a
+long plan's long request toward the first long length). Zero-length requests and empty batches
+are drawn on purpose (`lengths="empty"`, and zeros anywhere else).
+
+A Profile says what an adapter serves; `probe_profile(adapter)` finds it by asking supports()
+about one small probe case per layout, dtype and feature, so a machine draws what the adapter
+claims and a decline is the adapter's own word.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Optional, Sequence
+
+from hypothesis import strategies as st
+
+from kernels.protocol import AttentionKernel
+from scenarios import axes
+from scenarios.case import Case
+from scenarios.dtypes import is_fp8
+
+Lengths = Literal["any", "short", "long", "empty"]
+
+SHORT_LO, SHORT_HI = axes.SCENARIO_SHORT_QO
+LONG_LO, LONG_HI = axes.SCENARIO_LONG_QO
+KV_LO, KV_HI = axes.SCENARIO_KV
+MAX_BATCH = max(axes.SCENARIO_BATCH_SIZES)
+
+seeds = st.integers(0, 2**16 - 1)
+
+
+def mostly(common: object, *rare: object) -> st.SearchStrategy:
+    """`common` three times in four, else one of `rare`; shrinks to `common`.
+
+    Routing gates only show on plain plans (a custom mask, HND or unequal head dims decline the fast
+    backend before any gate), so free features are drawn rarely and plain states come often.
+    """
+    return st.sampled_from((common,) * (3 * len(rare)) + tuple(rare)) if rare else st.just(common)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What an adapter serves: the machines draw inside it."""
+
+    layouts: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    mask: bool = True
+    window: bool = True
+    soft_cap: bool = True
+    head_dims_differ: bool = True
+    hnd: bool = True
+
+    def layouts_for(self, lengths: Lengths) -> tuple[str, ...]:
+        """A long plan needs a multi-row query: decode (one row per request) cannot be long."""
+        out = tuple(x for x in self.layouts if not (lengths == "long" and x == "decode"))
+        return out or self.layouts
+
+
+def probe_case(layout: str, dtype: str = "bf16") -> Case:
+    """The smallest real case of a layout and dtype: what profiles are probed and adapters warmed with."""
+    o = "bf16" if is_fp8(dtype) else dtype
+    return Case(layout, (1,), (3,), 1, 1, head_dim_qk=64, head_dim_vo=64, q_dtype=dtype, kv_dtype=dtype,
+                o_dtype=o, page_size=2 if layout in ("paged", "decode") else 1)
+
+
+def probe_profile(adapter: AttentionKernel) -> Profile:
+    """Ask the adapter's supports() about one small case per layout, dtype and feature."""
+    dtypes = tuple(d for d in axes.INPUT_DTYPES + axes.FP8_DTYPES
+                   if any(adapter.supports(probe_case(x, d)).ok for x in axes.LAYOUTS))
+    layouts = tuple(x for x in axes.LAYOUTS if any(adapter.supports(probe_case(x, d)).ok for d in dtypes))
+    if not layouts or not dtypes:
+        raise ValueError(f"{adapter!r} supports none of the probe cases: no profile to draw from")
+    base = probe_case(layouts[0], dtypes[0])
+
+    def ok(**changes: object) -> bool:
+        return adapter.supports(base.replace(**changes)).ok
+
+    qk, vo = next(p for p in axes.SCENARIO_HEAD_DIM_PAIRS if p[0] != p[1])
+    return Profile(layouts=layouts, dtypes=dtypes, mask=ok(mask="custom"), window=ok(window_left=0),
+                   soft_cap=ok(logits_soft_cap=axes.SOFT_CAPS[-1]), head_dims_differ=ok(head_dim_qk=qk, head_dim_vo=vo),
+                   hnd=ok(kv_layout="HND"))
+
+
+def _qo_lens(draw: st.DrawFn, layout: str, lengths: Lengths) -> tuple[int, ...]:
+    # Drawn for every layout (single ignores it), so no layout draws less than another: shrinking
+    # then prefers the first layout listed, not the one that skips a draw.
+    n = draw(st.sampled_from(axes.SCENARIO_BATCH_SIZES))
+    if layout == "single":
+        n = 1
+    if lengths == "empty":
+        if layout == "decode":
+            return ()
+        return () if layout != "single" and draw(st.booleans()) else (0,) * n
+    if layout == "decode":
+        return (1,) * n
+    if lengths == "short":
+        first = draw(st.integers(max(SHORT_LO, 1), SHORT_HI))
+        rest = st.integers(0, SHORT_HI)
+    elif lengths == "long":
+        first = draw(st.integers(LONG_LO, LONG_HI))
+        rest = st.integers(0, LONG_HI)
+    else:
+        first = draw(st.integers(0, LONG_HI))
+        rest = st.integers(0, LONG_HI)
+    return (first,) + tuple(draw(rest) for _ in range(n - 1))
+
+
+@st.composite
+def batches(draw: st.DrawFn, profile: Profile, *, lengths: Lengths = "any", masked: Optional[bool] = None,
+            windowed: Optional[bool] = None, capped: Optional[bool] = None) -> Case:
+    """A valid Case inside `profile`. None leaves a feature free (shrinking to off); True/False fixes it."""
+    layout = draw(st.sampled_from(profile.layouts_for(lengths)))
+    qo = _qo_lens(draw, layout, lengths)
+    kv = tuple(draw(st.integers(KV_LO, KV_HI)) for _ in qo)
+    kv_heads = draw(st.sampled_from(axes.SCENARIO_NUM_KV_HEADS))
+    ratio = draw(st.sampled_from(axes.SCENARIO_GQA_RATIOS))
+    pairs = [p for p in axes.SCENARIO_HEAD_DIM_PAIRS if profile.head_dims_differ or p[0] == p[1]]
+    dqk, dvo = draw(mostly(pairs[0], *pairs[1:]))
+    dtype = draw(st.sampled_from(profile.dtypes))
+    paged = layout in ("paged", "decode")
+    fields: dict[str, object] = dict(
+        head_dim_qk=dqk, head_dim_vo=dvo, q_dtype=dtype, kv_dtype=dtype, o_dtype="bf16" if is_fp8(dtype) else dtype,
+        page_size=draw(st.sampled_from(axes.PAGE_SIZES)) if paged else 1,
+        kv_layout=draw(mostly(*(axes.KV_LAYOUTS if profile.hnd else axes.KV_LAYOUTS[:1]))),
+        causal=draw(st.booleans()))
+    if masked if masked is not None else (profile.mask and draw(mostly(False, True))):
+        fields["mask"] = "custom"
+    windows = [w for w in axes.WINDOWS if w >= 0]
+    if windowed if windowed is not None else (profile.window and draw(mostly(False, True))):
+        fields["window_left"] = draw(st.sampled_from(windows))
+    caps = [c for c in axes.SOFT_CAPS if c > 0]
+    if capped if capped is not None else (profile.soft_cap and draw(mostly(False, True))):
+        fields["logits_soft_cap"] = draw(st.sampled_from(caps))
+    return Case(layout, qo, kv, kv_heads * ratio, kv_heads, **fields)  # type: ignore[arg-type]
+
+
+# ---- what a machine's rules draw ---------------------------------------------------------------------
+def plans(profile: Profile) -> dict[str, st.SearchStrategy[Case]]:
+    """One strategy per plan rule: any (features free), long, short, empty, masked, unmasked, windowed,
+    capped. "any" is the rule shrinking prefers (see machines.py), so shrunk plans stay plain."""
+    out = {
+        "any": batches(profile),
+        "long": batches(profile, lengths="long"),
+        "short": batches(profile, lengths="short"),
+        "empty": batches(profile, lengths="empty"),
+        "unmasked": batches(profile, masked=False),
+    }
+    if profile.mask:
+        out["masked"] = batches(profile, masked=True)
+    if profile.window:
+        out["windowed"] = batches(profile, windowed=True)
+    if profile.soft_cap:
+        out["capped"] = batches(profile, capped=True)
+    return out
+
+
+# New (qo_len, kv_len) for every request of a case, same batch size: a re-plan a graph capture serves.
+relengths = st.lists(st.tuples(st.integers(0, LONG_HI), st.integers(KV_LO, KV_HI)),
+                     min_size=MAX_BATCH, max_size=MAX_BATCH)
+
+
+def with_lengths(case: Case, pairs: Sequence[tuple[int, int]]) -> Case:
+    """`case` with the first batch_size pairs as its lengths (decode keeps one query row)."""
+    pairs = list(pairs)[:case.batch_size]
+    qo = tuple(1 if case.layout == "decode" else q for q, _ in pairs)
+    return case.replace(qo_lens=qo, kv_lens=tuple(k for _, k in pairs))
+
+
+def with_dtype(case: Case, dtype: str) -> Case:
+    return case.replace(q_dtype=dtype, kv_dtype=dtype, o_dtype="bf16" if is_fp8(dtype) else dtype)
+
+
+def other_dtype(profile: Profile, current: str, drawn: str) -> str:
+    """`drawn`, or the profile's next dtype when it equals the current one."""
+    if drawn != current:
+        return drawn
+    i = profile.dtypes.index(current) if current in profile.dtypes else -1
+    return profile.dtypes[(i + 1) % len(profile.dtypes)]
+
+
+def toggled_mask(case: Case) -> Case:
+    return case.replace(mask="none" if case.mask == "custom" else "custom")

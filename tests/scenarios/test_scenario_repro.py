@@ -1,0 +1,149 @@
+"""Reproduction scripts run standalone: a fresh interpreter, outside the checkout, exit 1 on the defect.
+
+Both kinds of scripts/repro.py are run here as `python script.py`:
+* a library script, for a fault-injected model caught by a directed sequence;
+* a torch-only script, for a torch adapter wrapped with a defect of its own. Plain torch does not
+  show that defect, so the script exits 0; under a torch whose SDPA loses a row it exits 1.
+"""
+from __future__ import annotations
+
+import os
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernels import get_target
+from kernels.protocol import KernelOutput, Support
+from oracle.compare import poison
+from routing.spec import RoutingEnv
+from routing.specs import TORCH_SDPA
+from scenarios.case import Case
+from scenarios.directed import directed_for, run_directed
+from scenarios.subjects import fault_subjects
+from scenarios.machines import Recipe, ScenarioFailure, Subject, Violation, machine_for
+from scenarios.repro import write_repro
+from scenarios.tensors import Inputs
+
+# Loaded at interpreter start through PYTHONPATH: SDPA's last query row comes back NaN.
+BROKEN_SDPA = '''
+import torch.nn.functional as F
+_sdpa = F.scaled_dot_product_attention
+def _broken(*args, **kwargs):
+    out = _sdpa(*args, **kwargs).clone()
+    if out.shape[-2]:
+        out[..., -1, :] = float("nan")
+    return out
+F.scaled_dot_product_attention = _broken
+'''
+
+
+class DropsARowAfterItsFirstRun:
+    """The torch `auto` adapter, except that every run after the first leaves its last row unwritten."""
+
+    target = "torch"
+
+    def __init__(self, backend: str = "auto", device: str = "cpu") -> None:
+        self.inner = get_target("torch").make(backend, device)
+        self.backend, self.device, self.runs = backend, device, 0
+
+    def supports(self, case: Case) -> Support:
+        return self.inner.supports(case)
+
+    def plan(self, inputs: Inputs) -> None:
+        self.inner.plan(inputs)
+
+    def run(self, inputs: Inputs) -> KernelOutput:
+        out = self.inner.run(inputs)
+        self.runs += 1
+        if self.runs > 1 and out.out.shape[0]:
+            poison(out.out[-1:])
+        return out
+
+    def fresh(self) -> "DropsARowAfterItsFirstRun":
+        return DropsARowAfterItsFirstRun(self.backend, self.device)
+
+
+def directed_failure(subject: Subject, name: str) -> ScenarioFailure:
+    machine = machine_for(subject)
+    (seq,) = [d for d in directed_for(machine.profile, None) if d.name == name]
+    status, failure = run_directed(machine, seq)
+    assert status == "failed" and failure is not None, status
+    return failure
+
+
+def standalone(script: Path, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    """`python script` in a fresh interpreter, from a directory outside the checkout."""
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, str(script)], cwd=cwd, env={**clean, **env}, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_a_library_script_reproduces_standalone(tmp_path: Path) -> None:
+    subject = next(s for s in fault_subjects() if s.name == "fault-mask_not_cleared")
+    failure = directed_failure(subject, "paged: masked then unmasked")
+    script = write_repro(failure, subject, tmp_path / "failures", "directed")
+    assert script.with_suffix(".pt").is_file()
+    text = script.read_text()
+    assert text.startswith("#!/usr/bin/env python") and failure.invariant in text
+    assert "from scenarios.faults import make_faulty" in text and "from oracle" not in text
+    done = standalone(script, tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "REPRODUCED at step 4" in done.stdout and "custom mask" in done.stdout
+
+
+def test_a_torch_script_uses_only_torch_and_blames_torch_only_when_torch_is_wrong(tmp_path: Path) -> None:
+    subject = Subject(name="torch-drops-a-row", target="torch", backend="auto",
+                      make=lambda b: DropsARowAfterItsFirstRun(b), specs={"auto": TORCH_SDPA},
+                      env=RoutingEnv(arch="unknown", device="cpu"), recipe=Recipe("torch"))
+    failure = directed_failure(subject, "ragged: long then short")
+    assert failure.invariant == "every_element_written"
+    script = write_repro(failure, subject, tmp_path / "failures", "directed")
+    imports = {line.split()[1] for line in script.read_text().splitlines() if line.startswith(("import ", "from "))}
+    assert {m.split(".")[0] for m in imports} <= {"math", "sys", "pathlib", "warnings", "torch"}, imports
+
+    with pytest.raises(SystemExit) as e:  # torch is right: the defect was the adapter's
+        runpy.run_path(str(script), run_name="__main__")
+    assert e.value.code == 0
+
+    patch = tmp_path / "broken-torch"
+    patch.mkdir()
+    (patch / "sitecustomize.py").write_text(BROKEN_SDPA)
+    done = standalone(script, tmp_path, PYTHONPATH=str(patch))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "REPRODUCED at step 2" in done.stdout and "NaN or never written" in done.stdout
+
+
+
+CASES = [
+    Case("ragged", (5, 0, 17), (9, 4, 0), 4, 2, head_dim_qk=64, head_dim_vo=64, causal=True),
+    Case("paged", (6, 4), (40, 13), 4, 1, head_dim_qk=64, head_dim_vo=64, page_size=5, mask="custom",
+         kv_layout="HND", window_left=7),
+    Case("decode", (1, 1, 1), (3, 0, 30), 8, 2, head_dim_qk=64, head_dim_vo=64, page_size=16, q_dtype="fp32",
+         kv_dtype="fp32", o_dtype="fp32"),
+    Case("single", (9,), (4,), 2, 2, head_dim_qk=192, head_dim_vo=128, causal=True, q_dtype="fp16", kv_dtype="fp16",
+         o_dtype="fp16"),
+    Case("ragged", (), (), 4, 1, head_dim_qk=64, head_dim_vo=64),
+]
+
+
+def test_a_torch_script_replays_what_the_adapters_ran(tmp_path: Path) -> None:
+    """Every layout, mask, window, GQA, empty request and backend: real torch gives what the adapters gave."""
+    subject = Subject(name="torch-every-call", target="torch", backend="auto",
+                      make=lambda b: get_target("torch").make(b, "cpu"), explicit=("math", "flash", "flex"),
+                      specs={"auto": TORCH_SDPA}, env=RoutingEnv(arch="unknown", device="cpu"), recipe=Recipe("torch"))
+    m = machine_for(subject)()
+    for i, case in enumerate(CASES):
+        m.plan_case("plan", case, 0)
+        m.run()
+        for backend in subject.explicit[:2] if i else subject.explicit:  # flex once: each shape compiles
+            m.explicit(backend)
+    runs = [s for s in m.steps if s.call == "run" and s.outcome == "ok"]
+    assert {s.backend for s in runs} == {"auto", "math", "flash", "flex"} and len(runs) >= 12
+    failure = ScenarioFailure(subject.name, m.steps, [Violation("output_matches_oracle", "(synthetic)")])
+    script = write_repro(failure, subject, tmp_path, "synthetic")
+    with pytest.raises(SystemExit) as e:
+        runpy.run_path(str(script), run_name="__main__")
+    assert e.value.code == 0
