@@ -15,6 +15,8 @@ from typing import Optional, Sequence
 
 from tabulate import tabulate
 
+from conformance.cli_gate import add_commands
+from conformance.mutations import cli_mutate
 from kernels.errors import KernelUnavailable, UnknownBackend, UnknownTarget
 from reports.parity import COUNT_HEADERS, counts_by_backend, failure_line, failures, skips_by_reason
 from reports.records import ParityRecord, StageRecord
@@ -50,6 +52,8 @@ def _parser() -> argparse.ArgumentParser:
                      metavar="KEY=VALUE", help="adapter option for every backend, e.g. mask_form=packed (repeatable)")
     run.add_argument("--jit-cache", default=None, dest="jit_cache",
                      help="directory for JIT-compiled kernels (FlashInfer: FLASHINFER_WORKSPACE_BASE)")
+    add_commands(sub)  # record, diff, sweep, report (conformance/cli_gate.py)
+    cli_mutate.add_parser(sub)  # mutate: conformance/mutations/cli_mutate.py
     return p
 
 
@@ -146,7 +150,7 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     outcome = run_parity(args.target, device, args.budget, args.out, seed=args.seed, backends=args.backends,
                          argv=["attncheck", *argv], cases=cases, inputs=inputs, time_budget_s=args.time_budget,
                          adapter_options=options, progress=_progress,
-                         on_stage=_stage)
+                         on_stage=_stage, isolate=args.isolate)
     recs = outcome.records
     print()
     print(tabulate(counts_by_backend(recs), COUNT_HEADERS, tablefmt="simple"))
@@ -169,6 +173,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         if args.command == "run":
             return cmd_run(args, argv)
+        if args.command == "mutate":
+            return cli_mutate.run(args)
+        if hasattr(args, "handler"):  # the subcommands of conformance/cli_gate.py
+            return args.handler(args, argv)
     except USAGE_ERRORS as e:
         print(f"attncheck: error: {e}", file=sys.stderr)
         return EXIT_USAGE

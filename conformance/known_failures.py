@@ -8,8 +8,11 @@ records a defect explains when the case alone shows it; defects that need a sequ
 (lifecycle) have `applies=None`: no single record can be matched to them, the scenario machines
 find them. `upstream` is the library's issue URL once filed (None: not filed yet).
 
+A `crash` entry is a case that kills the process or its CUDA context: it is never launched (the
+run records it as skipped, naming the entry), because launching it would take the run down.
+
 Runs annotate matching failing records with the entry id (`ParityRecord.known`); whether a
-known failure still fails the gate is the gate's decision, not this module's.
+known failure still fails the gate is the gate's decision (conformance/gate.py), not this module's.
 """
 from __future__ import annotations
 
@@ -17,6 +20,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 Applies = Optional[Callable[[dict[str, Any], str], bool]]
+# What a record of the defect shows; "crash": the process or its CUDA context dies (never launched).
+ENTRY_STATUSES: tuple[str, ...] = ("error", "fail", "crash")
+NOT_FILED = "not filed upstream yet"
 
 
 @dataclass(frozen=True)
@@ -25,7 +31,7 @@ class KnownFailure:
     target: str
     versions: tuple[str, ...]  # library versions the defect was seen in
     summary: str
-    status: str  # what a record shows: "error" | "fail"
+    status: str  # what a record shows: one of ENTRY_STATUSES
     evidence: str  # standalone reproduction, relative to the repo root
     confirmed: bool  # the script reproduced it on the hardware in `seen`
     seen: str
@@ -83,8 +89,8 @@ LEDGER: tuple[KnownFailure, ...] = (
 )
 
 
-def known_for(target: str, case: dict[str, Any], backend: str, version: Optional[str] = None) -> Optional[str]:
-    """The id of the ledger entry that explains a failing record of `case` on `backend`, if any."""
+def entry_for(target: str, case: dict[str, Any], backend: str, version: Optional[str] = None) -> Optional[KnownFailure]:
+    """The ledger entry that predicts `case` on `backend` fails (or crashes) at `version`, if any."""
     base = backend.split("+", 1)[0]
     for e in LEDGER:
         if e.target != target or e.applies is None:
@@ -92,5 +98,16 @@ def known_for(target: str, case: dict[str, Any], backend: str, version: Optional
         if version is not None and version not in e.versions:
             continue
         if e.applies(case, base):
-            return e.id
+            return e
     return None
+
+
+def known_for(target: str, case: dict[str, Any], backend: str, version: Optional[str] = None) -> Optional[str]:
+    """The id of the ledger entry that explains a failing record of `case` on `backend`, if any."""
+    e = entry_for(target, case, backend, version)
+    return e.id if e is not None else None
+
+
+def upstream_of(entry: KnownFailure) -> str:
+    """The entry's issue URL, or a statement that there is none yet (never an invented URL)."""
+    return entry.upstream or NOT_FILED

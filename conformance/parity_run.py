@@ -15,7 +15,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from conformance.known_failures import known_for
+from conformance.gate import crash_entry, not_launched
+from conformance.isolate import IsolatedEvaluator
+from conformance.known_failures import entry_for, known_for
+from conformance.markers import arch_here
 from kernels import get_target, skips
 from kernels.errors import KernelUnavailable, LibraryRefused
 from kernels.protocol import AttentionKernel, Stage, reason_to_json
@@ -100,7 +103,7 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
                cases: Optional[list[Case]] = None, inputs: Optional[Inputs] = None,
                time_budget_s: Optional[float] = None, adapter_options: Optional[dict] = None,
                progress: Callable[[ParityRecord, int, int], None] = lambda r, i, n: None,
-               on_stage: Callable[[StageRecord], None] = lambda s: None) -> RunOutcome:
+               on_stage: Callable[[StageRecord], None] = lambda s: None, isolate: bool = False) -> RunOutcome:
     """Run the matrix (or the given cases, or one captured batch); usage errors raise before writing.
 
     `inputs`, when given, is a captured batch replayed as is: its page table is validated first.
@@ -109,11 +112,17 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
     backend family), the next stage's preparation overlapping the current stage's cases. Once
     `time_budget_s` has passed, every (case, backend) not yet run is recorded as a skip saying so.
     `adapter_options` go to every `target.make` (FlashInfer: AdapterOptions fields, e.g. mask_form).
+    A case a `crash` ledger entry predicts is not launched (a skip naming the entry). `isolate`
+    evaluates every case in a child process (conformance/isolate.py): one that kills it is an
+    error naming the crash, and the run goes on in a fresh child.
     """
     if time_budget_s is not None and not time_budget_s > 0:
         raise InvalidValue("--time-budget", time_budget_s, "a positive number of seconds",
                            "pass --time-budget 540, or leave it out for no limit")
     if inputs is not None:
+        if isolate:
+            raise InvalidValue("--isolate", True, "matrix or --case runs (the child makes its own inputs)",
+                               "drop --isolate to replay a captured batch, or pass its case with --case")
         validate_inputs(inputs)
         cases = [inputs.case]
     target = get_target(target_name)
@@ -138,6 +147,7 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
     # A stand-in's records are labelled, counted apart and never read as conformance (kernels/standins/).
     base = dict(run_id=run_id, target=target_name, device=device, seed=seed, standin=standin_from_versions(versions))
     total = len(cases) * len(adapters)
+    isolated = IsolatedEvaluator(target_name, device, seed, adapter_options) if isolate else None
     prepared: dict[int, _Background] = {}
 
     def start_prepare(i: int) -> None:
@@ -161,7 +171,7 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
         sink.write(RunHeader(run_id=run_id, target=target_name, device=device, budget=budget, seed=seed,
                              versions=versions, argv=list(argv or []), standin=base["standin"],
                              started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                             harness_version=HARNESS_VERSION))
+                             harness_version=HARNESS_VERSION, arch=arch_here(device)))
         try:
             start_prepare(0)
             for si, stage in enumerate(stages):
@@ -178,6 +188,16 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
                         for b in stage.backends:
                             emit(_not_run(case, b, time_budget_s, base))
                         continue
+                    crashes = {b: crash_entry(entry_for(target_name, case.to_json(), b, versions.get(target_name)))
+                               for b in stage.backends}
+                    for b, entry in crashes.items():
+                        if entry is not None:
+                            emit(not_launched(case, b, entry, base))
+                    launch = [b for b in stage.backends if crashes[b] is None]
+                    if isolated is not None:
+                        for b in launch:
+                            emit(isolated.evaluate(case, b, base))
+                        continue
                     case_inputs = to_device(inputs, device) if inputs is not None else materialize(case, seed, device)
                     validate_inputs(case_inputs)
                     cache: dict[str, Truth] = {}
@@ -187,9 +207,11 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
                             cache["t"] = truth(case_inputs)
                         return cache["t"]
 
-                    for b in stage.backends:
+                    for b in launch:
                         emit(evaluate(adapters[b], case, case_inputs, get_truth, base))
         finally:
+            if isolated is not None:
+                isolated.close()
             counts: dict[str, int] = {}
             for r in outcome.records:
                 counts[count_key(r)] = counts.get(count_key(r), 0) + 1

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from conformance.markers import needs_of
 from scenarios.matrix import BUDGETS
 
 
@@ -29,14 +30,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
     opt = metafunc.config.getoption
     target = get_target(opt("--target"))
+    # The hardware and library the grid needs, so `--require` (conformance/gate_plugin.py) sees its skips.
+    needs = [getattr(pytest.mark, m) for m in needs_of(opt("--target"), opt("--device"))]
     avail = target.available(opt("--device"))
     if not avail.ok:
         # One visible skip with the reason, rather than an empty parametrization.
-        metafunc.parametrize("parity_case,backend", [pytest.param(None, None, marks=pytest.mark.skip(
-            reason=f"target {opt('--target')} unavailable on {opt('--device')}: {avail.reason}"))])
+        metafunc.parametrize("parity_case,backend", [pytest.param(None, None, marks=[pytest.mark.skip(
+            reason=f"target {opt('--target')} unavailable on {opt('--device')}: {avail.reason}"), *needs])])
         return
     params: list[Any] = []
     for case in matrix_of(opt("--target"), opt("--budget"), opt("--seed")):
         for backend in target.backends(opt("--device")):
-            params.append(pytest.param(case, backend, id=f"{backend}-{case.id}"))
+            params.append(pytest.param(case, backend, id=f"{backend}-{case.id}", marks=needs))
     metafunc.parametrize("parity_case,backend", params)

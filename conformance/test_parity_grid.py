@@ -1,13 +1,17 @@
-"""Every backend of the chosen target against the oracle over the budgeted matrix."""
+"""Every backend of the chosen target against the oracle over the budgeted matrix, under the gate."""
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
 
+from conformance.gate import judge_record
+from conformance.gate_plugin import as_decision, note
+from conformance.grid_run import GridRun
 from conformance.parity_run import evaluate
 from oracle.judge import Truth, truth
 from reports.parity import failure_line
+from reports.records import ParityRecord
 from scenarios.case import Case
 from scenarios.tensors import Inputs, materialize
 
@@ -25,17 +29,27 @@ def _inputs_and_truth(case: Case, seed: int, device: str) -> tuple[Inputs, Truth
     return _TRUTH[case.id]
 
 
-def test_backend_matches_the_oracle(parity_case: Case, backend: str, pytestconfig: pytest.Config) -> None:
+def test_backend_matches_the_oracle(parity_case: Case, backend: str, attncheck_grid: GridRun,
+                                    request: pytest.FixtureRequest) -> None:
     """The backend's output and LSE are within the tolerance bound of the oracle, or it declines with a reason."""
     from kernels import get_target
-    target_name, device, seed = (pytestconfig.getoption("--target"), pytestconfig.getoption("--device"),
-                                 pytestconfig.getoption("--seed"))
-    key = (target_name, backend, device)
-    if key not in _ADAPTERS:
-        _ADAPTERS[key] = get_target(target_name).make(backend, device)
-    inputs, t = _inputs_and_truth(parity_case, seed, device)
-    rec = evaluate(_ADAPTERS[key], parity_case, inputs, lambda: t,
-                   dict(run_id="pytest", target=target_name, device=device, seed=seed))
+    grid = attncheck_grid
+
+    def in_process() -> ParityRecord:
+        key = (grid.target, backend, grid.device)
+        if key not in _ADAPTERS:
+            _ADAPTERS[key] = get_target(grid.target).make(backend, grid.device)
+        inputs, t = _inputs_and_truth(parity_case, grid.seed, grid.device)
+        return evaluate(_ADAPTERS[key], parity_case, inputs, lambda: t, grid.base)
+
+    rec, entry = grid.evaluate(parity_case, backend, in_process)
+    verdict = judge_record(rec, entry)
+    note(request.node, rec, verdict)
     if rec.status in ("skip", "refused"):
+        as_decision(request.node)
         pytest.skip(f"{rec.status}: {rec.reason}")
+    if verdict.outcome == "expected_failure":
+        pytest.xfail(f"{verdict.message} | {failure_line(rec)}")
+    if verdict.outcome == "unexpected_pass":
+        pytest.fail(verdict.message, pytrace=False)
     assert rec.status == "pass", failure_line(rec)

@@ -46,19 +46,23 @@ def counts_by_backend(recs: list[ParityRecord]) -> list[list[object]]:
 COUNT_HEADERS = ["target", "backend", *STATUSES, "worst err/bound"]
 
 
-def worst_by_feature(recs: list[ParityRecord]) -> tuple[list[str], list[list[str]]]:
-    """Rows backend x dtype, columns features: the worst ratio among compared cases."""
+def worst_cells(recs: list[ParityRecord]) -> dict[tuple[str, str], dict[str, float]]:
+    """(target/backend, dtype) -> feature -> the worst ratio among compared cases with that feature."""
     cells: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
-    feats: set[str] = set()
     for r in recs:
         w = r.worst_ratio
         if w is None:
             continue
         row = (f"{r.target}/{r.backend}", r.case.get("q_dtype", "?"))
         for f in r.features:
-            feats.add(f)
             cells[row][f] = max(cells[row].get(f, 0.0), w)
-    cols = sorted(feats)
+    return dict(cells)
+
+
+def worst_by_feature(recs: list[ParityRecord]) -> tuple[list[str], list[list[str]]]:
+    """Rows backend x dtype, columns features: the worst ratio among compared cases."""
+    cells = worst_cells(recs)
+    cols = sorted({f for feats in cells.values() for f in feats})
     rows = [[row[0], row[1], *(_fmt_ratio(cells[row].get(f)) for f in cols)] for row in sorted(cells)]
     return ["backend", "dtype", *cols], rows
 

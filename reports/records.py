@@ -4,6 +4,10 @@ Every line carries `schema` and `kind`. A run file starts with one RunHeader, th
 ParityRecord per (case, backend) in the order they were produced (a StageRecord before each stage
 of a staged target); a RunFooter closes a run that
 finished (its absence means the run was interrupted, and what was written still counts).
+A timing sweep's file holds TimingRecords in place of ParityRecords.
+
+Fields added within a schema version have defaults (RunHeader.arch, the timing kind), so files
+written before them still read.
 """
 from __future__ import annotations
 
@@ -42,6 +46,7 @@ class RunHeader:
     started: str
     harness_version: str
     standin: Optional[str] = None  # a CPU stand-in ran in place of the library (kernels/standins/): not conformance
+    arch: Optional[str] = None  # sm90, gfx942, cpu-x86_64 (conformance/markers.py); None in older files
     schema: int = SCHEMA_VERSION
     kind: str = "run"
 
@@ -113,13 +118,44 @@ class RunFooter:
     kind: str = "end"
 
 
+@dataclass
+class TimingRecord:
+    """One configuration of a timing sweep (conformance/sweep.py): seconds per repetition, per backend.
+
+    Repetition i of every backend ran back to back, in an order that alternates between
+    repetitions, so samples[a][i] and samples[b][i] form a pair. `timer` is "cuda-events" or
+    "wall"; `cold_l2` says whether L2 was flushed before each timed call. A backend that declined
+    the configuration has no samples, and `reason` says why (status "skip"); "error" when one raised.
+    """
+
+    run_id: str
+    target: str
+    device: str
+    arch: str
+    config_id: str  # layout/bsB/kvK/qQ: the row (batch, kv_len) and column (q_len) of an A/B table
+    layout: str
+    batch: int
+    kv_len: int
+    q_len: int
+    case: dict[str, Any]
+    backends: list[str]  # the backends compared, A first
+    samples: dict[str, list[float]]
+    status: str = "ok"
+    reason: str = ""
+    timer: str = "wall"
+    cold_l2: bool = False
+    warmup: int = 0
+    schema: int = SCHEMA_VERSION
+    kind: str = "timing"
+
+
 def count_key(rec: ParityRecord) -> str:
     """The footer's count key: the status, prefixed "stand-in " when a stand-in produced it."""
     return rec.status if rec.standin is None else f"stand-in {rec.status}"
 
 
-Record = RunHeader | ParityRecord | StageRecord | RunFooter
-_KINDS = {"run": RunHeader, "parity": ParityRecord, "stage": StageRecord, "end": RunFooter}
+Record = RunHeader | ParityRecord | StageRecord | RunFooter | TimingRecord
+_KINDS = {"run": RunHeader, "parity": ParityRecord, "stage": StageRecord, "end": RunFooter, "timing": TimingRecord}
 
 
 def to_line(rec: Record) -> str:

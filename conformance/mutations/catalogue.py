@@ -10,45 +10,17 @@ docs/oracle-mutants.md renders the same list for people.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from conformance.mutations.kinds import Mutant, check_unique
 
-from conformance.mutations.errors import InvalidMutant
-
-
-@dataclass(frozen=True)
-class Mutant:
-    """One semantic mutant: replace `old` with `new` in `path` (relative to the repository root)."""
-
-    name: str
-    path: str
-    old: str
-    new: str
-    description: str
-    kills: tuple[str, ...]
-
-    def __post_init__(self) -> None:
-        if not self.name or not all(ch.isalnum() or ch == "-" for ch in self.name):
-            raise InvalidMutant(self.name, "name", self.name, "a non-empty slug of letters, digits and '-'")
-        if self.path.startswith("/") or not self.path.endswith(".py"):
-            raise InvalidMutant(self.name, "path", self.path, "a repository-relative .py path")
-        if not self.old or self.old == self.new:
-            raise InvalidMutant(self.name, "new", self.new, "text different from a non-empty `old`")
-        if not self.kills:
-            raise InvalidMutant(self.name, "kills", self.kills, "at least one pytest node id")
-        for k in self.kills:
-            if not (k.startswith("tests/") and "::" in k):
-                raise InvalidMutant(self.name, "kills", k, "node ids like tests/<dir>/<file>.py::<test>[<id>]")
-
-    @property
-    def module(self) -> str:
-        """The dotted module the mutant edits (what the runner checks was imported from the copy)."""
-        return self.path[:-3].replace("/", ".")
+__all__ = ["ORACLE_MUTANTS", "Mutant"]
 
 
 _HAND = "tests/oracle/test_oracle_hand.py::"
 _MEMORY = "tests/oracle/test_oracle_memory.py::"
 _COMPARE = "tests/oracle/test_oracle_compare.py::"
 _MASKS = "tests/oracle/test_oracle_masks.py::"
+# Every parity-grid test that reaches the mutant (its ids come from the matrix at run time).
+_PARITY = "conformance/test_parity_grid.py::test_backend_matches_the_oracle[*]"
 
 
 def _hand(test: str, *params: str) -> str:
@@ -253,6 +225,41 @@ ORACLE_MUTANTS: tuple[Mutant, ...] = (
         "the floor of the most precise dtype governs a mixed-dtype case",
         (_COMPARE + "test_governing_dtype_is_the_coarsest_of_q_kv_and_o[bf16-bf16-fp32-is-bf16]",),
     ),
+    # ---- mistakes that raise: the parity grid computes a case's truth before any backend may
+    # decline it, so these prove that even a declined (skipped) parity test can fail ----------
+    Mutant(
+        "v-read-from-k-cache", "oracle/reference.py",
+        '                    v = _dequant(_kv_rows(inputs, "v", i, kv_heads, k0, min(k0 + kb, kv)), vs, mm_dtype)\n',
+        '                    v = _dequant(_kv_rows(inputs, "k", i, kv_heads, k0, min(k0 + kb, kv)), vs, mm_dtype)\n',
+        "values read from the K cache (a copy-paste slip): every output with a key is wrong",
+        (_hand("test_two_keys_weights_follow_softmax"), _PARITY),
+    ),
+    Mutant(
+        "fp8-multiplied-as-stored", "oracle/reference.py",
+        "        return (x.to(torch.float32) * descale).to(dtype)\n", "        return (x * descale).to(dtype)\n",
+        "fp8 tensors multiplied by their descale before being widened: torch has no fp8 arithmetic",
+        (_hand("test_fp8_inputs_are_scaled_by_their_descales", "e4m3fn"), _PARITY),
+    ),
+    Mutant(
+        "soft-cap-with-math-tanh", "oracle/reference.py",
+        "        s.div_(cap).tanh_().mul_(cap)\n    if keep is not None:\n",
+        "        s = cap * math.tanh(s / cap)\n    if keep is not None:\n",
+        "soft cap written with math.tanh, which takes one number, not a tensor of scores",
+        (_hand("test_soft_cap_applies_before_masking"), _PARITY),
+    ),
+    Mutant(
+        "output-sized-by-qk-head-dim", "oracle/reference.py",
+        "    out = torch.zeros((c.total_qo, c.num_qo_heads, c.head_dim_vo), dtype=acc, device=dev)\n",
+        "    out = torch.zeros((c.total_qo, c.num_qo_heads, c.head_dim_qk), dtype=acc, device=dev)\n",
+        "reference output allocated with the q/k head dim: wrong shape whenever head_dim_vo differs",
+        (_hand("test_empty_batch_gives_empty_result", "ragged"), _PARITY),
+    ),
+    Mutant(
+        "max-error-over-nothing", "oracle/compare.py",
+        "    if not bool(fin.any()):\n        return 0.0\n", "",
+        "the baseline error of a result with no finite element (an empty batch) taken as max() of nothing",
+        (_COMPARE + "test_truth_of_an_empty_batch_has_no_baseline_error[empty-batch]", _PARITY),
+    ),
     Mutant(
         "override-without-tracker", "oracle/tolerances.py",
         '        if not self.issue.startswith(("http://", "https://", "#")):\n', "        if not self.issue:\n",
@@ -262,11 +269,4 @@ ORACLE_MUTANTS: tuple[Mutant, ...] = (
 )
 
 
-def _check_catalogue(mutants: tuple[Mutant, ...]) -> None:
-    names = [m.name for m in mutants]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise InvalidMutant(dupes[0], "name", dupes, "names unique within the catalogue")
-
-
-_check_catalogue(ORACLE_MUTANTS)
+check_unique(ORACLE_MUTANTS)

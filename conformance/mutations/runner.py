@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Literal, Optional, Sequence
 
 from conformance.mutations.catalogue import ORACLE_MUTANTS, Mutant
+from conformance.mutations.kinds import exact_kills
 from conformance.mutations.errors import StaleMutant
 
 # What a copy holds: everything the tests import, and the pytest configuration.
@@ -210,13 +211,13 @@ def run_mutant(mutant: Mutant, *, root: Optional[Path] = None, timeout_s: float 
             apply_mutant(copy_root, mutant)
         except StaleMutant as e:
             return RunResult(mutant.name, "broken", (), {}, {}, None, 0.0, str(e))
-        return _run_tests(mutant.name, copy_root, mutant.kills, {mutant.module: mutant.path}, timeout_s)
+        return _run_tests(mutant.name, copy_root, exact_kills(mutant.kills), {mutant.module: mutant.path}, timeout_s)
 
 
 def run_control(mutants: Sequence[Mutant], *, root: Optional[Path] = None,
                 timeout_s: float = DEFAULT_TIMEOUT_S) -> RunResult:
     """Every mutant's kills on an unmutated copy: all must pass, with the modules from the copy."""
-    tests = list(dict.fromkeys(t for m in mutants for t in m.kills))
+    tests = list(dict.fromkeys(t for m in mutants for t in exact_kills(m.kills)))
     modules = {m.module: m.path for m in mutants}
     with tempfile.TemporaryDirectory(prefix="attncheck-mut-control-") as tmp:
         copy_root = Path(tmp)

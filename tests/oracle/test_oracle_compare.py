@@ -201,6 +201,15 @@ def test_judge_fails_a_poisoned_output() -> None:
     assert not out_cmp.passed and out_cmp.unwritten_count == t.ref.out.numel()
 
 
+@pytest.mark.parametrize("qo_lens, kv_lens", [((), ()), ((2, 0), (0, 3))], ids=["empty-batch", "no-keys"])
+def test_truth_of_an_empty_batch_has_no_baseline_error(qo_lens: tuple, kv_lens: tuple) -> None:
+    """A batch with nothing to attend (no rows, or no keys) has a truth with zero baseline error, and passes."""
+    t = truth(materialize(JUDGE_CASE.replace(qo_lens=qo_lens, kv_lens=kv_lens), seed=2))
+    assert (t.out_baseline_err, t.lse_baseline_err) == (0.0, 0.0)
+    out_cmp, lse_cmp = judge(t, t.ref.out.clone(), t.ref.lse.clone())
+    assert out_cmp.passed and lse_cmp is not None and lse_cmp.passed
+
+
 def test_lse_to_base2_is_log2_of_the_same_sum() -> None:
     """lse_to_base2(ln 4) is log2(4) = 2, and -inf stays -inf."""
     got = lse_to_base2(torch.tensor([math.log(4.0), -math.inf], dtype=torch.float64))

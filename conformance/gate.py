@@ -1,0 +1,82 @@
+"""What the gate decides, as values: ledger outcomes, crash records, skips a runner may not have.
+
+Kept free of pytest so `attncheck run` and the pytest plugin (conformance/gate_plugin.py) decide
+the same way, and so each decision is tested without a session:
+
+* a record a ledger entry predicts to fail, that fails: an expected failure (it does not fail
+  the gate); that passes: an unexpected pass (it fails the gate, so the entry gets narrowed or
+  removed when the library is fixed);
+* a case a `crash` entry predicts is never launched: it is recorded as skipped with the entry id;
+* a case whose process died is an error whose reason starts with CRASHED (conformance/isolate.py);
+* on a runner that declares hardware (`--require`), a skip of a test needing it is a failure,
+  unless the skip is a decision about the case (an adapter declining it, the ledger holding it back).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Optional
+
+from conformance.known_failures import KnownFailure, upstream_of
+from kernels import skips
+from reports.records import FAILING, ParityRecord
+from scenarios.case import Case
+
+# Skip / error reason constants (the part before ": " is what summaries group by).
+NOT_LAUNCHED = "not launched, a known crash in the ledger"
+CRASHED = "crashed, the process evaluating this case died"
+
+Outcome = Literal["pass", "fail", "skip", "expected_failure", "unexpected_pass"]
+
+
+@dataclass(frozen=True)
+class LedgerVerdict:
+    outcome: Outcome
+    message: str = ""
+
+
+def judge_record(rec: ParityRecord, entry: Optional[KnownFailure]) -> LedgerVerdict:
+    """The gate's outcome for one record, given the ledger entry that predicts it fails (if any)."""
+    if rec.status in FAILING:
+        if entry is None:
+            return LedgerVerdict("fail")
+        return LedgerVerdict("expected_failure", f"known failure {entry.id} ({upstream_of(entry)}): {entry.summary}")
+    if rec.status == "pass" and entry is not None:
+        return LedgerVerdict("unexpected_pass",
+                             f"unexpected pass: ledger entry {entry.id} predicts a {entry.status} here "
+                             f"({upstream_of(entry)}). Fix: narrow the entry's applies() or versions, or "
+                             f"remove it if the library fixed the defect")
+    return LedgerVerdict("pass" if rec.status == "pass" else "skip")
+
+
+def not_launched(case: Case, backend: str, entry: KnownFailure, base: dict[str, Any]) -> ParityRecord:
+    """The record of a case a crash entry holds back: skipped, naming the entry and its issue."""
+    return ParityRecord(backend=backend, case_id=case.id, case=case.to_json(), status="skip",
+                        reason=skips.detail(NOT_LAUNCHED, f"{entry.id} ({upstream_of(entry)}): {entry.summary}"),
+                        features=list(case.features), known=entry.id, **base)
+
+
+def crash_entry(entry: Optional[KnownFailure]) -> Optional[KnownFailure]:
+    return entry if entry is not None and entry.status == "crash" else None
+
+
+def crashed(case: Case, backend: str, how: str, base: dict[str, Any]) -> ParityRecord:
+    """The record of a case whose process died while evaluating it; `how` says how it died."""
+    return ParityRecord(backend=backend, case_id=case.id, case=case.to_json(), status="error",
+                        reason=skips.detail(CRASHED, how), features=list(case.features), **base)
+
+
+def is_crash(rec: ParityRecord) -> bool:
+    return rec.status == "error" and skips.constant_of(rec.reason) == CRASHED
+
+
+def required_skip(markers: frozenset[str], required: frozenset[str], decision: bool, reason: str) -> Optional[str]:
+    """The failure message for a skip the runner's declared hardware forbids; None if it may skip.
+
+    `decision`: the skip is a decision about the case (an adapter declined it, the ledger held it
+    back), which any runner may take; every other skip of a required-hardware test fails.
+    """
+    hit = sorted(markers & required)
+    if not hit or decision:
+        return None
+    return (f"--require {','.join(hit)}: this runner declares that hardware, and this test for it skipped "
+            f"({reason}). Fix: repair the runner (driver, visible devices, libraries), or drop --require")

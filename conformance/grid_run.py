@@ -1,0 +1,93 @@
+"""The per-process state of a pytest parity grid: run id, records file, ledger, isolation.
+
+One GridRun lives for a pytest process (each xdist worker has its own): it decides how a
+(case, backend) is evaluated (not launched when a crash entry holds it back; in a child process
+under `--isolate`, or from the first dead CUDA context on; else in-process, by the test) and writes
+each record, so a gate run leaves the same results files as `attncheck run` (`--results DIR`:
+results-<worker>.jsonl, one run per process, merged by `attncheck report`).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import uuid
+from typing import Any, Callable, Optional
+
+from conformance.gate import crash_entry, not_launched
+from conformance.isolate import CONTEXT_LOST, IsolatedEvaluator, context_alive
+from conformance.known_failures import KnownFailure, entry_for
+from conformance.markers import arch_here
+from conformance.parity_run import HARNESS_VERSION
+from kernels import get_target
+from kernels.standins import standin_from_versions
+from reports.records import FAILING, ParityRecord, RunFooter, RunHeader, count_key
+from reports.sink import JsonlSink
+from scenarios.case import Case
+
+
+class GridRun:
+    def __init__(self, target: str, device: str, budget: str, seed: int, worker: str, isolate: bool = False,
+                 case_timeout_s: Optional[float] = None, results_dir: Optional[str] = None,
+                 argv: Optional[list[str]] = None) -> None:
+        self.target, self.device, self.budget, self.seed, self.worker = target, device, budget, seed, worker
+        self.case_timeout_s = case_timeout_s
+        self.versions = get_target(target).versions()
+        self.version = self.versions.get(target)
+        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ-")
+        self.run_id = f"{stamp}{uuid.uuid4().hex[:6]}-{worker}"
+        self.base: dict[str, Any] = dict(run_id=self.run_id, target=target, device=device, seed=seed,
+                                         standin=standin_from_versions(self.versions))
+        self.evaluator: Optional[IsolatedEvaluator] = self._isolated() if isolate else None
+        self.records: list[ParityRecord] = []
+        self._argv = list(argv or [])
+        self._path = os.path.join(results_dir, f"results-{worker}.jsonl") if results_dir else None
+        self._sink: Optional[JsonlSink] = None
+
+    def _isolated(self) -> IsolatedEvaluator:
+        return IsolatedEvaluator(self.target, self.device, self.seed, timeout_s=self.case_timeout_s)
+
+    def evaluate(self, case: Case, backend: str,
+                 in_process: Callable[[], ParityRecord]) -> tuple[ParityRecord, Optional[KnownFailure]]:
+        """The record of one (case, backend), written, and the ledger entry that predicts it fails (if any).
+
+        `in_process` evaluates it in this process.
+        """
+        entry = entry_for(self.target, case.to_json(), backend, self.version)
+        crash = crash_entry(entry)
+        if crash is not None:
+            rec = not_launched(case, backend, crash, self.base)
+        elif self.evaluator is not None:
+            rec = self.evaluator.evaluate(case, backend, self.base)
+        else:
+            rec = in_process()
+            if rec.status == "error" and not context_alive(self.device):
+                rec.reason = f"{rec.reason}; {CONTEXT_LOST}"
+                self.evaluator = self._isolated()  # this process's GPU is unusable from here on
+        if rec.status in FAILING and entry is not None:
+            rec.known = entry.id
+        self._write(rec)
+        return rec, entry
+
+    def _write(self, rec: ParityRecord) -> None:
+        self.records.append(rec)
+        if self._path is None:
+            return
+        if self._sink is None:
+            self._sink = JsonlSink(self._path)
+            self._sink.write(RunHeader(run_id=self.run_id, target=self.target, device=self.device,
+                                       budget=self.budget, seed=self.seed, versions=self.versions, argv=self._argv,
+                                       started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                                       harness_version=HARNESS_VERSION, standin=self.base["standin"],
+                                       arch=arch_here(self.device)))
+        self._sink.write(rec)
+
+    def close(self, elapsed_s: float) -> None:
+        if self.evaluator is not None:
+            self.evaluator.close()
+        if self._sink is not None:
+            counts: dict[str, int] = {}
+            for r in self.records:
+                counts[count_key(r)] = counts.get(count_key(r), 0) + 1
+            self._sink.write(RunFooter(run_id=self.run_id, counts=counts, elapsed_s=elapsed_s,
+                                       exit_status=int(any(r.status in FAILING for r in self.records))))
+            self._sink.close()

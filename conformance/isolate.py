@@ -1,0 +1,193 @@
+"""Evaluate (case, backend) pairs in a child process, so a case that kills it is one record.
+
+A case can abort the process (a segfault or an abort inside a library) or leave the CUDA context
+dead (after an illegal memory access every later CUDA call in that process fails). In-process,
+either takes the rest of the run with it. Here a child process evaluates cases one at a time
+(conformance.parity_run.evaluate, the same function as in-process) and sends each record back
+as one JSON line; when the child dies in the middle of a case, the parent records that case as an
+error naming the crash (gate.CRASHED, then the signal or exit status) and starts a fresh child for the
+next case. After an error on a GPU the child probes its CUDA context; if it is dead, the child
+says so with the record and exits, so the next case starts in a clean process.
+
+The child is `python -m conformance.isolate CONFIG_JSON`; its stdout is the protocol channel (the
+library's own prints are moved to stderr), one request per line on stdin.
+
+FAULT_ENV is fault injection for the harness's own tests: `backend:case_id` (either may be `*`)
+makes the child abort when it is asked for that pair, as a crashing kernel would.
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+from dataclasses import asdict
+from typing import IO, Any, Optional
+
+from conformance.gate import crashed
+from reports.records import ParityRecord
+from scenarios.case import Case
+
+FAULT_ENV = "ATTNCHECK_FAULT_ABORT"
+# The child imports attncheck from the same tree as the parent, whatever its working directory.
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONTEXT_LOST = "the CUDA context was lost after this case; the next case ran in a fresh process"
+
+
+def context_alive(device: str) -> bool:
+    """Whether this process can still use the GPU: a synchronize on a dead context raises."""
+    if device.split(":")[0] != "cuda":
+        return True
+    import torch
+
+    try:
+        torch.cuda.synchronize(device)
+        torch.zeros(1, device=device).add_(1).item()
+        return True
+    except Exception:
+        return False
+
+
+def describe_exit(returncode: Optional[int]) -> str:
+    if returncode is None:
+        return "the child process stopped answering"
+    if returncode < 0:
+        try:
+            return f"killed by signal {signal.Signals(-returncode).name} ({-returncode})"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exited with status {returncode} before answering"
+
+
+class IsolatedEvaluator:
+    """A child process that evaluates cases for one (target, device, seed, adapter options).
+
+    `timeout_s` bounds one case (a hung kernel counts as a crash: the child is killed).
+    """
+
+    def __init__(self, target: str, device: str, seed: int, adapter_options: Optional[dict] = None,
+                 timeout_s: Optional[float] = None) -> None:
+        self.config = {"target": target, "device": device, "seed": seed, "options": adapter_options or {}}
+        self.timeout_s = timeout_s
+        self._proc: Optional[subprocess.Popen[str]] = None
+        self.starts = 0  # children started so far (tests and the summary read it)
+
+    def _child(self) -> subprocess.Popen[str]:
+        if self._proc is None or self._proc.poll() is not None:
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_ROOT, os.environ.get("PYTHONPATH")])))
+            self._proc = subprocess.Popen([sys.executable, "-m", "conformance.isolate", json.dumps(self.config)],
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
+                                          env=env)
+            self.starts += 1
+        return self._proc
+
+    def _read_line(self, proc: subprocess.Popen[str]) -> str:
+        assert proc.stdout is not None
+        if self.timeout_s is not None:
+            ready, _, _ = select.select([proc.stdout], [], [], self.timeout_s)
+            if not ready:
+                return ""
+        return proc.stdout.readline()
+
+    def evaluate(self, case: Case, backend: str, base: dict[str, Any]) -> ParityRecord:
+        proc = self._child()
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write(json.dumps({"case": case.to_json(), "backend": backend, "base": base}) + "\n")
+            proc.stdin.flush()
+            line = self._read_line(proc)
+        except (BrokenPipeError, OSError):
+            line = ""
+        if not line:
+            how = self._reap(proc)
+            return crashed(case, backend, f"{how}, running {backend} on {case.id}", base)
+        msg = json.loads(line)
+        rec = ParityRecord(**msg["record"])
+        if msg.get("context_lost"):
+            rec.reason = f"{rec.reason}; {CONTEXT_LOST}" if rec.reason else CONTEXT_LOST
+            self._reap(proc)
+        return rec
+
+    def _reap(self, proc: subprocess.Popen[str]) -> str:
+        """Wait for (or kill) a child that stopped answering; how it ended, in words."""
+        try:
+            code = proc.wait(timeout=10)
+            how = describe_exit(code)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            how = f"no answer within {self.timeout_s} s; the child was killed"
+        self._proc = None
+        return how
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            assert proc.stdin is not None
+            try:
+                proc.stdin.close()
+                proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                proc.kill()
+                proc.wait()
+
+    def __enter__(self) -> "IsolatedEvaluator":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _fault_wanted(backend: str, case_id: str) -> bool:
+    spec = os.environ.get(FAULT_ENV, "")
+    if not spec:
+        return False
+    want_b, _, want_c = spec.partition(":")
+    return want_b in ("*", backend) and want_c in ("*", case_id)
+
+
+def _serve(config: dict[str, Any], requests: IO[str], answers: IO[str]) -> None:
+    from conformance.parity_run import _make, evaluate
+    from kernels import get_target
+    from oracle.judge import Truth, truth
+    from scenarios.tensors import materialize, validate_inputs
+
+    target, device, seed = get_target(config["target"]), config["device"], config["seed"]
+    adapters: dict[str, Any] = {}
+    current: dict[str, Any] = {}  # one case's inputs and truth at a time, as the in-process run keeps them
+    for line in requests:
+        req = json.loads(line)
+        case, backend = Case.from_json(req["case"]), req["backend"]
+        if _fault_wanted(backend, case.id):
+            os.abort()
+        if backend not in adapters:
+            adapters[backend] = _make(target, backend, device, config["options"])
+        if current.get("id") != case.id:
+            current.clear()
+            current.update(id=case.id, inputs=materialize(case, seed, device))
+            validate_inputs(current["inputs"])
+
+        def get_truth() -> Truth:
+            if "truth" not in current:
+                current["truth"] = truth(current["inputs"])
+            return current["truth"]  # type: ignore[no-any-return]
+
+        rec = evaluate(adapters[backend], case, current["inputs"], get_truth, req["base"])
+        lost = rec.status == "error" and not context_alive(device)
+        answers.write(json.dumps({"record": asdict(rec), "context_lost": lost}, allow_nan=True) + "\n")
+        answers.flush()
+        if lost:
+            return
+
+
+def main(argv: list[str]) -> int:
+    answers = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # whatever the library prints goes to stderr, never into the protocol
+    _serve(json.loads(argv[0]), sys.stdin, answers)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

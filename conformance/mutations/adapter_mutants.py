@@ -1,0 +1,101 @@
+"""Adapter fault injections: mistakes in the code that calls a library (kernels/*.py).
+
+An adapter sits between the oracle and the library, so its faults are the ones that make a
+correct library look wrong or a wrong one look right: a mask built with the wrong alignment,
+rows stored at the wrong offset, KV read around the page table, a decline dropped, a resolved
+backend or a fallback reason misreported. Each is killed by tests/kernels/ (the torch adapters
+against the oracle, the FlashInfer adapter against the CPU fake of the library).
+"""
+from __future__ import annotations
+
+from conformance.mutations.kinds import Mutant, check_unique
+
+_SDPA = "kernels/torch_sdpa.py"
+_FLEX = "kernels/torch_flex.py"
+_COMMON = "kernels/_torch_common.py"
+_FI = "kernels/flashinfer.py"
+_T_TORCH = "tests/kernels/test_torch_target.py::"
+_T_FI = "tests/kernels/test_flashinfer_adapter.py::"
+
+
+def _matches(backend: str, name: str) -> str:
+    return f"{_T_TORCH}test_backend_matches_oracle_or_declines_as_expected[{backend}-{name}]"
+
+
+def _adapter(name: str, path: str, old: str, new: str, description: str, kills: tuple[str, ...]) -> Mutant:
+    return Mutant(name, path, old, new, description, kills, kind="adapter")
+
+
+TORCH_ADAPTER_MUTANTS: tuple[Mutant, ...] = (
+    _adapter("sdpa-mask-aligned-top-left", _SDPA,
+             "    aligned = torch.arange(qo, device=device).view(-1, 1) + (kv - qo)\n",
+             "    aligned = torch.arange(qo, device=device).view(-1, 1)\n",
+             "the explicit mask (window, custom) aligns causal and window top-left, not bottom-right",
+             (_matches("math", "paged-p5-HND-causal-window"),)),
+    _adapter("sdpa-soft-cap-not-declined", _SDPA,
+             '        if case.logits_soft_cap > 0:\n'
+             '            return Support.no(skips.detail(skips.NO_SOFT_CAP, "SDPA has no score modification"))\n',
+             "",
+             "SDPA claims soft-cap cases it cannot compute, and runs them without the cap",
+             (_T_TORCH + "test_sdpa_declines_soft_cap[math]",)),
+    _adapter("sdpa-rows-stored-at-batch-start", _SDPA,
+             "                store_rows(out, r.q0, o[0].transpose(0, 1))\n",
+             "                store_rows(out, 0, o[0].transpose(0, 1))\n",
+             "every request's rows written at the start of the batch's output",
+             (_matches("math", "ragged-gqa-bf16"),)),
+    _adapter("sdpa-auto-choices-unsorted", _SDPA,
+             '            resolved = "+".join(sorted(set(chosen))) if chosen else EMPTY_PATH\n',
+             '            resolved = "+".join(dict.fromkeys(chosen)) if chosen else EMPTY_PATH\n',
+             "auto's resolved name joins the choices in request order, so one batch reads two ways",
+             (_T_TORCH + "test_auto_joins_differing_choices_sorted",)),
+    _adapter("flex-mask-aligned-top-left", _FLEX,
+             "            aligned = i + kv - qo_len[r]\n", "            aligned = i\n",
+             "flex's mask_mod aligns causal and window top-left, not bottom-right",
+             (_matches("flex", "ragged-mqa-fp16-causal-qo<kv"),)),
+    _adapter("flex-soft-cap-dropped", _FLEX,
+             "        score_mod = make_score_mod(c.logits_soft_cap) if c.logits_soft_cap > 0 else None\n",
+             "        score_mod = None\n",
+             "flex accepts a soft cap and never applies it",
+             (_matches("flex", "single-soft-cap"),)),
+    _adapter("flex-called-without-queries", _FLEX,
+             "        if c.total_qo > 0:\n            k, v = physical_kv(inputs)\n",
+             "        if True:\n            k, v = physical_kv(inputs)\n",
+             "flex called for a batch with no query rows, and no block mask to give it",
+             (_T_TORCH + "test_flex_returns_empty_tensors_without_a_call_when_there_are_no_queries",)),
+    _adapter("pages-read-in-pool-order", _COMMON,
+             "            mine = pages[indptr[i]:indptr[i + 1]]\n",
+             "            mine = torch.arange(indptr[i], indptr[i + 1], dtype=torch.int64)\n",
+             "paged KV read in pool order, not through kv_page_indices",
+             (_matches("math", "paged-p1-NHD-causal"),)),
+    _adapter("hnd-pool-flattened-as-nhd", _COMMON,
+             "            return x.transpose(0, 1).reshape(x.shape[1], -1, x.shape[3])  # [P, H, page, D]\n",
+             "            return x.reshape(-1, x.shape[1], x.shape[3]).transpose(0, 1)  # [P, H, page, D]\n",
+             "an HND page pool flattened as if it were NHD, mixing heads and tokens",
+             (_matches("math", "paged-p5-HND-causal-window"),)),
+    _adapter("fp8-not-declined", _COMMON,
+             "    if case.is_fp8:\n        return Support.no(skips.detail(skips.NO_FP8,",
+             "    if False:\n        return Support.no(skips.detail(skips.NO_FP8,",
+             "fp8 cases not declined by the torch adapters",
+             (_T_TORCH + "test_supports_declines_dtypes_no_torch_backend_takes[fp8-math]",)),
+)
+
+FLASHINFER_ADAPTER_MUTANTS: tuple[Mutant, ...] = (
+    _adapter("fi-mask-not-folded", _FI,
+             "        if qo > 0 and kv > 0 and (c.causal or c.window_left >= 0):\n",
+             "        if False:\n",
+             "the custom mask passed without the case's causal and window masks (FlashInfer ignores "
+             "causal under a custom mask)",
+             (_T_FI + "test_the_bool_mask_form_matches_the_oracle_through_causal_and_window",)),
+    _adapter("fi-upstream-reason-none", _FI,
+             "        return None if r is None else str(r)\n    return NOT_REPORTED\n",
+             "        return None if r is None else str(r)\n    return None\n",
+             "upstream FlashInfer's silence reported as None, i.e. as 'no fallback happened'",
+             (_T_FI + "test_upstream_reports_no_reason_which_is_not_none",)),
+    _adapter("fi-lse-base-declared-natural", _FI,
+             "            return self.options.lse_base, (LSE_NATURAL if self.options.lse_base == \"ln\" else LSE_BASE2)\n",
+             "            return self.options.lse_base, LSE_NATURAL\n",
+             "the LSE declared natural whatever base the library was asked for",
+             (_T_FI + "test_lse_is_declared_in_the_base_the_library_returns[paged]",)),
+)
+
+check_unique(TORCH_ADAPTER_MUTANTS + FLASHINFER_ADAPTER_MUTANTS)

@@ -1,0 +1,235 @@
+"""The script each mutation run executes in its own process: patch, import, test, report.
+
+    python child.py JOB.json        (or run_path'd by a fork of launcher.py's server)
+
+Standalone on purpose: it imports nothing from the repository before the job's copy is first on
+sys.path, so every repository module a test imports comes from that copy. The job (JSON) says:
+
+  report         where to write {"files", "import_errors", "outcomes", "collected", "missing", "rc",
+                 "patch"}
+  modules        {dotted module: path in the copy} whose origin the parent checks
+  pytest_args    the pytest options
+  tests          the node ids to run, in this order; their files are collected and every other
+                 test deselected, so a node id the mutant made disappear is "missing", not an
+                 error that stops the session
+  coverage       null, or {"data_file", "include", "omit"}: measure lines per test (dynamic
+                 contexts "test:<node id>", "fixture:<scope node id>" for module- and
+                 session-scoped fixtures, "" for what runs at import)
+  package_patch  null, or {"package", "path", "module", "old", "new"}: serve `module` from the
+                 installed package with `old` replaced by `new` (nothing on disk changes)
+  torch_patch    null, or {"target": "module:attr", "fault": "module:factory"}: replace a torch
+                 function by factory(original) before any test runs
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import json
+import os
+import sys
+
+import pytest  # third-party: repository modules are imported only once the copy leads sys.path
+
+
+class _PatchedSource(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Serves one module of an installed package from patched text, keeping its real file name."""
+
+    def __init__(self, module: str, origin: str, source: str) -> None:
+        self.module, self.origin, self.source = module, origin, source
+
+    def find_spec(self, fullname, path=None, target=None):  # type: ignore[no-untyped-def]
+        if fullname != self.module:
+            return None
+        return importlib.util.spec_from_file_location(fullname, self.origin, loader=self)
+
+    def create_module(self, spec):  # type: ignore[no-untyped-def]
+        return None
+
+    def exec_module(self, module):  # type: ignore[no-untyped-def]
+        module.__attncheck_mutant__ = True
+        exec(compile(self.source, self.origin, "exec"), module.__dict__)
+
+
+def _package_file(package: str, rel: str) -> str:
+    """The installed file `rel` of `package`, located without importing the package."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(f"package {package!r} is not installed")
+    return os.path.join(list(spec.submodule_search_locations)[0], rel)
+
+
+def apply_package_patch(p: dict) -> dict:
+    origin = _package_file(p["package"], p["path"])
+    with open(origin, encoding="utf-8") as f:
+        text = f.read()
+    n = text.count(p["old"])
+    if n != 1:
+        return {"error": f"its `old` text occurs {n} times in {origin}, expected exactly once", "file": origin}
+    sys.meta_path.insert(0, _PatchedSource(p["module"], origin, text.replace(p["old"], p["new"])))
+    return {"file": origin}
+
+
+def _resolve(spec: str) -> tuple[object, str]:
+    mod, attr = spec.split(":")
+    parts = attr.split(".")
+    obj: object = importlib.import_module(mod)
+    for a in parts[:-1]:
+        obj = getattr(obj, a)
+    return obj, parts[-1]
+
+
+def apply_torch_patch(p: dict) -> dict:
+    owner, name = _resolve(p["target"])
+    fmod, fname = p["fault"].split(":")
+    factory = getattr(importlib.import_module(fmod), fname)
+    setattr(owner, name, factory(getattr(owner, name)))
+    return {"target": p["target"], "fault": p["fault"]}
+
+
+def _origin(module: str) -> tuple[str | None, str | None]:
+    """(file, None) when the module imports; (the file it would come from, the error) when importing raises."""
+    try:
+        return importlib.import_module(module).__file__, None
+    except Exception as e:  # an at-import mutant: the module's own checks refuse it
+        parts = module.split(".")
+        spec = importlib.util.find_spec(parts[0])
+        where = None
+        if spec is not None and spec.submodule_search_locations:
+            where = os.path.join(list(spec.submodule_search_locations)[0], *parts[1:]) + ".py"
+        return where, f"{type(e).__name__}: {e}"[:2000]
+
+
+class Select:
+    """Keeps the job's tests, in the job's order, and notes the ones collection did not produce."""
+
+    def __init__(self, tests: list[str]) -> None:
+        self.order = {t: i for i, t in enumerate(tests)}
+        self.missing: list[str] = []
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):  # type: ignore[no-untyped-def]
+        kept = sorted((i for i in items if i.nodeid in self.order), key=lambda i: self.order[i.nodeid])
+        found = {i.nodeid for i in kept}
+        self.missing = [t for t in self.order if t not in found]
+        dropped = [i for i in items if i.nodeid not in self.order]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
+class Recorder:
+    """Each test's outcome by node id; a module that fails to collect is recorded under its path."""
+
+    def __init__(self) -> None:
+        self.outcomes: dict[str, str] = {}
+        self.collected: list[str] = []
+
+    def pytest_collection_modifyitems(self, items):  # type: ignore[no-untyped-def]
+        self.collected = [i.nodeid for i in items]
+
+    def pytest_runtest_logreport(self, report):  # type: ignore[no-untyped-def]
+        if report.failed:
+            self.outcomes[report.nodeid] = "failed" if report.when == "call" else "error"
+        elif report.skipped:
+            self.outcomes.setdefault(report.nodeid, "skipped")
+        elif report.when == "call":
+            self.outcomes.setdefault(report.nodeid, "passed")
+
+    def pytest_collectreport(self, report):  # type: ignore[no-untyped-def]
+        if report.failed:
+            self.outcomes[report.nodeid or "<collection>"] = "collection-error"
+
+
+class Contexts:
+    """Switches coverage's dynamic context per test, and per module/session fixture set-up."""
+
+    def __init__(self, cov) -> None:  # type: ignore[no-untyped-def]
+        self.cov = cov
+        self.current = ""
+
+    def _switch(self, ctx: str) -> None:
+        self.current = ctx
+        self.cov.switch_context(ctx)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item, nextitem):  # type: ignore[no-untyped-def]
+        self._switch("test:" + item.nodeid)
+
+    def pytest_runtest_logfinish(self, nodeid, location):  # type: ignore[no-untyped-def]
+        self._switch("")
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_fixture_setup(self, fixturedef, request):  # type: ignore[no-untyped-def]
+        # A module- or session-scoped fixture runs once, inside whichever test needs it first;
+        # its lines get a context of their own, charged to every test under its scope node.
+        if fixturedef.scope == "function":
+            yield
+            return
+        before = self.current
+        node = getattr(request, "node", None)
+        self._switch("fixture:" + ("" if fixturedef.scope == "session" else getattr(node, "nodeid", "")))
+        try:
+            yield
+        finally:
+            self._switch(before)
+
+
+def main(job_path: str) -> int:
+    with open(job_path, encoding="utf-8") as f:
+        job = json.load(f)
+    report: dict = {"files": {}, "import_errors": {}, "outcomes": {}, "collected": [], "missing": [], "rc": None,
+                    "patch": None}
+
+    def write() -> None:
+        with open(job["report"], "w", encoding="utf-8") as f:
+            json.dump(report, f)
+
+    import gc
+
+    import torch
+
+    torch.set_num_threads(1)
+    gc.freeze()  # torch's import-time heap would otherwise be walked by every collection pytest forces
+    if job.get("package_patch"):
+        report["patch"] = apply_package_patch(job["package_patch"])
+        if "error" in report["patch"]:
+            write()
+            return 3
+    if job.get("torch_patch"):
+        report["patch"] = apply_torch_patch(job["torch_patch"])
+    cov = None
+    if job.get("coverage"):
+        import coverage
+
+        c = job["coverage"]
+        cov = coverage.Coverage(data_file=c["data_file"], include=c["include"], omit=c.get("omit"),
+                                config_file=False)
+        cov.start()
+    for module in job.get("modules", {}):
+        where, error = _origin(module)
+        report["files"][module] = where
+        if error:
+            report["import_errors"][module] = error
+    recorder = Recorder()
+    select = Select(job["tests"])
+    plugins: list = [select, recorder]
+    if cov is not None:
+        plugins.append(Contexts(cov))
+    try:
+        files = list(dict.fromkeys(t.split("::", 1)[0] for t in job["tests"]))
+        report["rc"] = int(pytest.main([*job["pytest_args"], *files], plugins=plugins))
+    finally:
+        if cov is not None:
+            cov.stop()
+            cov.save()
+        report["outcomes"], report["collected"] = recorder.outcomes, recorder.collected
+        report["missing"] = select.missing
+        write()
+    return report["rc"]
+
+
+if __name__ == "__main__":
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]  # not the script's own folder
+    sys.exit(main(sys.argv[1]))

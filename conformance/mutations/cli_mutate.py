@@ -1,0 +1,113 @@
+"""`attncheck mutate`: the command line of the mutation run (engine.py does the work).
+
+    attncheck mutate --target T [--device D] [--budget B] [--out DIR] [--only NAME ...]
+                     [--workers N] [--isolation forkserver|exec] [--selection coverage|all]
+                     [--compare-whole-suite]
+
+Exit status: 0 every mutant killed and every test kills one, 1 otherwise, 2 bad usage. Usage is
+checked before anything is written: an unknown target, budget, device, isolation, selection or
+mutant name, a worker count below 1, an output directory that cannot be written, or selection by
+coverage without the coverage package, each in one line naming the value and the fix.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from scenarios.errors import InvalidValue
+
+DEFAULT_OUT = "attncheck-mutate"
+SELECTIONS = ("coverage", "all")
+
+
+def add_parser(sub: Any) -> None:
+    """Register `mutate` on the attncheck subparsers."""
+    from conformance.mutations.launcher import ISOLATIONS
+    from conformance.mutations.targets import BUDGETS, TARGETS
+
+    p = sub.add_parser("mutate", help="prove every test can fail: run a mutant catalogue, write its kill matrix")
+    p.add_argument("--target", default="torch", help=f"whose catalogue: {', '.join(TARGETS)} (default: torch)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu); CUDA-only mutants skip on cpu")
+    p.add_argument("--budget", default="quick", help="; ".join(f"{k}: {v}" for k, v in BUDGETS.items()))
+    p.add_argument("--out", default=DEFAULT_OUT, help="directory for mutants.jsonl, kill-matrix.json and .md")
+    p.add_argument("--only", nargs="+", default=None, metavar="NAME", help="run these mutants only")
+    p.add_argument("--workers", type=int, default=2, help="mutants run at once (default: 2)")
+    p.add_argument("--isolation", default="forkserver", help=f"{' or '.join(ISOLATIONS)} (see launcher.py)")
+    p.add_argument("--selection", default="coverage",
+                   help="coverage: each mutant's tests from coverage contexts; all: every test for every mutant")
+    p.add_argument("--complete", action="store_true",
+                   help="measure every cell (every selected test under every mutant), whatever the budget")
+    p.add_argument("--compare-whole-suite", action="store_true",
+                   help="also run every mutant against every test, and report both wall times")
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    from conformance.mutations.engine import Settings
+    from conformance.mutations.launcher import ISOLATIONS
+    from conformance.mutations.targets import BUDGETS, STRATEGY, TARGETS, catalogue
+
+    if args.target not in TARGETS:
+        raise InvalidValue("--target", args.target, f"one of {', '.join(TARGETS)}", "pass --target torch")
+    if args.budget not in BUDGETS:
+        raise InvalidValue("--budget", args.budget, f"one of {', '.join(BUDGETS)}", "pass --budget quick")
+    if args.device not in ("cpu", "cuda"):
+        raise InvalidValue("--device", args.device, "cpu or cuda", "pass --device cpu")
+    if args.isolation not in ISOLATIONS:
+        raise InvalidValue("--isolation", args.isolation, f"one of {', '.join(ISOLATIONS)}",
+                           "pass --isolation forkserver")
+    if args.selection not in SELECTIONS:
+        raise InvalidValue("--selection", args.selection, f"one of {', '.join(SELECTIONS)}",
+                           "pass --selection coverage")
+    if args.workers < 1:
+        raise InvalidValue("--workers", args.workers, "at least 1", "pass --workers 2")
+    names = {m.name for m in catalogue(args.target)}
+    unknown = sorted(set(args.only or ()) - names)
+    if unknown:
+        raise InvalidValue("--only", unknown[0], f"a mutant of the {args.target} catalogue",
+                           f"pick names from kill-matrix.md or conformance/mutations/ ({len(names)} mutants)")
+    if args.selection == "coverage":
+        try:
+            import coverage  # noqa: F401
+        except ImportError:
+            raise InvalidValue("--selection", "coverage", "the coverage package installed",
+                               "pip install coverage, or pass --selection all") from None
+    out = Path(args.out)
+    probe = out
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise InvalidValue("--out", args.out, "a directory that can be created and written",
+                           "pass a writable path, e.g. --out attncheck-mutate")
+    return Settings(target=args.target, device=args.device, budget=args.budget, out_dir=out, workers=args.workers,
+                    isolation=args.isolation, selection=args.selection,
+                    strategy="complete" if args.complete else STRATEGY[args.budget],
+                    compare_whole_suite=args.compare_whole_suite,
+                    only=tuple(args.only) if args.only else None)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Validate, run, print the verdict; 0 when proven, 1 when not (usage errors raise InvalidValue)."""
+    from conformance.mutations.engine import Mutation
+    from conformance.mutations.killmatrix import JSON, MARKDOWN
+
+    settings = _settings(args)
+    km = Mutation(settings).run()
+    t = km.timing
+    print(f"\n{len(km.runnable())} mutants, {len(km.rows)} tests: "
+          f"{len(km.not_killed())} not killed, {len(km.rows_killing_nothing())} tests killing nothing"
+          + ("" if km.control.get("passed") else "; the control FAILED: " + ", ".join(list(km.control.get(
+              "failed", {}))[:5])))
+    if t.get("selected_s") is not None:
+        line = f"wall time: {t['selected_s']:.1f} s with coverage selection"
+        if t.get("whole_suite_s") is not None:
+            line += f", {t['whole_suite_s']:.1f} s running the whole suite per mutant " \
+                    f"({t['whole_suite_s'] / t['selected_s']:.1f}x)"
+        print(line)
+    for m in km.not_killed():
+        print(f"  {m.status}: {m.name}: {m.detail.splitlines()[0] if m.detail else ''}"[:300])
+    for r in km.rows_killing_nothing()[:20]:
+        print(f"  kills nothing: {r}")
+    print(f"matrix: {settings.out_dir / JSON}\nreport: {settings.out_dir / MARKDOWN}")
+    return 0 if km.ok else 1

@@ -1,0 +1,182 @@
+"""One report from the runs of several runners: parity, routing and timing, as JSON and markdown.
+
+`build(runs)` makes the report's model, a JSON-able dict (report.json); the markdown here and the
+HTML page (reports/html.py) are renderings of it, so the three never disagree. Sections:
+
+* runs: one line per run (target, device, architecture, versions, finished or not);
+* parity: worst error/bound per architecture x target/backend x dtype x feature (< 1 holds),
+  outcomes per backend, failures (crashes and ledger entries named), skips by reason;
+* routing: each run's `auto` records against the routing spec of its target and architecture
+  (routing/from_records.py): rows observed, passed, failed, rows never reached;
+* timing: each A/B sweep as a ratio table with intervals, crossover and threshold (reports/timing.py).
+
+The markdown keeps to what a pull-request comment holds: long lists are cut, and say so.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from typing import Any, Optional
+
+from tabulate import tabulate
+
+from conformance.gate import is_crash
+from kernels import skips
+from reports import timing
+from reports.merge import Run, records_of
+from reports.parity import failure_line, worst_cells
+from reports.records import STATUSES, ParityRecord
+from scenarios.errors import InvalidValue
+
+MAX_LINES = 40  # failures listed in the markdown; report.json has them all
+
+
+def _num(x: Optional[float]) -> Any:
+    """JSON has no infinity: an infinite ratio (NaN, unwritten output, inf mismatch) is "inf"."""
+    return None if x is None else ("inf" if math.isinf(x) else x)
+
+
+def _run_line(run: Run) -> dict[str, Any]:
+    h = run.header
+    if h is None:
+        return {"run_id": run.run_id, "path": run.path, "header": False}
+    return {"run_id": h.run_id, "target": h.target, "device": h.device, "arch": run.arch, "budget": h.budget,
+            "versions": h.versions, "harness_version": h.harness_version, "standin": h.standin,
+            "started": h.started, "finished": run.footer is not None, "records": len(run.parity) + len(run.timing)}
+
+
+def _by_arch(runs: list[Run]) -> dict[str, list[ParityRecord]]:
+    out: dict[str, list[ParityRecord]] = defaultdict(list)
+    for run in runs:
+        out[run.arch].extend(run.parity)
+    return dict(out)
+
+
+def _parity(runs: list[Run]) -> dict[str, Any]:
+    rows: list[dict[str, Any]] = []
+    features: set[str] = set()
+    for arch, recs in sorted(_by_arch(runs).items()):
+        for (backend, dtype), cells in sorted(worst_cells(recs).items()):
+            features |= set(cells)
+            rows.append({"arch": arch, "backend": backend, "dtype": dtype,
+                         "cells": {f: _num(v) for f, v in cells.items()}, "worst": _num(max(cells.values()))})
+    return {"features": sorted(features), "rows": rows}
+
+
+def _outcomes(runs: list[Run]) -> list[dict[str, Any]]:
+    out = []
+    for arch, recs in sorted(_by_arch(runs).items()):
+        by: dict[str, Counter[str]] = defaultdict(Counter)
+        for r in recs:
+            by[f"{r.target}/{r.backend}" + (f" (stand-in {r.standin})" if r.standin else "")][r.status] += 1
+        out += [{"arch": arch, "backend": b, **{s: c.get(s, 0) for s in STATUSES}} for b, c in sorted(by.items())]
+    return out
+
+
+def _failures(runs: list[Run]) -> list[dict[str, Any]]:
+    return [{"arch": run.arch, "backend": r.backend, "case_id": r.case_id, "status": r.status,
+             "crash": is_crash(r), "known": r.known, "line": failure_line(r)}
+            for run in runs for r in run.parity if r.status in ("fail", "error")]
+
+
+def _skips(runs: list[Run]) -> list[dict[str, Any]]:
+    c: Counter[tuple[str, str, str, str]] = Counter()
+    for run in runs:
+        for r in run.parity:
+            if r.status in ("skip", "refused"):
+                c[(run.arch, r.status, r.backend, skips.constant_of(r.reason))] += 1
+    return [{"arch": a, "status": s, "backend": b, "reason": reason, "count": n}
+            for (a, s, b, reason), n in sorted(c.items())]
+
+
+def spec_for(target: str, arch: str) -> Optional[str]:
+    """The routing spec (routing/specs) that judges a run of `target` on `arch`, if one is written."""
+    if target == "torch":
+        return "torch"
+    if target == "flashinfer":
+        return "flashinfer-rocm" if arch.startswith("gfx") else "flashinfer-cuda"
+    return None
+
+
+def _routing(runs: list[Run]) -> list[dict[str, Any]]:
+    from routing import from_records  # imports the FlashInfer adapter module: only when there is routing to check
+
+    out = []
+    for run in runs:
+        if run.header is None or not any(r.backend.split("+")[0] == from_records.AUTO for r in run.parity):
+            continue
+        name = spec_for(run.header.target, run.arch)
+        if name is None:
+            continue
+        spec = from_records.SPECS[name]
+        try:
+            report = from_records.check_records([run.header, *run.parity], spec, run.arch)
+        except (InvalidValue, TypeError, KeyError) as e:  # records this version cannot replay: said, not skipped
+            out.append({"run_id": run.run_id, "spec": spec.library, "arch": run.arch, "ok": False,
+                        "error": f"{type(e).__name__}: {e}"})
+            continue
+        out.append({"run_id": run.run_id, **from_records.to_json(report, spec),
+                    "markdown": from_records.render_markdown(report, spec)})
+    return out
+
+
+def build(runs: list[Run]) -> dict[str, Any]:
+    """The report's model: every section as plain data (report.json is this, dumped)."""
+    recs = records_of(runs)
+    return {"runs": [_run_line(r) for r in runs], "parity": _parity(runs), "outcomes": _outcomes(runs),
+            "failures": _failures(runs), "skips": _skips(runs), "routing": _routing(runs),
+            "timing": [dict(timing.to_json(ab), markdown=timing.render_markdown(ab)) for ab in timing.tables(recs)]}
+
+
+def _fmt(v: Any) -> str:
+    return "-" if v is None else (v if isinstance(v, str) else f"{v:.2f}")
+
+
+def _demote(md: str, levels: int) -> str:
+    """Nest a rendered section's headings under this report's."""
+    return "\n".join(("#" * levels + line) if line.startswith("#") else line for line in md.splitlines())
+
+
+def render_markdown(model: dict[str, Any], title: str = "attncheck report") -> str:
+    lines = [f"# {title}", ""]
+    for r in model["runs"]:
+        if not r.get("header", True):
+            lines.append(f"- records without a run header in {r['path']}")
+            continue
+        vers = ", ".join(f"{k} {v}" for k, v in sorted(r["versions"].items()))
+        lines.append(f"- `{r['arch']}`: {r['target']} on {r['device']}, {r['budget']}, run `{r['run_id']}`"
+                     + ("" if r["finished"] else " (**did not finish**)")
+                     + (f", **stand-in {r['standin']}**" if r["standin"] else "") + f"; {vers}")
+    p = model["parity"]
+    if p["rows"]:
+        lines += ["", "## Parity: worst error / bound", "",
+                  "Per architecture, backend, dtype and feature; below 1 holds, `inf` is NaN, unwritten output or "
+                  "an infinity mismatch.", "",
+                  tabulate([[r["arch"], r["backend"], r["dtype"], *(_fmt(r["cells"].get(f)) for f in p["features"])]
+                            for r in p["rows"]], ["arch", "backend", "dtype", *p["features"]], tablefmt="github",
+                           disable_numparse=True)]
+    if model["outcomes"]:
+        lines += ["", "## Outcomes", "", tabulate([[o["arch"], o["backend"], *(o[s] for s in STATUSES)]
+                                                   for o in model["outcomes"]], ["arch", "backend", *STATUSES],
+                                                  tablefmt="github")]
+    fl = model["failures"]
+    lines += ["", f"## Failures ({len(fl)})", ""]
+    lines += [f"- `{f['arch']}` " + ("**crash** " if f["crash"] else "") + f["line"]
+              for f in fl[:MAX_LINES]] or ["None."]
+    if len(fl) > MAX_LINES:
+        lines.append(f"- ... and {len(fl) - MAX_LINES} more (report.json has them all)")
+    if model["skips"]:
+        lines += ["", "<details><summary>Skips and refusals by reason</summary>", "",
+                  tabulate([[s["arch"], s["status"], s["backend"], s["reason"], s["count"]] for s in model["skips"]],
+                           ["arch", "status", "backend", "reason", "count"], tablefmt="github"), "", "</details>"]
+    for r in model["routing"]:
+        if "error" in r:
+            lines += ["", f"## Routing: {r['spec']} at {r['arch']} (**not checked**)", "", r["error"]]
+            continue
+        verdict = "holds" if r["ok"] else "**fails**"
+        body = r["markdown"].split("\n", 1)[1]  # its own title is replaced by this section's
+        lines += ["", f"## Routing: {r['spec']} at {r['arch']} ({verdict})", _demote(body, 1)]
+    if model["timing"]:
+        lines += ["", "## Timing: A/B ratio tables", ""]
+        lines += [t["markdown"] for t in model["timing"]]
+    return "\n".join(lines).rstrip() + "\n"

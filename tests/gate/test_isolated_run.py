@@ -1,0 +1,79 @@
+"""`attncheck run --isolate` and the ledger's crash entries: a crashing case is one record, and the run goes on."""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pytest
+
+import conformance.known_failures as kf
+from conformance import cli
+from conformance.gate import CRASHED, NOT_LAUNCHED, is_crash
+from conformance.isolate import FAULT_ENV
+from kernels import skips
+from reports.records import ParityRecord, RunFooter, read_jsonl
+from scenarios.case import Case
+
+C1 = Case("ragged", (3, 2), (7, 4), 4, 2, head_dim_qk=16, head_dim_vo=16, q_dtype="fp32", kv_dtype="fp32",
+          o_dtype="fp32")
+C2 = C1.replace(causal=True)
+ARGS = ["run", "--device", "cpu", "--backend", "math", "--backend", "flash", "--case", json.dumps(C1.to_json()),
+        "--case", json.dumps(C2.to_json())]
+
+
+def test_a_case_that_aborts_its_process_is_named_and_the_run_finishes(tmp_path: Any, capsys: pytest.CaptureFixture[str],
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(FAULT_ENV, f"flash:{C1.id}")
+    code = cli.main([*ARGS, "--isolate", "--out", str(tmp_path)])
+    assert code == 1
+    recs = read_jsonl(str(tmp_path / "results.jsonl"))
+    assert isinstance(recs[-1], RunFooter)
+    parity = {(r.backend, r.case_id): r for r in recs if isinstance(r, ParityRecord)}
+    bad = parity[("flash", C1.id)]
+    assert is_crash(bad) and "SIGABRT" in bad.reason
+    assert [r.status for k, r in parity.items() if k != ("flash", C1.id)] == ["pass"] * 3
+    report = open(os.path.join(tmp_path, "report.md"), encoding="utf-8").read()
+    assert f"flash {C1.id}: error | {CRASHED}: killed by signal SIGABRT" in report
+
+
+def test_isolation_cannot_replay_a_captured_batch(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from scenarios.tensors import materialize, save
+
+    save(materialize(C1, 0), str(tmp_path / "b.pt"))
+    code = cli.main(["run", "--device", "cpu", "--inputs", str(tmp_path / "b.pt"), "--isolate", "--out",
+                     str(tmp_path / "o")])
+    assert code == 2 and "--isolate=True" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_crash_entry_is_not_launched(tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """The ledger's crash entry keeps its case from running at all: a skip naming the entry (no --isolate needed)."""
+    import torch
+
+    entry = kf.KnownFailure("torch-fake-crash", "torch", (torch.__version__,), "kills the process", "crash",
+                            "docs/evidence/none.py", False, "test",
+                            applies=lambda c, b: c == C1.to_json() and b == "flash")
+    monkeypatch.setattr(kf, "LEDGER", (entry,))
+    assert cli.main([*ARGS, "--out", str(tmp_path)]) == 0  # launched, the case would run here and pass
+    parity = {(r.backend, r.case_id): r for r in read_jsonl(str(tmp_path / "results.jsonl"))
+              if isinstance(r, ParityRecord)}
+    held = parity[("flash", C1.id)]
+    assert held.status == "skip" and held.known == "torch-fake-crash"
+    assert skips.constant_of(held.reason) == NOT_LAUNCHED and "not filed upstream yet" in held.reason
+
+
+def test_a_dead_cuda_context_moves_the_rest_of_a_gate_run_to_child_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After an error, a dead context is said in the record, and later cases go to a (lazily started) child."""
+    import conformance.grid_run as gr
+    from conformance.isolate import CONTEXT_LOST
+
+    run = gr.GridRun("torch", "cpu", "quick", 0, "main")
+    monkeypatch.setattr(gr, "context_alive", lambda device: False)
+    base = run.base
+    rec, entry = run.evaluate(C1, "math", lambda: ParityRecord(backend="math", case_id=C1.id, case=C1.to_json(),
+                                                               status="error", reason="RuntimeError: illegal", **base))
+    assert rec.reason == f"RuntimeError: illegal; {CONTEXT_LOST}" and entry is None
+    assert run.evaluator is not None and run.evaluator.starts == 0
+    run.close(0.0)

@@ -1,0 +1,249 @@
+"""The CPU mutant catalogue proves every test can fail; the machinery around it cannot fake that proof.
+
+One run of `attncheck mutate --target all --device cpu --budget quick` (the CPU catalogue: oracle,
+routing-spec, adapter and library mutants, with the conformance slice): no mutant survives and no
+test kills nothing. The small tests pin what such a run rests on: coverage-based selection and
+its widening rules, the verdicts (a named test must be the killer; an import-time failure counts
+only for an at-import mutant), the fork server (a crash ends one run only), and the command line
+(bad usage writes nothing).
+"""
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conformance import cli
+from conformance.mutations import selection as sel
+from conformance.mutations.engine import Mutation, Settings, _shards
+from conformance.mutations.killmatrix import JSON, JSONL, MARKDOWN, classify
+from conformance.mutations.kinds import Mutant, PackageMutant, TorchPatch, named
+from conformance.mutations.launcher import ForkServerLauncher, Job, child_env
+from conformance.mutations.runner import repo_root
+from conformance.mutations.targets import CATALOGUES, catalogue
+
+ALL = catalogue("all")
+
+
+@pytest.mark.slow
+def test_cpu_catalogue_kills_every_mutant_and_every_test_kills_one(tmp_path: Path) -> None:
+    """CI's proof: every CPU mutant killed by a test it names, every test of the run killing one."""
+    km = Mutation(Settings(target="all", device="cpu", budget="quick", out_dir=tmp_path, strategy="first-kill"),
+                  progress=lambda line: None).run()
+    report = (tmp_path / MARKDOWN).read_text()
+    assert km.control["passed"], km.control
+    assert not km.not_killed(), "\n".join(f"{m.name} ({m.status}): {m.detail}" for m in km.not_killed())
+    assert not km.rows_killing_nothing(), report
+    kinds = {m.kind for m in km.runnable()}
+    assert kinds == {"oracle", "routing-spec", "adapter", "library"}
+    assert any(r.startswith("conformance/test_parity_grid.py::") for r in km.rows)
+    skipped = {m.name for m in km.mutants if m.status == "skipped"}
+    assert skipped == {m.name for m in ALL if m.needs == "cuda"}  # listed, with the reason
+    records = [json.loads(line) for line in (tmp_path / JSONL).read_text().splitlines()]
+    assert sum(r["record"] == "mutant" for r in records) == len(ALL)
+    assert json.loads((tmp_path / JSON).read_text())["ok"] is True
+
+
+# ---- the catalogue itself -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mutant", [m for m in ALL if isinstance(m, Mutant)], ids=lambda m: m.name)
+def test_every_text_mutant_applies_and_compiles(mutant: Mutant) -> None:
+    """Each repository mutant's `old` occurs exactly once today, and the edited file still compiles."""
+    text = (repo_root() / mutant.path).read_text()
+    assert text.count(mutant.old) == 1
+    compile(text.replace(mutant.old, mutant.new), mutant.path, "exec")
+
+
+@pytest.mark.parametrize("patch", [m for m in ALL if isinstance(m, TorchPatch)], ids=lambda m: m.name)
+def test_every_torch_patch_names_a_function_and_its_calling_lines(patch: TorchPatch) -> None:
+    """The patched torch attribute and the fault factory exist; every call site text is in its file."""
+    import importlib
+
+    mod, attr = patch.target.split(":")
+    assert callable(getattr(importlib.import_module(mod), attr))
+    fmod, fname = patch.fault.split(":")
+    assert callable(getattr(importlib.import_module(fmod), fname))
+    for path, text in patch.sites:
+        assert text in (repo_root() / path).read_text(), (path, text)
+
+
+def test_flashinfer_package_mutants_match_the_pinned_wheel() -> None:
+    """Each FlashInfer mutant's `old` occurs once in flashinfer-python 0.7.2.post1 (where the wheel is at hand)."""
+    import zipfile
+
+    wheels = sorted((repo_root() / ".whl").glob("flashinfer_python-0.7.2*.whl"))
+    if not wheels:
+        pytest.skip("no flashinfer wheel in .whl/ (docs/h200-runner.md says how to fetch it)")
+    with zipfile.ZipFile(wheels[0]) as z:
+        for m in (m for m in ALL if isinstance(m, PackageMutant)):
+            assert z.read(f"{m.package}/{m.path}").decode().count(m.old) == 1, m.name
+
+
+def test_catalogues_cover_every_class_and_the_seeds_ab_list() -> None:
+    assert {m.kind for m in CATALOGUES["torch"]} == {"oracle", "routing-spec", "adapter", "library"}
+    assert {m.kind for m in CATALOGUES["flashinfer"]} == {"oracle", "routing-spec", "adapter", "library"}
+    names = {m.name for m in ALL}
+    assert {"rocm-fork-ragged-table-disarmed", "rocm-fork-ragged-q-len-dropped",
+            "rocm-fork-late-recheck-removed"} <= names
+    assert {"flashinfer-mask-ignored-by-auto", "flashinfer-paged-mask-buffer-kept",
+            "flashinfer-ragged-auto-resolved-once"} <= names
+    assert {"rocm-ragged-row-disarmed", "rocm-flat-gather-threshold-shifted", "rocm-explicit-none-deleted"} <= names
+
+
+def test_docs_list_every_mutant() -> None:
+    """docs/mutation.md names every mutant of the non-oracle catalogues (docs/oracle-mutants.md the oracle's)."""
+    doc = (repo_root() / "docs" / "mutation.md").read_text()
+    missing = [m.name for m in ALL if m.kind != "oracle" and f"`{m.name}`" not in doc]
+    assert not missing
+
+
+# ---- selection ------------------------------------------------------------------------------------
+
+SOURCE = textwrap.dedent('''\
+    import functools
+    TABLE = {"a": 1,
+             "b": 2}
+
+
+    def f(x):
+        if x:
+            return 1
+        return 2
+
+
+    @functools.lru_cache(maxsize=None)
+    def g():
+        return TABLE["a"]
+''')
+
+
+@pytest.mark.parametrize("first, last, lines, once", [
+    (8, 8, {8}, False),        # a statement in a function: that line, measured per test
+    (7, 7, {7}, False),        # an `if` header only, not its body
+    (3, 3, {2, 3}, True),      # a continuation line of a module-level statement: the whole statement, once
+    (14, 14, {14}, True),      # inside an lru_cache'd function: runs once per process
+])
+def test_statement_lines_and_what_runs_once(first: int, last: int, lines: set, once: bool) -> None:
+    assert sel.statement_lines(SOURCE, first, last) == (lines, once)
+
+
+def test_selection_widens_by_fixture_scope_and_parity_case() -> None:
+    """A module fixture's lines reach every test of its module; a parity test brings its case's other backends."""
+    grid = "conformance/test_parity_grid.py::test_backend_matches_the_oracle"
+    rows = ["tests/a/test_x.py::t1", "tests/a/test_x.py::t2", "tests/a/test_y.py::t3",
+            f"{grid}[math-ragged-b1-abc]", f"{grid}[flex-ragged-b1-abc]", f"{grid}[math-paged-b2-def]"]
+    got = sel.tests_for({"test:tests/a/test_x.py::t1", "fixture:tests/a/test_y.py"}, rows)
+    assert got == {"tests/a/test_x.py::t1", "tests/a/test_y.py::t3"}
+    got = sel.tests_for({f"test:{grid}[math-ragged-b1-abc]"}, rows)
+    assert got == {f"{grid}[math-ragged-b1-abc]", f"{grid}[flex-ragged-b1-abc]"}
+
+
+def test_a_line_run_once_selects_every_test_of_its_file() -> None:
+    cov = sel.CoverageMap({"m.py": {2: {""}, 8: {"test:t::a"}, 9: {"test:t::b"}}})
+    assert cov.contexts(sel.Site("m.py", frozenset({8}), False)) == {"test:t::a"}
+    assert cov.contexts(sel.Site("m.py", frozenset({2}), True)) == {"", "test:t::a", "test:t::b"}
+
+
+def test_shards_keep_files_whole() -> None:
+    rows = ["a.py::1", "a.py::2", "b.py::1", "c.py::1", "a.py::3"]
+    shards = _shards(rows, 2)
+    assert sorted(map(len, shards)) == [2, 3] and ["a.py::1", "a.py::2", "a.py::3"] in shards
+
+
+# ---- verdicts -------------------------------------------------------------------------------------
+
+def test_a_kill_counts_only_through_a_named_test() -> None:
+    kills = ["t::named", "g::grid[*]"]
+    assert classify(kills, ["t::named", "t::other"], {"t::named": "failed", "t::other": "passed"})[0] == "killed"
+    assert classify(kills, ["t::named", "t::other"], {"t::named": "passed", "t::other": "failed"})[0] == "misnamed"
+    assert classify(kills, ["g::grid[x]"], {"g::grid[x]": "error"})[0] == "killed"
+    assert classify(kills, ["t::named"], {"t::named": "skipped"})[0] == "survived"
+    assert classify(kills, ["t::named"], {})[0] == "broken"
+    assert named("g::grid[anything]", ("g::grid[*]",)) and not named("g::other[x]", ("g::grid[*]",))
+
+
+# ---- the fork server ------------------------------------------------------------------------------
+
+def test_a_crash_or_a_timeout_ends_one_run_and_the_server_forks_the_next(tmp_path: Path) -> None:
+    """A run killed by a signal or by its timeout reports so; the next run on the same server still
+    works; the server's imports include torch and nothing of the repository."""
+    crash = tmp_path / "crash.py"
+    crash.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    sleeper = tmp_path / "sleep.py"
+    sleeper.write_text("import time\ntime.sleep(60)\n")
+    ok = tmp_path / "ok.py"
+    ok.write_text("import sys\nprint('oracle' in sys.modules, 'torch' in sys.modules)\n")
+    env = child_env()
+    server = ForkServerLauncher(env)
+    try:
+        crashed = server.run(Job((str(crash),), tmp_path, (), env, tmp_path / "crash.log", 60))
+        slept = server.run(Job((str(sleeper),), tmp_path, (), env, tmp_path / "sleep.log", 1.0))
+        fine = server.run(Job((str(ok),), tmp_path, (), env, tmp_path / "ok.log", 60))
+    finally:
+        server.close()
+    assert crashed.returncode is not None and crashed.returncode < 0 and not crashed.timed_out
+    assert slept.timed_out
+    assert fine.returncode == 0 and (tmp_path / "ok.log").read_text().split() == ["False", "True"]
+
+
+# ---- the command line -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv, field", [
+    (["--target", "nonesuch"], "--target"),
+    (["--budget", "huge"], "--budget"),
+    (["--only", "no-such-mutant"], "--only"),
+    (["--workers", "0"], "--workers"),
+    (["--isolation", "threads"], "--isolation"),
+])
+def test_bad_usage_exits_2_naming_the_value_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                               argv: list, field: str) -> None:
+    out = tmp_path / "out"
+    assert cli.main(["mutate", *argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and field in err[0] and "Fix:" in err[0]
+    assert not out.exists()
+
+
+def test_an_unwritable_out_dir_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    if os.geteuid() == 0:
+        blocker = tmp_path / "file"
+        blocker.write_text("")
+        out = blocker / "sub"  # under a regular file: never creatable, even for root
+    else:
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        out = locked / "sub"
+    assert cli.main(["mutate", "--out", str(out)]) == 2
+    assert "--out" in capsys.readouterr().err and not out.exists()
+
+
+def test_mutate_writes_jsonl_json_and_markdown_for_a_small_run(tmp_path: Path) -> None:
+    """A two-mutant catalogue: the control then one JSONL record per mutant, the matrix as JSON and markdown."""
+    two = tuple(m for m in ALL if m.name in ("bound-exclusive", "torch-reason-none-not-not-reported"))
+    km = Mutation(Settings(target="torch", device="cpu", budget="quick", out_dir=tmp_path, strategy="first-kill",
+                           mutants=two, conformance=False), progress=lambda line: None).run()
+    assert km.ok
+    records = [json.loads(line) for line in (tmp_path / JSONL).read_text().splitlines()]
+    assert [r["record"] for r in records] == ["control", "mutant", "mutant"]
+    matrix = json.loads((tmp_path / JSON).read_text())
+    assert matrix["ok"] and sorted(matrix["rows"]) == sorted(k for m in two for k in m.kills)
+    assert all(matrix["matrix"][r] for r in matrix["rows"])
+    assert "bound-exclusive" in (tmp_path / MARKDOWN).read_text()
+
+
+def test_the_cli_runs_mutate_and_exits_1_on_a_survivor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture) -> None:
+    """`attncheck mutate` through cli.main: a mutant none of its tests can see survives, and the exit is 1."""
+    import conformance.mutations.engine as engine
+
+    blind = Mutant("blind", "oracle/compare.py", "    passed = n_bad == 0 and max_abs <= bound\n",
+                   "    passed = n_bad == 0 and max_abs <= bound  # a comment changes nothing\n", "an equivalent edit",
+                   ("tests/oracle/test_oracle_compare.py::test_error_equal_to_the_bound_passes_and_the_next_float_fails",))
+    monkeypatch.setattr(engine, "catalogue", lambda target: (blind,))
+    monkeypatch.setattr(engine, "conformance_rows", lambda *a: [])
+    assert cli.main(["mutate", "--target", "torch", "--out", str(tmp_path)]) == 1
+    assert "survived: blind" in capsys.readouterr().out
+    assert json.loads((tmp_path / JSON).read_text())["not_killed"] == ["blind"]
