@@ -54,6 +54,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="directory for JIT-compiled kernels (FlashInfer: FLASHINFER_WORKSPACE_BASE)")
     add_commands(sub)  # record, diff, sweep, report (conformance/cli_gate.py)
     cli_mutate.add_parser(sub)  # mutate: conformance/mutations/cli_mutate.py
+    sub.add_parser("explore", help="drive the stateful scenario machines (its options: attncheck explore --help)",
+                   add_help=False)  # parsed by scenarios/explore.py itself: see main()
     return p
 
 
@@ -169,6 +171,10 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["explore"]:  # the scenario machines keep their own parser (scenarios/explore.py)
+        from scenarios.explore import main as explore_main
+
+        return explore_main(argv[1:])
     args = _parser().parse_args(argv)  # argparse itself exits 2 on malformed options
     try:
         if args.command == "run":

@@ -178,3 +178,11 @@ def test_feature_keeps_only_cases_with_it(tmp_path) -> None:
     assert main(["run", "--target", "torch", "--backend", "math", "--feature", "window", "--out", str(tmp_path)]) == 0
     recs = [r for r in read_jsonl(str(tmp_path / "results.jsonl")) if isinstance(r, ParityRecord)]
     assert recs and all("window" in r.features for r in recs)
+
+
+def test_explore_is_dispatched_to_the_scenario_machines(tmp_path) -> None:
+    from conformance.cli import main
+
+    with pytest.raises(SystemExit) as e:  # argparse of scenarios/explore.py: unknown target
+        main(["explore", "--target", "nonesuch", "--out", str(tmp_path / "e")])
+    assert e.value.code == 2 and not (tmp_path / "e").exists()
