@@ -3,10 +3,11 @@
 A Mutant replaces `old` by `new` in one file. `old` must occur exactly once in that file (the
 runner refuses otherwise), so a mutant made stale by a refactor fails loudly instead of
 silently surviving as a no-op. `kills` names the pytest node ids that must fail under the
-mutant; they are chosen to be small and fast so the whole catalogue runs in about a minute.
+mutant, chosen small and fast (`<test>[*]`: every parametrization of a parity-grid test the
+mutant reaches). The Mutant type is in kinds.py; the other classes' catalogues sit beside this one.
 
-The catalogue checks itself at import: names are unique, kill ids are node ids under tests/.
-docs/oracle-mutants.md renders the same list for people.
+The catalogue checks itself at import: names are unique, kill ids are node ids under tests/ or
+conformance/. docs/oracle-mutants.md renders the same list for people.
 """
 from __future__ import annotations
 

@@ -100,10 +100,11 @@ def run(args: argparse.Namespace) -> int:
           + ("" if km.control.get("passed") else "; the control FAILED: " + ", ".join(list(km.control.get(
               "failed", {}))[:5])))
     if t.get("selected_s") is not None:
-        line = f"wall time: {t['selected_s']:.1f} s with coverage selection"
+        line = f"with coverage selection: {t['selected_s']:.1f} s wall, {t['selected_cpu_s'] or 0:.1f} s CPU"
         if t.get("whole_suite_s") is not None:
-            line += f", {t['whole_suite_s']:.1f} s running the whole suite per mutant " \
-                    f"({t['whole_suite_s'] / t['selected_s']:.1f}x)"
+            line += (f"; the whole suite per mutant: {t['whole_suite_s']:.1f} s wall "
+                     f"({t['whole_suite_s'] / t['selected_s']:.1f}x), {t['whole_suite_cpu_s'] or 0:.1f} s CPU "
+                     f"({(t['whole_suite_cpu_s'] or 0) / max(t['selected_cpu_s'] or 1e-9, 1e-9):.1f}x)")
         print(line)
     for m in km.not_killed():
         print(f"  {m.status}: {m.name}: {m.detail.splitlines()[0] if m.detail else ''}"[:300])

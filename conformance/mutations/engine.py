@@ -125,6 +125,7 @@ class Mutation:
         _link_shared(self.root, self._tmp)
         self.env = child_env()
         self.launcher = make_launcher(s.isolation, self.env)
+        self._cover_cpu = 0.0
 
     # ---- one process ---------------------------------------------------------------------------
     def _launch(self, name: str, copy_root: Path, tests: Sequence[str], *, modules: dict[str, str],
@@ -177,6 +178,7 @@ class Mutation:
         bad.update({t: o for t, o in outcomes.items() if o == "collection-error"})
         control = {"record": "control", "passed": not bad, "failed": bad, "tests": len(rows),
                    "skipped": sum(1 for t in rows if outcomes.get(t) == "skipped"),
+                   "skipped_tests": sorted(t for t in rows if outcomes.get(t) == "skipped"),
                    "duration_s": time.monotonic() - start, "cpu_s": cpu, "detail": "\n".join(tails)[-3000:]}
         cov = None
         if with_coverage and not bad:
@@ -259,7 +261,8 @@ class Mutation:
                 results[m.name] = MutantResult(m.name, m.kind, "skipped", list(m.kills), detail=str(skipped[m.name]))
                 sink.write(results[m.name].to_json())
         timing: dict[str, Optional[float]] = {"control_s": None, "mutants_s": None, "mutants_cpu_s": None,
-                                              "selected_s": None, "whole_suite_s": None}
+                                              "selected_s": None, "selected_cpu_s": None, "whole_suite_s": None,
+                                              "whole_suite_cpu_s": None}
         control: dict = {"passed": False}
         interrupted = False
         try:
@@ -284,9 +287,11 @@ class Mutation:
                     self._cover(runnable, rows, cov, results, sink)
                 timing["mutants_s"] = time.monotonic() - t1
                 timing["mutants_cpu_s"] = sum(r.cpu_s or 0.0 for r in results.values())
+                timing["selected_cpu_s"] = (control.get("cpu_s") or 0.0) + timing["mutants_cpu_s"] + self._cover_cpu
                 timing["selected_s"] = time.monotonic() - t0
                 if s.compare_whole_suite:
-                    timing["whole_suite_s"] = self._whole_suite(runnable, rows, results, sink)
+                    timing["whole_suite_s"], timing["whole_suite_cpu_s"] = self._whole_suite(runnable, rows, results,
+                                                                                             sink)
         except KeyboardInterrupt:
             interrupted = True
             self.progress("attncheck mutate: interrupted; the records written so far are kept")
@@ -354,24 +359,27 @@ class Mutation:
                 got = [t for t in r.killed_by if t not in results[r.name].killed_by]
                 results[r.name].killed_by += got
                 remaining = [t for t in remaining if t not in got]
+                self._cover_cpu += r.cpu_s or 0.0
                 sink.write({"record": "cover", "name": r.name, "tests": len(r.selected), "killed_by": got,
-                            "duration_s": r.duration_s})
+                            "duration_s": r.duration_s, "cpu_s": r.cpu_s})
                 self.progress(f"  cover: {r.name} kills {len(got)} of {len(r.selected)} rows not yet proven")
 
     def _whole_suite(self, runnable: list[AnyMutant], rows: list[str], results: dict[str, MutantResult],
-                     sink: _Sink) -> float:
-        """Every mutant against every row (no coverage run): the strategy selection replaces."""
+                     sink: _Sink) -> tuple[float, float]:
+        """Every mutant against every row (no coverage run): the strategy selection replaces. (wall, CPU)"""
         t = time.monotonic()
+        cpu = 0.0
         first = self.s.strategy == "first-kill"
         for r in self._each([(m, list(rows), "-whole", first) for m in runnable]):
             sel_r = results[r.name]
             missed = sorted(set(r.killed_by) - set(sel_r.killed_by))
+            cpu += r.cpu_s or 0.0
             sink.write({"record": "whole-suite", "name": r.name, "status": r.status, "tests": len(r.selected),
-                        "killed_by": len(r.killed_by), "duration_s": r.duration_s,
+                        "killed_by": len(r.killed_by), "duration_s": r.duration_s, "cpu_s": r.cpu_s,
                         "same_verdict": r.status == sel_r.status, "kills_selection_missed": missed})
             self.progress(f"  whole suite: {r.status:9s} {r.name} ({r.duration_s:.1f} s"
                           + (f", selection missed {len(missed)} killing tests" if missed else "") + ")")
-        return time.monotonic() - t
+        return time.monotonic() - t, cpu
 
 
 def _link_shared(root: Path, tmp: Path) -> None:
