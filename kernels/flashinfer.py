@@ -67,7 +67,7 @@ import torch
 from kernels import _env, skips
 from kernels import flashinfer_lib as fl
 from kernels.errors import KernelUnavailable, UnknownBackend, UnsupportedCase
-from kernels.flashinfer_support import decide
+from kernels.flashinfer_support import case_auto_pick, decide
 from kernels.flashinfer_variants import (GRAPH_SUFFIX, RunTiming, VariantKey, first_use, mark_used, split_backend,
                                          variant_key)
 from kernels.protocol import (LSE_BASE2, LSE_NATURAL, NOT_REPORTED, AttentionKernel, KernelOutput, Reason, Stage,
@@ -347,9 +347,7 @@ class FlashInferKernel:
         return fl.lib_facts(self.device)
 
     def _auto_pick(self, case: Case) -> Optional[str]:
-        return fl.determine_auto(self.device, has_mask=case.mask == "custom", q_dtype=to_torch(case.q_dtype),
-                                 kv_dtype=to_torch(case.kv_dtype), head_dim_qk=case.head_dim_qk,
-                                 head_dim_vo=case.head_dim_vo)
+        return case_auto_pick(self.device, case)
 
     def _decode_tensor_cores(self) -> bool:
         return self.options.decode_tensor_cores or self.library_backend == "fa3"

@@ -18,8 +18,8 @@ Which generator the wrappers call, read from 0.7.2.post1:
       of the resolved backend with head_dim for both (decode.py:2397)
   single prefill: `gen_single_prefill_module(backend, q, kv, o, hd_qk, hd_vo, pos, window, cap,
       fp16_qk_reduction)` (prefill.py:1527)
-`auto` is resolved with the library's own `determine_attention_backend` (kernels/flashinfer_lib
-`determine_auto`); a paged wrapper's sticky resolution can differ from it, and anything not
+`auto` is resolved as supports() resolves it (kernels/flashinfer_support `auto_resolution`, asking
+the library's own `determine_attention_backend`); a paged wrapper's sticky resolution can differ from it, and anything not
 prebuilt is simply compiled on first use (and timed as compile by the adapter).
 """
 from __future__ import annotations
@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional
 
 from kernels import flashinfer_lib as fl
+from kernels.flashinfer_support import auto_resolution, case_auto_pick
 from kernels.flashinfer_variants import split_backend
 from scenarios.case import Case
 from scenarios.dtypes import to_torch
@@ -66,23 +67,13 @@ class BuildResult:
         return {"requested": self.requested, "seconds": self.seconds, "error": self.error}
 
 
-def _resolved(case: Case, backend: str, device: str, decode_tensor_cores: bool) -> str:
-    if backend != "auto":
-        return backend
-    if case.layout == "decode" and (not decode_tensor_cores or not case.is_fp8):
-        return "fa2"  # decode.py _plan_impl; see kernels/flashinfer_support._auto_resolution
-    pick = fl.determine_auto(device, has_mask=case.mask == "custom", q_dtype=to_torch(case.q_dtype),
-                             kv_dtype=to_torch(case.kv_dtype), head_dim_qk=case.head_dim_qk,
-                             head_dim_vo=case.head_dim_vo)
-    return pick or "fa2"
-
-
 def module_request(case: Case, backend: str, device: str, *, decode_tensor_cores: bool = False
                    ) -> Optional[ModuleRequest]:
     """The module `case` loads under `backend` ("+graph" allowed); None for backends without JIT."""
     lib_backend, _ = split_backend(backend)
     tc = decode_tensor_cores or lib_backend == "fa3"
-    resolved = _resolved(case, lib_backend, device, tc)
+    resolved = lib_backend if lib_backend != "auto" else auto_resolution(
+        case, lambda c: case_auto_pick(device, c), tc)
     if resolved not in ("fa2", "fa3"):
         return None  # cudnn, trtllm-gen, aiter: no per-case JIT module of this kind
     window, cap = case.window_left >= 0, case.logits_soft_cap > 0

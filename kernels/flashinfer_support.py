@@ -52,10 +52,10 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from kernels import skips
-from kernels.flashinfer_lib import LibFacts
+from kernels.flashinfer_lib import LibFacts, determine_auto
 from kernels.protocol import Support
 from scenarios.case import Case
-from scenarios.dtypes import is_fp8
+from scenarios.dtypes import is_fp8, to_torch
 
 SIXTEEN_BIT = ("fp16", "bf16")
 UPSTREAM_DTYPES = ("fp16", "bf16", "e4m3fn", "e5m2")  # jit/utils.py:33 dtype_map (+ kv-only uint8/fp4)
@@ -102,14 +102,22 @@ def decide(case: Case, backend: str, *, graph: bool, facts: LibFacts, auto_pick:
         return _fork_rules(case, backend, facts, graph=graph)
     resolved = backend
     if backend == "auto":
-        resolved = _auto_resolution(case, auto_pick, decode_tensor_cores)
+        resolved = auto_resolution(case, auto_pick, decode_tensor_cores)
     why = _backend_rules(case, resolved)
     if why is not None and backend == "auto":
         return Support.no(f"{why.reason} (auto resolves to {resolved} for this case)")
     return why or Support.yes()
 
 
-def _auto_resolution(case: Case, auto_pick: AutoPick, decode_tensor_cores: bool) -> str:
+def case_auto_pick(device: str, case: Case) -> Optional[str]:
+    """Upstream's selector asked about `case` the way plan() asks it (kernels.flashinfer_lib.determine_auto)."""
+    return determine_auto(device, has_mask=case.mask == "custom", q_dtype=to_torch(case.q_dtype),
+                          kv_dtype=to_torch(case.kv_dtype), head_dim_qk=case.head_dim_qk,
+                          head_dim_vo=case.head_dim_vo)
+
+
+def auto_resolution(case: Case, auto_pick: AutoPick, decode_tensor_cores: bool) -> str:
+    """The library backend `auto` resolves to for `case` (supports() and the JIT prebuild share it)."""
     if case.layout == "decode" and not decode_tensor_cores:
         # decode.py _plan_impl: without tensor cores auto keeps the CUDA-core kernel ("fa2"),
         # cudnn only on SM100/103 for multi-token rows (_auto_decode_prefers_cudnn), never here.

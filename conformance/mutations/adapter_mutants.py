@@ -96,6 +96,21 @@ FLASHINFER_ADAPTER_MUTANTS: tuple[Mutant, ...] = (
              "            return self.options.lse_base, LSE_NATURAL\n",
              "the LSE declared natural whatever base the library was asked for",
              (_T_FI + "test_lse_is_declared_in_the_base_the_library_returns[paged]",)),
+    _adapter("fi-prebuild-wrong-generator", "kernels/flashinfer_prebuild.py",
+             '    gen = "batch_prefill_fa2" if resolved == "fa2" else "batch_prefill"\n',
+             '    gen = "batch_prefill"\n',
+             "the prebuild builds fa2's batch prefill with the public generator, not the primary module plan() loads",
+             ("tests/kernels/test_flashinfer_prebuild.py::test_module_requests_follow_the_generators_plan_calls",)),
+    _adapter("fi-matrix-directed-cases-dropped", "kernels/flashinfer_matrix.py",
+             "    cases = [rehome(c) for c in directed_cases()]\n",
+             "    cases = []\n",
+             "the FlashInfer matrix loses the directed cases (empty batch, zero lengths, fully masked rows ...)",
+             ("tests/kernels/test_flashinfer_matrix.py::test_directed_cases_keep_their_shape_on_a_profile",)),
+    _adapter("fi-fork-graph-decode-lse-claimed", "kernels/flashinfer_support.py",
+             "        if graph and api == \"decode\" and case.return_lse:\n",
+             "        if False:\n",
+             "aiter+graph decode claims LSE, which the fork refuses under capture (rule 32)",
+             (_T_FI + "test_fork_aiter_graph_decode_declines_lse_which_capture_refuses",)),
 )
 
 check_unique(TORCH_ADAPTER_MUTANTS + FLASHINFER_ADAPTER_MUTANTS)
