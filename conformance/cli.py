@@ -41,7 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=0, help="seed of the matrix and of the input values")
     run.add_argument("--out", default="attncheck-out", help="directory for results.jsonl and report.md")
     run.add_argument("--case", action="append", dest="cases", default=None,
-                     help="run this case instead of the matrix: JSON text or @file.json (repeatable)")
+                     help="run this case (a JSON object) or these cases (a JSON list) instead of the matrix: JSON "
+                          "text or @file.json (repeatable)")
     run.add_argument("--inputs", default=None,
                      help="replay a captured batch (a file written by scenarios.tensors.save)")
     run.add_argument("--feature", action="append", dest="features", default=None,
@@ -59,7 +60,8 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _load_case(text: str) -> Case:
+def _load_cases(text: str) -> list[Case]:
+    """One Case (a JSON object) or several (a JSON list of objects), as text or @file.json."""
     src = text
     if text.startswith("@"):
         try:
@@ -71,10 +73,12 @@ def _load_case(text: str) -> Case:
         obj = json.loads(src)
     except json.JSONDecodeError as e:
         raise InvalidCase("<json>", text[:80], "a JSON object of Case fields", f"fix the JSON ({e.msg})") from None
-    if not isinstance(obj, dict):
-        raise InvalidCase("<json>", text[:80], "a JSON object of Case fields", "wrap the fields in {...}")
+    objs = obj if isinstance(obj, list) else [obj]
+    if not objs or not all(isinstance(o, dict) for o in objs):
+        raise InvalidCase("<json>", text[:80], "a JSON object of Case fields, or a non-empty list of them",
+                          "wrap the fields in {...}")
     try:
-        return Case.from_json(obj)
+        return [Case.from_json(o) for o in objs]
     except TypeError as e:
         raise InvalidCase("<json>", text[:80], "every required Case field (layout, qo_lens, kv_lens, "
                           "num_qo_heads, num_kv_heads)", f"add the missing field ({e})") from None
@@ -133,7 +137,7 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     for f in args.features or []:
         if f not in FEATURES:
             raise InvalidValue("--feature", f, f"one of {', '.join(FEATURES)}", "pass a feature name from that list")
-    cases = [_load_case(c) for c in args.cases] if args.cases else None
+    cases = [c for text in args.cases for c in _load_cases(text)] if args.cases else None
     inputs = load(args.inputs) if args.inputs else None
     if args.jit_cache:
         _set_jit_cache(args.jit_cache)

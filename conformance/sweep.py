@@ -158,19 +158,29 @@ def timer_for(device: str) -> Timer:
     return CudaEventTimer(device) if device.split(":")[0] == "cuda" else WallTimer()
 
 
+def timed_call(adapter: AttentionKernel, inputs: Any) -> Callable[[], Any]:
+    """What one timed repetition calls: the adapter's `bench_call` (the library's run alone, on buffers
+    allocated once, no poisoning and no synchronisation, which would sit inside the timed interval),
+    or, for an adapter without one, plan() then run() through the adapter."""
+    bench = getattr(adapter, "bench_call", None)
+    if callable(bench):
+        return bench(inputs)
+    adapter.plan(inputs)
+    return lambda: adapter.run(inputs)
+
+
 def time_interleaved(adapters: dict[str, AttentionKernel], inputs: Any, reps: int, warmup: int,
                      timer: Timer) -> dict[str, list[float]]:
     """Seconds per repetition for each backend, the order reversing between repetitions (A B, B A, ...)."""
     names = list(adapters)
-    for n in names:
-        adapters[n].plan(inputs)
+    calls = {n: timed_call(adapters[n], inputs) for n in names}
     for _ in range(warmup):
         for n in names:
-            adapters[n].run(inputs)
+            calls[n]()
     samples: dict[str, list[float]] = {n: [] for n in names}
     for i in range(reps):
         for n in (names if i % 2 == 0 else names[::-1]):
-            samples[n].append(timer(lambda: adapters[n].run(inputs)))
+            samples[n].append(timer(calls[n]))
     return samples
 
 

@@ -66,6 +66,7 @@ import torch
 
 from kernels import _env, skips
 from kernels import flashinfer_lib as fl
+from kernels.flashinfer_calls import LibraryCall, as_poisoned, as_zeros, host_copy
 from kernels.errors import KernelUnavailable, UnknownBackend, UnsupportedCase
 from kernels.flashinfer_support import case_auto_pick, decide
 from kernels.flashinfer_variants import (GRAPH_SUFFIX, RunTiming, VariantKey, first_use, mark_used, split_backend,
@@ -326,6 +327,9 @@ class FlashInferKernel:
         self.timings: list[RunTiming] = []
         self.graph_events: list[str] = []
         self.last_run: dict[str, Any] = {}
+        # A list to log every library call into (kernels/flashinfer_calls.py); eager mode only.
+        self.call_log: Optional[list[LibraryCall]] = None
+        self._labels: dict[int, str] = {}
 
     def __repr__(self) -> str:
         return f"FlashInferKernel(backend={self.backend!r}, device={self.device!r}, options={self.options})"
@@ -375,6 +379,24 @@ class FlashInferKernel:
         except Exception as e:  # supports() never raises
             return Support.no(skips.detail(skips.LIBRARY_REFUSED, f"support check failed: {type(e).__name__}: {e}"))
 
+    # ---- the call log -------------------------------------------------------------------------
+    def _logging(self) -> bool:
+        return self.call_log is not None and not self.graph
+
+    def _log_call(self, on: Any, method: str, args: tuple, kwargs: dict, result: Optional[str] = None) -> None:
+        assert self.call_log is not None
+        label = on if isinstance(on, str) else self._labels.get(id(on), "unlabelled")
+        self.call_log.append(LibraryCall(label, method, host_copy(args), host_copy(kwargs), result))
+
+    def _construct(self, cls: Any, workspace: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        w = cls(workspace, *args, **kwargs)
+        if self._logging():
+            label = f"w{len(self._labels) + 1}"
+            self._labels[id(w)] = label
+            self.call_log.append(LibraryCall("flashinfer", cls.__name__, (as_zeros(workspace),) + host_copy(args),
+                                             host_copy(kwargs), label))
+        return w
+
     # ---- wrappers -----------------------------------------------------------------------------
     def _workspace(self) -> torch.Tensor:
         # Zero-initialised: BatchDecode's float workspace "Must be initialized to 0 for its first use".
@@ -393,7 +415,7 @@ class FlashInferKernel:
             kw: dict[str, Any] = {"backend": self.library_backend}
             if api == "decode":
                 kw["use_tensor_cores"] = self._decode_tensor_cores()
-            self._wrappers[key] = cls(self._workspace(), kv_layout, **kw)
+            self._wrappers[key] = self._construct(cls, self._workspace(), kv_layout, **kw)
         return self._wrappers[key]
 
     def _graph_wrapper(self, api: str, kv_layout: str, batch: int, masked: bool, max_pages: int,
@@ -498,22 +520,27 @@ class FlashInferKernel:
 
     def _plan_wrapper(self, w: Any, inputs: Inputs, mask_kw: dict[str, Any]) -> None:
         c = inputs.case
+        plan = w.plan
+        if self._logging():
+            def plan(*args: Any, **kwargs: Any) -> Any:
+                self._log_call(w, "plan", args, kwargs)
+                return w.plan(*args, **kwargs)
         dts = dict(q_data_type=to_torch(c.q_dtype), kv_data_type=to_torch(c.kv_dtype), o_data_type=to_torch(c.o_dtype))
         cap = c.logits_soft_cap if c.logits_soft_cap > 0 else None
         if c.layout == "paged":
-            w.plan(self._i32(inputs.qo_indptr), self._i32(inputs.kv_page_indptr), self._i32(inputs.kv_page_indices),
-                   self._i32(inputs.kv_last_page_len), c.num_qo_heads, c.num_kv_heads, c.head_dim_qk, c.page_size,
-                   **fl.kwargs_for(w.plan, head_dim_vo=c.head_dim_vo, causal=c.causal, sm_scale=c.scale,
-                                   window_left=c.window_left, logits_soft_cap=cap, **mask_kw, **dts))
+            plan(self._i32(inputs.qo_indptr), self._i32(inputs.kv_page_indptr), self._i32(inputs.kv_page_indices),
+                 self._i32(inputs.kv_last_page_len), c.num_qo_heads, c.num_kv_heads, c.head_dim_qk, c.page_size,
+                 **fl.kwargs_for(w.plan, head_dim_vo=c.head_dim_vo, causal=c.causal, sm_scale=c.scale,
+                                 window_left=c.window_left, logits_soft_cap=cap, **mask_kw, **dts))
         elif c.layout == "ragged":
-            w.plan(self._i32(inputs.qo_indptr), self._i32(inputs.kv_indptr), c.num_qo_heads, c.num_kv_heads,
-                   c.head_dim_qk,
-                   **fl.kwargs_for(w.plan, head_dim_vo=c.head_dim_vo, causal=c.causal, sm_scale=c.scale,
-                                   window_left=c.window_left, logits_soft_cap=cap, **mask_kw, **dts))
+            plan(self._i32(inputs.qo_indptr), self._i32(inputs.kv_indptr), c.num_qo_heads, c.num_kv_heads,
+                 c.head_dim_qk,
+                 **fl.kwargs_for(w.plan, head_dim_vo=c.head_dim_vo, causal=c.causal, sm_scale=c.scale,
+                                 window_left=c.window_left, logits_soft_cap=cap, **mask_kw, **dts))
         else:  # decode: no causal (one query row: bottom-right causal is a no-op), no mask, one head_dim
-            w.plan(self._i32(inputs.kv_page_indptr), self._i32(inputs.kv_page_indices),
-                   self._i32(inputs.kv_last_page_len), c.num_qo_heads, c.num_kv_heads, c.head_dim_qk, c.page_size,
-                   **fl.kwargs_for(w.plan, window_left=c.window_left, logits_soft_cap=cap, sm_scale=c.scale, **dts))
+            plan(self._i32(inputs.kv_page_indptr), self._i32(inputs.kv_page_indices),
+                 self._i32(inputs.kv_last_page_len), c.num_qo_heads, c.num_kv_heads, c.head_dim_qk, c.page_size,
+                 **fl.kwargs_for(w.plan, window_left=c.window_left, logits_soft_cap=cap, sm_scale=c.scale, **dts))
 
     # ---- run ----------------------------------------------------------------------------------
     def _lse_base(self, api: str, facts: fl.LibFacts) -> tuple[Optional[str], float]:
@@ -566,6 +593,26 @@ class FlashInferKernel:
         return KernelOutput(out=out, lse=lse if want_lse else None, lse_base=lse_base, resolved_backend=resolved,
                             fallback_reason=reason)
 
+    def bench_call(self, inputs: Inputs) -> Callable[[], Any]:
+        """The library's run() alone, for timing (conformance/sweep.py): planned once, out= allocated once.
+
+        Eager wrappers only (paged, ragged, decode) and no LSE: a timed interval then holds the kernels
+        run() launches and nothing of the adapter's (no poisoning, no synchronisation, no copies).
+        Graph mode and single prefill time through run().
+        """
+        c = inputs.case
+        if self.graph or c.layout == "single":
+            self.plan(inputs)
+            return lambda: self.run(inputs)
+        self.plan(inputs)
+        p = self._planned
+        assert p is not None and p.wrapper is not None
+        facts = self._facts()
+        args, kw = fp8_arguments(c, resolved_backend_of(c.layout, p.wrapper), facts, inputs.device)
+        out, _ = self._buffers(c, c.total_qo, False)
+        w = p.wrapper
+        return lambda: self._call_run(w, c, inputs.q, inputs.k, inputs.v, args, kw, out, None, False)
+
     def _buffers(self, case: Case, rows: int, want_lse: bool) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
         out = poison(torch.empty((rows, case.num_qo_heads, case.head_dim_vo), dtype=to_torch(case.o_dtype),
                                  device=self.device))
@@ -579,9 +626,11 @@ class FlashInferKernel:
         if want_lse:
             kw["lse"] = lse
         kw = fl.kwargs_for(w.run, **kw)
-        if case.layout == "ragged":
-            return w.run(q, k, v, *args, **kw)
-        return w.run(q, (k, v), *args, **kw)
+        pos = (q, k, v, *args) if case.layout == "ragged" else (q, (k, v), *args)
+        if self._logging():
+            self._log_call(w, "run", pos, dict(kw, out=as_poisoned(out), **({"lse": as_poisoned(lse)} if want_lse
+                                                                              else {})))
+        return w.run(*pos, **kw)
 
     def _run_eager(self, inputs: Inputs, w: Any, args: tuple, kw: dict[str, Any], want_lse: bool
                    ) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
@@ -684,6 +733,8 @@ class FlashInferKernel:
         if orig is not None:
             g["get_single_prefill_module"] = observed
         try:
+            if self._logging():
+                self._log_call("flashinfer", fl.SINGLE_FUNCTION, (inputs.q, inputs.k, inputs.v), kw)
             t0 = time.perf_counter()  # the library call alone: the decoys above are not its cost
             res = fn(inputs.q, inputs.k, inputs.v, **kw)
             self._sync()

@@ -34,18 +34,20 @@ class Directed:
         return {name for name, _ in self.calls}
 
 
-def _case(layout: str, lengths: tuple[tuple[int, ...], tuple[int, ...]], dtype: str) -> Case:
-    return Case(layout, lengths[0], lengths[1], 4, 1, head_dim_qk=64, head_dim_vo=64, q_dtype=dtype, kv_dtype=dtype,
-                o_dtype=dtype, page_size=16 if layout == "paged" else 1)
+def _case(layout: str, lengths: tuple[tuple[int, ...], tuple[int, ...]], dtype: str, head_dims: tuple[int, int]
+          ) -> Case:
+    return Case(layout, lengths[0], lengths[1], 4, 1, head_dim_qk=head_dims[0], head_dim_vo=head_dims[1], q_dtype=dtype,
+                kv_dtype=dtype, o_dtype=dtype, page_size=16 if layout == "paged" else 1)
 
 
 def directed_for(profile: Profile, explicit: Optional[str]) -> list[Directed]:
     """The directed sequences for every ragged/paged layout in `profile` (the multi-row batched APIs)."""
     dtype = "bf16" if "bf16" in profile.dtypes else profile.dtypes[0]
+    dims = profile.head_dims()[0]
     out: list[Directed] = []
     for layout in [x for x in ("ragged", "paged") if x in profile.layouts]:
-        long_, short = _case(layout, LONG, dtype), _case(layout, SHORT, dtype)
-        empty = _case(layout, ((), ()), dtype)
+        long_, short = _case(layout, LONG, dtype, dims), _case(layout, SHORT, dtype, dims)
+        empty = _case(layout, ((), ()), dtype, dims)
         run: Call = ("run", {})
         seqs = [
             Directed(f"{layout}: long then short", (("plan_long", {"case": long_}), run,
@@ -76,6 +78,9 @@ def run_directed(machine: type[ScenarioMachine], seq: Directed) -> tuple[str, Op
         for name, kwargs in seq.calls:
             check = PRECONDITIONS.get(name)
             if check is not None and not check(m):
+                known = [st.note.split(":", 1)[0] for st in m.steps if st.outcome == "known"]
+                if known:  # a plan the ledger explains raised, so the sequence cannot go on
+                    return f"known: {known[0]}", None
                 return f"skipped: {name} does not apply here", None
             getattr(m, name)(**kwargs)
     except ScenarioFailure as e:

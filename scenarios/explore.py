@@ -1,7 +1,8 @@
 """Run the scenario machines for a target and keep what a failure needs to replay.
 
     explore(target, budget="ci", out=DIR, device="cpu", seed=0) -> Summary   (summary.exit_status)
-    python -m scenarios.explore --target torch|model|faults|standin [--budget ci|runner] --out DIR [--seed N]
+    python -m scenarios.explore --target torch|model|faults|standin|flashinfer [--budget ci|runner] --out DIR
+                                [--device cuda] [--seed N] [--examples N] [--steps N] [--subject NAME ...]
 
 Per subject (one library configuration): a warm-up call outside Hypothesis (first-use costs, a JIT,
 never land inside an example), the directed seed sequences (scenarios/directed.py), then the
@@ -13,7 +14,7 @@ Writes:
   DIR/scenario-summary.json     per subject: examples, steps, runs; directed results; failures with
                                 the invariant, the shrunk sequence of calls and the script's path
 Targets (scenarios/subjects.py): torch, model, faults (each fault must be caught, by a directed sequence
-and, on its own, by the exploration), standin.
+and, on its own, by the exploration), standin, flashinfer (the installed library on a GPU).
 Exit status: 0 when everything held (faults: when every fault was caught both ways), 1 otherwise,
 2 on bad usage.
 """
@@ -26,7 +27,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import torch
 from hypothesis import HealthCheck, Phase, Verbosity, seed as hypothesis_seed, settings
@@ -37,7 +38,6 @@ from hypothesis.stateful import get_state_machine_test
 from scenarios.directed import directed_for, run_directed
 from scenarios.machines import ScenarioFailure, ScenarioMachine, Stats, Subject, machine_for
 from scenarios.repro import write_repro
-from scenarios.strategies import probe_case
 from scenarios.subjects import TARGETS, subjects_for
 from scenarios.tensors import materialize
 
@@ -97,7 +97,7 @@ def warm_up(machine: type[ScenarioMachine]) -> None:
     s, prof = machine.subject, machine.profile
     adapter = s.make(s.backend)
     for layout in prof.layouts:
-        case = probe_case(layout, prof.dtypes[0])
+        case = prof.probe(layout)
         if adapter.supports(case).ok:
             inputs = materialize(case, 0, s.device)
             adapter.plan(inputs)
@@ -196,27 +196,50 @@ class Summary:
 
 
 def explore(target: str, *, budget: str = "ci", out: str | Path, device: str = "cpu", seed: int = 0,
-            subjects: Optional[Sequence[str]] = None) -> Summary:
-    """Run every subject of `target` (or those named in `subjects`) and write DIR's files."""
+            subjects: Optional[Sequence[str]] = None, examples: Optional[int] = None,
+            steps: Optional[int] = None, on_result: Callable[[SubjectResult], None] = lambda r: None) -> Summary:
+    """Run every subject of `target` (or those named in `subjects`) and write DIR's files.
+
+    `examples` and `steps` override the budget's (a hardware runner sizes them to its time); the
+    summary is rewritten after every subject, so an interrupted run keeps the subjects it finished.
+    """
     if budget not in BUDGETS:
         raise ValueError(f"budget={budget!r}: expected one of {', '.join(BUDGETS)}")
+    b = BUDGETS[budget]
+    for name, v in (("--examples", examples), ("--steps", steps)):
+        if v is not None and v < 1:
+            raise ValueError(f"{name}={v}: expected a positive count; pass at least 1, or leave it out for "
+                             f"the budget's ({b.examples} examples x {b.steps} steps)")
+    if examples is not None or steps is not None:
+        b = MachineBudget(b.name, examples or b.examples, steps or b.steps, examples or b.hunt, steps or b.hunt_steps)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    chosen = [s for s in subjects_for(target, device) if subjects is None or s.name in subjects]
-    results = [explore_subject(s, BUDGETS[budget], out, seed, hunt=target == "faults") for s in chosen]
-    summary = Summary(target, budget, seed, device, results)
-    (out / SUMMARY_NAME).write_text(json.dumps(summary.to_json(), indent=2) + "\n")
+    every = subjects_for(target, device)
+    unknown = sorted(set(subjects or ()) - {s.name for s in every})
+    if unknown:
+        raise ValueError(f"--subject {', '.join(unknown)}: not a subject of {target} here; expected one of "
+                         f"{', '.join(s.name for s in every)}")
+    chosen = [s for s in every if not subjects or s.name in subjects]
+    summary = Summary(target, budget, seed, device, [])
+    for s in chosen:
+        summary.results.append(explore_subject(s, b, out, seed, hunt=target == "faults"))
+        on_result(summary.results[-1])
+        (out / SUMMARY_NAME).write_text(json.dumps(summary.to_json(), indent=2) + "\n")
+    if not chosen:
+        (out / SUMMARY_NAME).write_text(json.dumps(summary.to_json(), indent=2) + "\n")
     return summary
 
 
+def print_result(r: SubjectResult) -> None:
+    held = "held" if r.failure is None else f"FAILED {r.failure['invariant']}"
+    print(f"{r.subject.name}: {r.stats.examples} examples, {r.stats.steps} steps, {r.stats.runs} runs, "
+          f"{held}; directed: {len(r.directed_failures)} of {len(r.directed)} failed ({r.seconds:.1f} s)", flush=True)
+    if r.failure is not None and r.failure["repro"]:
+        print("  " + "\n  ".join(r.failure["sequence"]))
+        print(f"  reproduce: python {r.failure['repro']}", flush=True)
+
+
 def _print(summary: Summary) -> None:
-    for r in summary.results:
-        held = "held" if r.failure is None else f"FAILED {r.failure['invariant']}"
-        print(f"{r.subject.name}: {r.stats.examples} examples, {r.stats.steps} steps, {r.stats.runs} runs, "
-              f"{held}; directed: {len(r.directed_failures)} of {len(r.directed)} failed ({r.seconds:.1f} s)")
-        if r.failure is not None and r.failure["repro"]:
-            print("  " + "\n  ".join(r.failure["sequence"]))
-            print(f"  reproduce: python {r.failure['repro']}")
     if summary.expects_failures:
         esc = summary.escaped()
         print(f"faults caught: {len(summary.results) - len(esc)} of {len(summary.results)}"
@@ -230,9 +253,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--out", required=True, help="directory for hypothesis-db/, failures/ and the summary")
     p.add_argument("--device", default="cpu")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--examples", type=int, help="examples per subject, instead of the budget's")
+    p.add_argument("--steps", type=int, help="steps per example, instead of the budget's")
+    p.add_argument("--subject", action="append", help="run only this subject (repeatable)")
     a = p.parse_args(argv)
     try:
-        summary = explore(a.target, budget=a.budget, out=a.out, device=a.device, seed=a.seed)
+        summary = explore(a.target, budget=a.budget, out=a.out, device=a.device, seed=a.seed, subjects=a.subject,
+                          examples=a.examples, steps=a.steps, on_result=print_result)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

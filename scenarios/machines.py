@@ -93,6 +93,12 @@ class Subject:
     exclude_layouts: Mapping[str, str] = field(default_factory=dict)
     # What every call must run inside (a stand-in installed as the library), entered by the runner.
     context: Optional[Callable[[], ContextManager[Any]]] = None
+    # Profile fields fixed over what the adapter claims (a JIT library: the dtypes and head dims whose
+    # modules a run builds), e.g. {"dtypes": ("bf16",), "head_dim_pairs": ((128, 128),)}.
+    profile_limits: Mapping[str, Any] = field(default_factory=dict)
+    # The known-failure ledger's id for a case whose raise it already explains (case-level entries of
+    # conformance/known_failures.py), or None: such a raise is logged as "known", not a new finding.
+    known: Optional[Callable[[Case, str], Optional[str]]] = None
 
 
 @dataclass
@@ -107,8 +113,13 @@ class Step:
     seed: int
     observed: Optional[tuple[str, Reason]] = None
     expected: Optional[ExpectedRoute] = None
-    outcome: str = "ok"  # "ok" | "decline" (supports said no) | "refuse" (library refused) | "raise"
+    # "ok" | "decline" (supports said no) | "refuse" (library refused) | "raise" | "known" (a raise the
+    # ledger explains; note names the entry)
+    outcome: str = "ok"
     note: str = ""
+    # The library calls this step made, where the adapter logs them (`call_log`: kernels/flashinfer.py);
+    # a plain-library reproduction script is written from them.
+    library_calls: list = field(default_factory=list)
 
     def line(self) -> str:
         text = f"{self.n:>2}. {self.call:<4} {self.backend:<6}"
@@ -194,6 +205,12 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
         return False
     both_nan = torch.isnan(a) & torch.isnan(b)
     return bool(((a == b) | both_nan).all())
+
+
+def _call_log(adapter: AttentionKernel) -> list:
+    """The adapter's log of library calls (`call_log`), or a throwaway list where it keeps none."""
+    log = getattr(adapter, "call_log", None)
+    return log if isinstance(log, list) else []
 
 
 # ---- preconditions, shared by the rules and the directed runner ----------------------------------------
@@ -323,10 +340,15 @@ class ScenarioMachine(RuleBasedStateMachine):
         key = (backend,) + self._wrapper_key(adapter, case)
         events = getattr(adapter, "graph_events", None)
         seen = len(events) if isinstance(events, list) else 0
+        log = _call_log(adapter)
+        mark = len(log)
         try:
             adapter.plan(inputs)
         except Exception as e:  # noqa: BLE001 - any exception is an observation to judge
+            step.library_calls = log[mark:]
             self.planned.pop(backend, None)
+            if self._known(step, case, backend, e):
+                return
             step.outcome, step.note = "raise", f"{type(e).__name__}: {e}"
             self._log(step)
             expected = self._expected(backend, key, case)
@@ -337,6 +359,7 @@ class ScenarioMachine(RuleBasedStateMachine):
                 self._fail([Violation("no_unexpected_error", f"plan raised {type(e).__name__}: {e}; "
                                                              f"the spec expects {want}")])
             return
+        step.library_calls = log[mark:]
         if isinstance(events, list) and any(e.startswith("new graph wrapper") for e in events[seen:]):
             self.histories[key] = []  # the adapter made a new library wrapper: a new first plan
         history = self.histories.setdefault(key, [])
@@ -358,6 +381,8 @@ class ScenarioMachine(RuleBasedStateMachine):
         adapter = self.adapters[backend]
         case = p.inputs.case
         step = Step(len(self.steps) + 1, rule_name, "run", backend, case, p.inputs.seed)
+        log = _call_log(adapter)
+        mark = len(log)
         try:
             out = adapter.run(p.inputs)
         except LibraryRefused as e:
@@ -365,9 +390,14 @@ class ScenarioMachine(RuleBasedStateMachine):
             self._log(step)
             return
         except Exception as e:  # noqa: BLE001
+            step.library_calls = log[mark:]
+            if self._known(step, case, backend, e):
+                self.planned.pop(backend, None)
+                return
             step.outcome, step.note = "raise", f"{type(e).__name__}: {e}"
             self._log(step)
             self._fail([Violation("no_unexpected_error", f"run raised {type(e).__name__}: {e}")])
+        step.library_calls = log[mark:]
         step.observed = (out.resolved_backend, out.fallback_reason)
         spec = self.subject.specs.get(backend)
         if spec is not None:
@@ -377,6 +407,15 @@ class ScenarioMachine(RuleBasedStateMachine):
         violations = self._check(backend, adapter, p, out, step)
         if violations:
             self._fail(violations)
+
+    def _known(self, step: Step, case: Case, backend: str, e: Exception) -> bool:
+        """Log a raise the ledger already explains as "known" (True); False for anything else."""
+        entry = self.subject.known(case, backend) if self.subject.known is not None else None
+        if entry is None:
+            return False
+        step.outcome, step.note = "known", f"{entry}: {type(e).__name__}: {e}"[:300]
+        self._log(step)
+        return True
 
     def _fail(self, violations: Sequence[Violation]) -> NoReturn:
         raise ScenarioFailure(self.subject.name, self.steps, violations)
@@ -419,8 +458,12 @@ class ScenarioMachine(RuleBasedStateMachine):
             if not _same(out.out, ref.out):
                 d = (out.out.double() - ref.out.double()).abs().nan_to_num(nan=float("inf")).max()
                 diffs.append(f"output differs from a fresh adapter's (max |diff| {float(d):.3g})")
-        elif float((out.out.double() - ref.out.double()).abs().nan_to_num(nan=float("inf")).max()) > bound:
-            diffs.append(f"output differs from a fresh adapter's by more than the bound {bound:.3g}")
+        elif out.out.shape != ref.out.shape:
+            diffs.append(f"output of shape {tuple(out.out.shape)}, a fresh adapter's {tuple(ref.out.shape)}")
+        elif out.out.numel() and float((out.out.double() - ref.out.double()).abs().nan_to_num(nan=float("inf")).max()
+                                       ) > bound:
+            d = (out.out.double() - ref.out.double()).abs().nan_to_num(nan=float("inf")).max()
+            diffs.append(f"output differs from a fresh adapter's by {float(d):.3g}, more than the bound {bound:.3g}")
         if not self.graph:
             if out.resolved_backend != ref.resolved_backend:
                 diffs.append(f"backend {out.resolved_backend!r}, a fresh adapter's {ref.resolved_backend!r}")
@@ -457,7 +500,7 @@ def _plan_rule(kind: str, cases: st.SearchStrategy[Case]) -> Any:
 def machine_for(subject: Subject, profile: Optional[S.Profile] = None) -> type[ScenarioMachine]:
     """A RuleBasedStateMachine class for `subject`, drawing inside its adapter's profile."""
     probe = subject.make(subject.backend)
-    prof = profile or S.probe_profile(probe)
+    prof = replace(profile or S.probe_profile(probe), **subject.profile_limits)
     if subject.exclude_layouts:
         prof = replace(prof, layouts=tuple(x for x in prof.layouts if x not in subject.exclude_layouts))
     ns: dict[str, Any] = {"subject": subject, "profile": prof, "graph": bool(getattr(probe, "graph", False)),

@@ -55,6 +55,17 @@ class Profile:
     soft_cap: bool = True
     head_dims_differ: bool = True
     hnd: bool = True
+    # The (qk, vo) head-dim pairs drawn; a JIT library narrows them to the modules a run has built.
+    head_dim_pairs: tuple[tuple[int, int], ...] = axes.SCENARIO_HEAD_DIM_PAIRS
+
+    def head_dims(self) -> list[tuple[int, int]]:
+        """The pairs drawn: head_dim_pairs, without unequal pairs where the adapter takes none."""
+        return [p for p in self.head_dim_pairs if self.head_dims_differ or p[0] == p[1]]
+
+    def probe(self, layout: str) -> Case:
+        """probe_case in the profile's first dtype and head dims: a warm-up that loads no other module."""
+        qk, vo = self.head_dims()[0]
+        return probe_case(layout, self.dtypes[0]).replace(head_dim_qk=qk, head_dim_vo=vo)
 
     def layouts_for(self, lengths: Lengths) -> tuple[str, ...]:
         """A long plan needs a multi-row query: decode (one row per request) cannot be long."""
@@ -120,7 +131,7 @@ def batches(draw: st.DrawFn, profile: Profile, *, lengths: Lengths = "any", mask
     kv = tuple(draw(st.integers(KV_LO, KV_HI)) for _ in qo)
     kv_heads = draw(st.sampled_from(axes.SCENARIO_NUM_KV_HEADS))
     ratio = draw(st.sampled_from(axes.SCENARIO_GQA_RATIOS))
-    pairs = [p for p in axes.SCENARIO_HEAD_DIM_PAIRS if profile.head_dims_differ or p[0] == p[1]]
+    pairs = profile.head_dims()
     dqk, dvo = draw(mostly(pairs[0], *pairs[1:]))
     dtype = draw(st.sampled_from(profile.dtypes))
     paged = layout in ("paged", "decode")

@@ -6,22 +6,26 @@
     faults   one model per seed defect class (scenarios/faults.py)
     standin  the flashinfer adapter on the ROCm fork's CPU stand-in (kernels/standins/), eager and
              graph, gfx942 and gfx950; the stand-in is installed around each subject's run
+    flashinfer  the installed FlashInfer on a GPU: `auto` under test per wrapper API (paged, ragged,
+             decode), eager and graph, fa2/fa3 requested explicitly, against the CUDA routing spec
 """
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
+from conformance.known_failures import known_for
+from conformance.markers import arch_here
 from kernels import _env, get_target
 from kernels.protocol import AttentionKernel
 from routing.spec import RoutingEnv
-from routing.specs import FLASHINFER_ROCM, TORCH_SDPA
+from routing.specs import FLASHINFER_CUDA, FLASHINFER_ROCM, TORCH_SDPA
 from scenarios import model_tables
 from scenarios.faults import FAULTS, make_faulty
 from scenarios.machines import Recipe, Subject
 from scenarios.model_router import make_model
 
-TARGETS = ("torch", "model", "faults", "standin")
+TARGETS = ("torch", "model", "faults", "standin", "flashinfer")
 
 
 def torch_subjects(device: str) -> list[Subject]:
@@ -92,6 +96,64 @@ def _installed(arch: str) -> contextlib.AbstractContextManager[Any]:
     return installed(arch=arch)
 
 
+# One subject per wrapper API: a defect found on one (Hypothesis stops at the first) hides nothing on
+# the others. Single prefill has no wrapper to keep across plans.
+FLASHINFER_APIS = ("paged", "ragged", "decode")
+# What a JIT runner draws: the dtype and head dims whose modules the quick FlashInfer matrix builds
+# (kernels/flashinfer_matrix.py profiles bf16-128 and bf16-128-window, fa2 and fa3), window on or off,
+# no soft cap (its module is another); every other axis is a runtime argument of those modules.
+FLASHINFER_LIMITS = {"dtypes": ("bf16",), "head_dim_pairs": ((128, 128),), "soft_cap": False}
+
+
+def _logging(adapter: AttentionKernel) -> AttentionKernel:
+    """An eager flashinfer adapter that logs its library calls, for plain-library scripts."""
+    if not getattr(adapter, "graph", False):
+        adapter.call_log = []  # type: ignore[attr-defined]
+    return adapter
+
+
+def flashinfer_subjects(device: str, make: Optional[Callable[[str, bool], AttentionKernel]] = None,
+                        offered: Optional[tuple[str, ...]] = None, arch: Optional[str] = None) -> list[Subject]:
+    """The installed FlashInfer, `auto` under test; raises ValueError where it cannot run.
+
+    `make(backend, graph)`, `offered` and `arch` replace the target's own (the CPU tests drive the
+    adapter on a fake of the library this way).
+    """
+    target = get_target("flashinfer")
+    if make is None:
+        here = target.available(device)
+        if not here.ok:
+            raise ValueError(f"--device {device}: {here.reason}")
+        make = lambda b, g: target.make(b, device, graph=g)  # noqa: E731
+    offered = target.backends(device) if offered is None else offered
+    explicit = tuple(b for b in ("fa2", "fa3", "aiter") if b in offered)
+    version = target.versions().get("flashinfer")
+    spec = FLASHINFER_ROCM if "aiter" in offered else FLASHINFER_CUDA
+    arch = arch or arch_here(device)
+
+    def known(case: Any, backend: str) -> Any:
+        return known_for("flashinfer", case.to_json(), backend, version)
+
+    out = []
+    for api in FLASHINFER_APIS:
+        for graph in (False, True):
+            # Eager: the adapter's logged calls become plain flashinfer calls; graph mode's capture and
+            # replay choreography is the adapter's, so its script drives the adapter.
+            recipe = (Recipe("library", "from kernels import get_target",
+                             f"get_target('flashinfer').make(backend, {device!r}, graph=True)") if graph
+                      else Recipe("flashinfer"))
+            out.append(Subject(
+                name=f"flashinfer-{arch}-{api}{'-graph' if graph else ''}", target="flashinfer", backend="auto",
+                make=lambda b, g=graph: _logging(make(b, g)), explicit=explicit,  # type: ignore[misc]
+                directed_backend=explicit[0] if explicit else None,
+                specs={b: spec for b in ("auto",) + explicit},
+                env=RoutingEnv(arch=arch, device=_env.device_type(device)), device=device, recipe=recipe,
+                exact_history=False, exclude_layouts={x: "explored by its own subject" for x in
+                                                      ("paged", "ragged", "decode", "single") if x != api},
+                profile_limits=FLASHINFER_LIMITS, known=known))
+    return out
+
+
 def subjects_for(target: str, device: str = "cpu") -> list[Subject]:
     if target == "torch":
         return torch_subjects(device)
@@ -101,4 +163,6 @@ def subjects_for(target: str, device: str = "cpu") -> list[Subject]:
         return fault_subjects()
     if target == "standin":
         return standin_subjects()
+    if target == "flashinfer":
+        return flashinfer_subjects(device)
     raise ValueError(f"target={target!r}: expected one of {', '.join(TARGETS)}")

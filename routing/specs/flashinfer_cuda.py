@@ -155,14 +155,20 @@ def _decode_tc_fp8(q: RoutingQuery) -> bool:
 
 RULES: tuple[RouteRule, ...] = (
     # -- plan() fails before auto is looked at --
-    RouteRule("empty_batch", _auto(lambda q, c: q.api in ("paged", "ragged") and q.batch_size == 0),
+    # (any requested backend: these raises precede every use of it)
+    RouteRule("empty_batch", lambda q, c: q.api in ("paged", "ragged") and q.batch_size == 0,
               None, NOT_REPORTED, expect_raises="RuntimeError",
               source="prefill.py:3449 paged `(qo_indptr[1:] - qo_indptr[:-1]).max()`, :5336 ragged "
                      "`kv_len_arr.max()` on an empty batch, before the resolution (:3669, :5527)"),
     RouteRule("decode_tensor_cores_empty_batch",
-              _auto(lambda q, c: q.api == "decode" and q.use_tensor_cores and q.batch_size == 0),
+              lambda q, c: q.api == "decode" and q.use_tensor_cores and q.batch_size == 0,
               None, NOT_REPORTED, expect_raises="RuntimeError",
               source="decode.py:2371 `kv_lens_arr_host.max()` before the tensor-core resolution (:2375)"),
+    # -- an explicit backend is what runs: upstream never redirects one (no performance gates) --
+    RouteRule("explicit_fa2", lambda q, c: q.requested == "fa2", "fa2", NOT_REPORTED,
+              source="prefill.py:3669, :5527, decode.py:2375 resolve only `auto`"),
+    RouteRule("explicit_fa3", lambda q, c: q.requested == "fa3", "fa3", NOT_REPORTED,
+              source="prefill.py:3669, :5527, decode.py:2375 resolve only `auto`"),
     # -- decode: which kernel family, before any selector call --
     RouteRule("decode_cuda_cores", _auto(lambda q, c: q.api == "decode" and not q.use_tensor_cores),
               "fa2", NOT_REPORTED,

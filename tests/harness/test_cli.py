@@ -38,6 +38,17 @@ def test_small_case_run_passes_and_writes_results(tmp_path, capsys):
     assert "Outcomes by backend" in (tmp_path / "report.md").read_text()
 
 
+def test_a_case_file_may_hold_a_list_of_cases(tmp_path, capsys):
+    """--case @file.json with a JSON list runs every case in it (a subset of a matrix, say)."""
+    f = tmp_path / "cases.json"
+    f.write_text(json.dumps([SMALL, dict(SMALL, qo_lens=[2], kv_lens=[5])]))
+    code, out, _ = _run(["run", "--target", "torch", "--device", "cpu", "--backend", "math",
+                         "--case", f"@{f}", "--out", str(tmp_path / "o")], capsys)
+    assert code == 0, out
+    parity = [r for r in read_jsonl(str(tmp_path / "o" / "results.jsonl")) if isinstance(r, ParityRecord)]
+    assert [r.case["qo_lens"] for r in parity] == [[3, 0], [2]]
+
+
 @pytest.mark.parametrize("args,needle", [
     (["--target", "nonesuch"], "'nonesuch'"),
     (["--budget", "fast"], "'fast'"),
@@ -46,6 +57,7 @@ def test_small_case_run_passes_and_writes_results(tmp_path, capsys):
      "num_kv_heads=3"),
     (["--case", "{not json"], "fix the JSON"),
     (["--case", '{"layout": "ragged"}'], "missing"),
+    (["--case", "[]"], "non-empty list"),
     (["--device", "tpu"], "'tpu'"),
     (["--target", "flashinfer"], "unavailable here"),
 ])

@@ -821,3 +821,44 @@ def test_fork_aiter_graph_decode_declines_lse_which_capture_refuses(fork: Any) -
     assert not adapter("aiter", graph=True).supports(nhd).ok
     assert adapter("aiter", graph=True).supports(replace(nhd, return_lse=False)).ok
     assert adapter("aiter").supports(nhd).ok  # eager: an fa2 shadow plan gives LSE
+
+
+# ---- timing and the call log ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["paged", "ragged", "decode"])
+def test_bench_call_is_the_librarys_run_alone_on_one_plan(fake: Any, name: str) -> None:
+    """What a sweep times: run() of the library on a wrapper planned once, out= reused, nothing else."""
+    a = adapter("fa2")
+    case = ALL[name]
+    inp = materialize(case, 0, CPU)
+    call = a.bench_call(inp)
+    runs = len(calls(case.layout, "run"))
+    first = call().clone()
+    second = call()
+    assert len(calls(case.layout, "plan")) == 1 and len(calls(case.layout, "run")) == runs + 2
+    assert calls(case.layout, "run")[-1]["kwargs"].get("out") is second  # the buffer allocated once
+    out_cmp, _ = judge(truth(inp), first, None, adapter="flashinfer")
+    assert out_cmp.passed and torch.equal(first, second)
+
+
+def test_the_call_log_holds_each_library_call_as_made(fake: Any) -> None:
+    """call_log (kernels/flashinfer_calls.py): construction, plan and run with host copies of the tensors
+    they got; the workspace and the poisoned buffers as shapes; graph mode logs nothing."""
+    from kernels.flashinfer_calls import Poisoned, Zeros
+
+    a = adapter("auto", workspace_bytes=4096)
+    a.call_log = []
+    inp, _ = run_case(a, RAGGED_MASK)
+    ctor, plan, run = a.call_log
+    assert (ctor.on, ctor.method, ctor.result) == ("flashinfer", "BatchPrefillWithRaggedKVCacheWrapper", "w1")
+    assert ctor.args[0] == Zeros((4096,), torch.uint8) and ctor.args[1] == "HND" and ctor.kwargs == {"backend": "auto"}
+    assert (plan.on, plan.method, run.on, run.method) == ("w1", "plan", "w1", "run")
+    (p,) = calls("ragged", "plan")
+    assert torch.equal(plan.args[0], p["args"][0].cpu()) and plan.args[0].device.type == "cpu"
+    assert torch.equal(plan.kwargs["custom_mask"], p["kwargs"]["custom_mask"])
+    assert run.kwargs["out"] == Poisoned((sum(RAGGED_MASK.qo_lens), 4, 64), torch.bfloat16)
+    assert torch.equal(run.args[0], inp.q.cpu())
+    g = adapter("fa2", graph=True)
+    g.call_log = []
+    run_case(g, RAGGED)
+    assert g.call_log == []

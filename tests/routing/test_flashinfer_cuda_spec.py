@@ -85,9 +85,9 @@ def _install_fake(mp: pytest.MonkeyPatch, arch: str) -> None:
     reset_seen()
 
 
-def _adapter(*, tensor_cores: bool = False, graph: bool = False) -> fi.FlashInferKernel:
+def _adapter(*, tensor_cores: bool = False, graph: bool = False, backend: str = "auto") -> fi.FlashInferKernel:
     # A small workspace: the fake never reads it, and 128 MiB zeroed per adapter would dominate the test.
-    return fi.FlashInferKernel("auto", "cpu", graph=graph, graphs=ff.FakeGraphs(),
+    return fi.FlashInferKernel(backend, "cpu", graph=graph, graphs=ff.FakeGraphs(),
                                options=fi.AdapterOptions(decode_tensor_cores=tensor_cores, workspace_bytes=1024))
 
 
@@ -125,6 +125,16 @@ def observed() -> list[tuple[str, RoutingQuery, ObservedRoute]]:
                         continue
                     q = query_from_case(case, RoutingEnv(arch=arch), use_tensor_cores=tensor_cores)
                     out.append((f"{arch}{' TC' if tensor_cores else ''} {label}", q, _observe(a, case)))
+            # Explicit backends, one case per layout: the backend asked for is the one that runs.
+            for backend in ("fa2", "fa3") if arch == "sm90" else ("fa2",):
+                for label, case in _cases():
+                    a = _adapter(backend=backend)
+                    if case.layout in {lbl.split()[-1] for lbl, *_ in out if f"explicit {backend}" in lbl} \
+                            or not a.supports(case).ok:
+                        continue
+                    q = query_from_case(case, RoutingEnv(arch=arch), requested=backend,
+                                        use_tensor_cores=backend == "fa3")
+                    out.append((f"{arch} explicit {backend} {case.layout}", q, _observe(a, case)))
         fl.lib_facts.cache_clear()
     return out
 

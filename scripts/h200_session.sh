@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# One sitting on the H200 runner as a background pipeline that outlives the 10-minute limit of a
+# single command: `start` launches it (setsid, so it survives the command that started it) from a
+# copy of the working tree; `wait S` follows it for S seconds and packs what it has measured so far
+# into $OUT; the next command, sent within the runner's warm window (30 s), finds it still running.
+#
+#   OUT=dir bash scripts/h200_session.sh start [wait seconds]    # first command of the sitting
+#   OUT=dir bash scripts/h200_session.sh wait SECONDS             # every later command
+#   OUT=dir bash scripts/h200_session.sh wheels074 SECONDS        # hands .whl074/ (0.7.4) over, then waits
+#
+# Needs .whl/ (flashinfer-python 0.7.2.post1 and apache-tvm-ffi; ../shared/tools/flashinfer-wheels)
+# carried by the `start` command, and .whl074/ (the same tool with 0.7.4) by the `wheels074` one.
+# Steps run in order of what the issues need most; each is logged to $R/NAME.log with its exit
+# status and seconds in $R/steps.txt, and whatever a step writes is packed as it stands.
+set -u
+A=/tmp/attncheck-session     # everything the pipeline owns on the runner
+R=$A/R                       # results, packed into $OUT by `wait`
+export PYTHONUNBUFFERED=1 FLASHINFER_CUDA_ARCH_LIST=9.0a MAX_JOBS=$(nproc)
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+
+pack() {  # what exists now -> $OUT: steps, the pipeline log's tail, and $R as tar parts of 15 MiB
+  [ -n "${OUT:-}" ] || return 0
+  cp "$R/steps.txt" "$OUT/steps.txt" 2>/dev/null
+  tail -n 400 "$A/pipeline.log" > "$OUT/pipeline-tail.log" 2>/dev/null
+  tar -C "$A" --exclude='R/explore/hypothesis-db' -czf - R side.log 2>/dev/null | split -b 15m -d - "$OUT/results.tgz."
+  tar -C "$A" -czf "$OUT/hypothesis-db.tgz" R/explore/hypothesis-db 2>/dev/null
+  ls -la "$OUT"
+}
+
+follow() {  # follow SECONDS: wait for the pipeline, printing each step as it ends; then pack
+  local until=$((SECONDS + $1)) seen=0
+  while [ $SECONDS -lt "$until" ] && [ ! -e "$A/DONE" ]; do
+    sleep 5
+    local n; n=$(wc -l < "$R/steps.txt" 2>/dev/null || echo 0)
+    if [ "$n" -gt "$seen" ]; then sed -n "$((seen + 1)),${n}p" "$R/steps.txt"; seen=$n; fi
+  done
+  [ -e "$A/DONE" ] && echo "pipeline DONE" || echo "pipeline still running: $(tail -n 1 "$A/pipeline.log")"
+  pack
+}
+
+step() {  # step NAME TIMEOUT CMD...: run it, log to $R/NAME.log, note rc and seconds
+  local name=$1 limit=$2; shift 2; local t0=$SECONDS
+  echo "== $name (limit ${limit}s) $(date -u +%T)"
+  timeout -s INT -k 20 "$limit" "$@" > "$R/$name.log" 2>&1
+  local rc=$?
+  echo "$name rc=$rc $((SECONDS - t0)) s" | tee -a "$R/steps.txt"
+  tail -n 25 "$R/$name.log"
+}
+
+site_for() {  # site_for DIR WHEEL...: install wheels into DIR (no registry on the runner)
+  local dir=$1; shift
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$dir" "$@"
+}
+
+side_lane() {  # correctness work that shares the GPU with the matrix: the machines, then the mutants
+  # 3. the scenario machines against the library (issue 5), inside the modules the matrix builds
+  step explore 480 "${run[@]}" explore --target flashinfer --device cuda --budget runner --examples 40 --steps 20 \
+      --out "$R/explore"
+  for s in "$R"/explore/failures/repro-*.py; do
+    [ -e "$s" ] && step "script_$(basename "$s" .py | cut -c7-70)" 120 python3 "$s"
+  done
+  # 7. the FlashInfer mutant catalogue on the GPU (issue 6)
+  step mutate 300 "${run[@]}" mutate --target flashinfer --device cuda --out "$R/mutate"
+}
+
+pipeline() {
+  cd "$A/src" || exit 2
+  export FLASHINFER_WORKSPACE_BASE=$A/jit-0.7.2 PYTHONPATH="$A/site072:$A/src"
+  { date -u; nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; echo "cores $(nproc)"
+    python3 -c "import torch, flashinfer; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version(), 'flashinfer', flashinfer.__version__)"
+  } > "$R/env.txt" 2>&1
+  cat "$R/env.txt"
+  run=(python3 -m conformance)
+  # 1. the two ledger scripts never yet run standalone (their plan() raises before any JIT)
+  step repro_empty_batch 120 python3 docs/evidence/repro_flashinfer_empty_batch_plan.py
+  step repro_mask_zero_pages 120 python3 docs/evidence/repro_flashinfer_paged_mask_zero_pages.py
+  side_lane > "$A/side.log" 2>&1 &
+  local side=$!
+  # 2. the quick FlashInfer matrix over every offered backend, eager and graph (issue 3; auto's
+  #    records feed issue 4's routing check)
+  step matrix 1080 "${run[@]}" run --target flashinfer --device cuda --budget quick --time-budget 1000 --out "$R/matrix"
+  step routing 120 python3 -m routing.from_records "$R/matrix/results.jsonl" --spec flashinfer_cuda --arch sm90 \
+      --out "$R/routing"
+  wait "$side"  # timing below wants the GPU to itself
+  # 4. fa2 against fa3, the seeds' table layout (issue 7)
+  step sweep 300 "${run[@]}" sweep --target flashinfer --device cuda --a fa2 --b fa3 --reps 20 --out "$R/sweep"
+  # 5. the upgrade: 0.7.2.post1 as the baseline, 0.7.4 as the new run, fa2 on four profiles' cases
+  python3 - "$R/upgrade-cases.json" <<'PY'
+import json, sys
+from kernels import flashinfer_matrix as m
+keep = ("bf16-128", "bf16-128-window", "fp16-64", "fp16-128-softcap")
+cases = [c.to_json() for c in m.build("quick") if (p := m.profile_of(c)) is not None and p.name in keep]
+json.dump(cases, open(sys.argv[1], "w"))
+print(len(cases), "cases for the upgrade diff")
+PY
+  rec=(record --target flashinfer --device cuda --case "@$R/upgrade-cases.json" --backend fa2 --backend fa2+graph
+       --time fa2 --rows 1x1024,8x4096,32x2048 --q 1,16,64,256 --reps 20)
+  step record_072 300 "${run[@]}" "${rec[@]}" --out "$R/base-0.7.2"
+  local waited=0
+  while [ ! -e "$A/w074/ready" ] && [ $waited -lt 600 ]; do sleep 5; waited=$((waited + 5)); done
+  if [ -e "$A/w074/ready" ]; then
+    site_for "$A/site074" "$A"/w074/flashinfer_python-*.whl
+    ( export FLASHINFER_WORKSPACE_BASE=$A/jit-0.7.4 PYTHONPATH="$A/site074:$A/site072:$A/src"
+      step record_074 480 "${run[@]}" "${rec[@]}" --out "$R/new-0.7.4" )
+    step diff 60 "${run[@]}" diff "$R/base-0.7.2" "$R/new-0.7.4" --out "$R/diff"
+  else
+    echo "record_074 skipped: no 0.7.4 wheels after ${waited}s" | tee -a "$R/steps.txt"
+  fi
+  # 6. packed custom masks (the ledger's packed-mask entry, through the matrix)
+  for f in packed packed_flat; do
+    step "mask_$f" 150 "${run[@]}" run --target flashinfer --device cuda --budget quick --backend fa2 \
+        --backend fa2+graph --feature custom_mask --adapter-option "mask_form=$f" --out "$R/mask_$f"
+  done
+  touch "$A/DONE"
+}
+
+case "${1:-}" in
+  start)
+    rm -rf "$A"; mkdir -p "$R" "$A/src"
+    tar --exclude=./.whl --exclude=./.whl074 --exclude=./.git -cf - . | tar -C "$A/src" -xf -
+    site_for "$A/site072" .whl/*.whl || exit 2
+    setsid nohup bash "$A/src/scripts/h200_session.sh" pipeline > "$A/pipeline.log" 2>&1 < /dev/null &
+    sleep 2; follow "${2:-540}" ;;
+  pipeline) pipeline ;;
+  wait) follow "${2:-540}" ;;
+  wheels074)
+    mkdir -p "$A/w074" && cp .whl074/*.whl "$A/w074/" && touch "$A/w074/ready" && echo "0.7.4 wheels handed over"
+    follow "${2:-540}" ;;
+  *) echo "usage: OUT=dir bash scripts/h200_session.sh start|wait|wheels074 [seconds]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,119 @@
+"""The flashinfer explore target on the CPU fake of upstream 0.7.2 (tests/kernels/fake_flashinfer.py).
+
+What the H200 run relies on, shown here without a GPU: one subject per wrapper API and mode, drawing
+only the modules the FlashInfer matrix builds; the exploration finds the two lifecycle defects the
+fake copies from upstream (paged `auto` resolved once per wrapper; ragged plan() keeping a stale
+mask) on its own; each is written as a script of plain flashinfer calls that reproduces it; and a
+raise the known-failure ledger explains is logged as known, not reported again. The numerics are
+the fake's, so nothing here is a verdict on FlashInfer.
+"""
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import kernels.flashinfer as fi
+import kernels.flashinfer_lib as fl
+from kernels.flashinfer_variants import reset_seen
+from scenarios.directed import directed_for, run_directed
+from scenarios.explore import BUDGETS, explore_subject
+from scenarios.machines import machine_for
+from scenarios.subjects import FLASHINFER_LIMITS, flashinfer_subjects
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "kernels"))
+import fake_flashinfer as ff  # noqa: E402
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Any:
+    ff.install(monkeypatch)
+    fl.lib_facts.cache_clear()
+    reset_seen()
+    yield ff
+    fl.lib_facts.cache_clear()
+
+
+def _subjects() -> dict[str, Any]:
+    # A small workspace: the fake never reads it, and 128 MiB zeroed per wrapper would dominate.
+    make = lambda b, g: fi.FlashInferKernel(b, "cpu", graph=g, graphs=ff.FakeGraphs(),  # noqa: E731
+                                            options=fi.AdapterOptions(workspace_bytes=1024))
+    subs = flashinfer_subjects("cpu", make=make, offered=("fa2", "fa3", "auto"), arch="sm90")
+    return {s.name: s for s in subs}
+
+
+def _run_script(path: str) -> tuple[int, str]:
+    """`python path` in this process, with the fake as the installed flashinfer; (exit status, text)."""
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        try:
+            runpy.run_path(path, run_name="__main__")
+            code = 0
+        except SystemExit as e:
+            code = int(e.code or 0)
+    return code, buf.getvalue()
+
+
+def test_one_subject_per_api_and_mode_inside_the_built_modules(fake: Any) -> None:
+    subs = _subjects()
+    assert sorted(subs) == sorted(f"flashinfer-sm90-{api}{g}" for api in ("paged", "ragged", "decode")
+                                  for g in ("", "-graph"))
+    s = subs["flashinfer-sm90-ragged"]
+    assert s.backend == "auto" and s.explicit == ("fa2", "fa3") and s.recipe.kind == "flashinfer"
+    assert subs["flashinfer-sm90-ragged-graph"].recipe.kind == "library"  # capture is the adapter's choreography
+    prof = machine_for(s).profile
+    assert prof.layouts == ("ragged",) and prof.dtypes == FLASHINFER_LIMITS["dtypes"]
+    assert prof.head_dims() == [(128, 128)] and not prof.soft_cap and prof.window and prof.mask
+    # The directed sequences draw inside the same modules.
+    cases = [kw["case"] for d in directed_for(prof, "fa2") for _, kw in d.calls if "case" in kw]
+    assert cases and {(c.q_dtype, c.head_dim_qk, c.head_dim_vo) for c in cases} == {("bf16", 128, 128)}
+
+
+@pytest.mark.parametrize("api,catchers", [
+    ("paged", {"history_independent", "no_unexpected_error"}),  # sticky auto: the first plan's backend
+    ("ragged", {"history_independent", "output_matches_oracle"}),  # the stale custom mask
+])
+def test_exploration_finds_the_lifecycle_defect_and_writes_a_plain_script(fake: Any, tmp_path: Path, api: str,
+                                                                          catchers: set[str]) -> None:
+    s = _subjects()[f"flashinfer-sm90-{api}"]
+    r = explore_subject(s, BUDGETS["ci"], tmp_path)
+    assert r.failure is not None, f"{s.name}: the exploration missed the defect"
+    assert r.failure["invariant"] in catchers, r.failure
+    print(f"{s.name}:", *r.failure["sequence"], sep="\n  ")
+    script = Path(r.failure["repro"])
+    text = script.read_text()
+    assert "import flashinfer" in text and "from scenarios" not in text and "from kernels" not in text
+    assert "w1 = flashinfer." in text and "w1.plan(" in text and "w1.run(" in text
+    code, out = _run_script(str(script))
+    assert code == 1 and "REPRODUCED" in out, out
+
+
+def test_graph_and_decode_subjects_hold(fake: Any, tmp_path: Path) -> None:
+    subs = _subjects()
+    for name in ("flashinfer-sm90-ragged-graph", "flashinfer-sm90-paged-graph", "flashinfer-sm90-decode"):
+        r = explore_subject(subs[name], BUDGETS["ci"], tmp_path)
+        assert r.failure is None and not r.directed_failures, (name, r.failure, r.directed)
+        assert r.stats.runs > 0
+
+
+def test_a_raise_the_ledger_explains_is_known_not_a_finding(fake: Any) -> None:
+    s = _subjects()["flashinfer-sm90-ragged"]
+    known = replace(s, known=lambda case, b: "flashinfer-empty-batch-plan" if not case.qo_lens else None)
+    m = machine_for(known)
+    (empty,) = [d for d in directed_for(m.profile, None) if d.name == "ragged: empty batch then short"]
+    assert run_directed(m, empty)[0] == "known: flashinfer-empty-batch-plan"
+    # Without the ledger the same raise is judged by the spec alone (which expects it here).
+    assert run_directed(machine_for(s), empty)[0].startswith("skipped")
+    inst = m()
+    inst.plan_case("plan_empty", empty.calls[0][1]["case"].replace(layout="ragged"), 0)
+    (step,) = inst.steps
+    assert step.outcome == "known" and step.note.startswith("flashinfer-empty-batch-plan: RuntimeError")
+    assert step.library_calls and step.library_calls[-1].method == "plan"
