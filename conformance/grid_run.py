@@ -52,7 +52,7 @@ class GridRun:
 
         `in_process` evaluates it in this process.
         """
-        entry = entry_for(self.target, case.to_json(), backend, self.version)
+        entry = entry_for(self.target, case.to_json(), backend, self.version, arch_here(self.device))
         crash = crash_entry(entry)
         if crash is not None:
             rec = not_launched(case, backend, crash, self.base)

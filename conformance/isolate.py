@@ -27,6 +27,7 @@ from dataclasses import asdict
 from typing import IO, Any, Optional
 
 from conformance.gate import crashed
+from kernels._env import context_after_error
 from reports.records import ParityRecord
 from scenarios.case import Case
 
@@ -34,20 +35,14 @@ FAULT_ENV = "ATTNCHECK_FAULT_ABORT"
 # The child imports attncheck from the same tree as the parent, whatever its working directory.
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONTEXT_LOST = "the CUDA context was lost after this case; the next case ran in a fresh process"
+PENDING_CLEARED = "it left a pending CUDA error, read and cleared before the next case"
+CONTEXT_LOST_IN_PROCESS = ("the CUDA context is lost after this case; every later case of the run is evaluated "
+                           "in a child process (as --isolate)")
 
 
 def context_alive(device: str) -> bool:
-    """Whether this process can still use the GPU: a synchronize on a dead context raises."""
-    if device.split(":")[0] != "cuda":
-        return True
-    import torch
-
-    try:
-        torch.cuda.synchronize(device)
-        torch.zeros(1, device=device).add_(1).item()
-        return True
-    except Exception:
-        return False
+    """Whether this process can still use the GPU (a pending error is cleared on the way)."""
+    return context_after_error(device)[0]
 
 
 def describe_exit(returncode: Optional[int]) -> str:
@@ -149,7 +144,7 @@ def _fault_wanted(backend: str, case_id: str) -> bool:
 
 
 def _serve(config: dict[str, Any], requests: IO[str], answers: IO[str]) -> None:
-    from conformance.parity_run import _make, evaluate
+    from conformance.parity_run import _make, evaluate, fresh_control
     from kernels import get_target
     from oracle.judge import Truth, truth
     from scenarios.tensors import materialize, validate_inputs
@@ -175,7 +170,14 @@ def _serve(config: dict[str, Any], requests: IO[str], answers: IO[str]) -> None:
             return current["truth"]  # type: ignore[no-any-return]
 
         rec = evaluate(adapters[backend], case, current["inputs"], get_truth, req["base"])
-        lost = rec.status == "error" and not context_alive(device)
+        lost = False
+        if rec.status == "error":
+            alive, met = context_after_error(device)
+            lost = not alive
+            if met and alive:
+                rec.reason = f"{rec.reason}; {PENDING_CLEARED}: {met}"
+        if not lost:
+            fresh_control(adapters[backend], case, current["inputs"], get_truth, rec)
         answers.write(json.dumps({"record": asdict(rec), "context_lost": lost}, allow_nan=True) + "\n")
         answers.flush()
         if lost:

@@ -37,6 +37,7 @@ class KnownFailure:
     seen: str
     applies: Applies = None
     upstream: Optional[str] = None
+    archs: tuple[str, ...] = ()  # architectures it exists on (conformance.markers arch names); () = every one
 
 
 def _empty_batch(c: dict[str, Any], backend: str) -> bool:
@@ -48,26 +49,47 @@ def _mask_over_zero_pages(c: dict[str, Any], backend: str) -> bool:
             and any(q > 0 and k == 0 for q, k in zip(c["qo_lens"], c["kv_lens"])))
 
 
+def _fa3_hnd(c: dict[str, Any], backend: str) -> bool:
+    """fa3 ragged or single prefill over an HND cache: asked for, or what sm90's auto resolves to there
+    (16-bit or fp8 q and kv alike, no custom mask, head dims fa3 has; routing/specs/flashinfer_cuda.py)."""
+    if c["layout"] not in ("ragged", "single") or c["kv_layout"] != "HND":
+        return False
+    if backend == "fa3":
+        return True
+    fa3_dims = (c["head_dim_qk"], c["head_dim_vo"]) in {(64, 64), (128, 128), (256, 256), (192, 128)}
+    kv_only_fp8 = c["kv_dtype"].startswith("e") and not c["q_dtype"].startswith("e")
+    return backend == "auto" and c["mask"] != "custom" and fa3_dims and not kv_only_fp8
+
+
+def _fa3_hnd_group(c: dict[str, Any]) -> int:
+    """The group size the kernel computes: num_qo_heads // (K's token count, read as its head count)."""
+    kv = sum(c["kv_lens"]) if c["layout"] == "ragged" else c["kv_lens"][0]
+    return c["num_qo_heads"] // kv if kv else 0
+
+
 LEDGER: tuple[KnownFailure, ...] = (
     KnownFailure(
-        "flashinfer-empty-batch-plan", "flashinfer", ("0.7.2.post1",),
+        "flashinfer-empty-batch-plan", "flashinfer", ("0.7.2.post1", "0.7.4"),
         "paged and ragged plan() raise torch's max() error on a batch with no requests",
-        "error", "docs/evidence/repro_flashinfer_empty_batch_plan.py", confirmed=False,
-        seen="2026-11-29 H200, through the adapter (fa2, fa2+graph); standalone script not yet run there",
+        "error", "docs/evidence/repro_flashinfer_empty_batch_plan.py", confirmed=True,
+        seen="2026-12-01 H200, the script (repro_flashinfer_empty_batch_plan.h200.txt); 0.7.4 alike through the "
+             "adapter (fa2, fa2+graph)",
         applies=_empty_batch),
     KnownFailure(
-        "flashinfer-paged-mask-zero-pages", "flashinfer", ("0.7.2.post1",),
+        "flashinfer-paged-mask-zero-pages", "flashinfer", ("0.7.2.post1", "0.7.4"),
         "paged plan() with a custom mask: a request with queries and no KV pages gets a negative mask "
         "length (_compute_page_mask_indptr ignores the kernels' zero-page rule)",
-        "error", "docs/evidence/repro_flashinfer_paged_mask_zero_pages.py", confirmed=False,
-        seen="2026-11-30 H200, through the adapter (fa2, fa2+graph); standalone script not yet run there",
+        "error", "docs/evidence/repro_flashinfer_paged_mask_zero_pages.py", confirmed=True,
+        seen="2026-12-01 H200, the script (repro_flashinfer_paged_mask_zero_pages.h200.txt); 0.7.4 alike through "
+             "the adapter",
         applies=_mask_over_zero_pages),
     KnownFailure(
-        "flashinfer-ragged-stale-mask", "flashinfer", ("0.7.2.post1",),
+        "flashinfer-ragged-stale-mask", "flashinfer", ("0.7.2.post1", "0.7.4"),
         "eager ragged plan() never clears a previous custom mask: an unmasked re-plan runs the old mask "
         "(and auto resolves as if masked)",
         "fail", "docs/evidence/repro_flashinfer_ragged_stale_mask.py", confirmed=True,
-        seen="2026-11-29 H200 (fa2: max error 1.956 against 0.0042 fresh; auto: 1.956 against 0.0057)"),
+        seen="2026-11-29 H200 (fa2: max error 1.956 against 0.0042 fresh; auto: 1.956 against 0.0057); 2026-12-01 "
+             "through the parity run on 0.7.2.post1 and 0.7.4 alike (unmasked ragged HND cases after a masked one)"),
     KnownFailure(
         "flashinfer-packed-mask-indptr", "flashinfer", ("0.7.2.post1",),
         "packed_custom_mask: plan() keeps mask_indptr in elements while the kernel reads it as bytes, so "
@@ -81,6 +103,23 @@ LEDGER: tuple[KnownFailure, ...] = (
         "error", "docs/evidence/repro_flashinfer_sticky_paged_auto.py", confirmed=True,
         seen="2026-11-30 H200 (BatchPrefillWithPagedKVCacheSM90Run failed with error: operation not supported)"),
     KnownFailure(
+        "flashinfer-fa3-hnd-kv-heads-sigfpe", "flashinfer", ("0.7.2.post1",),
+        "fa3 ragged/single prefill under kv_layout HND take num_kv_heads from K's token axis "
+        "(batch_prefill_sm90.cu:131-134, single_prefill_sm90.cu:75-79): group_size = num_qo_heads // kv_len is 0 "
+        "and the process dies of SIGFPE",
+        "crash", "docs/evidence/repro_flashinfer_fa3_hnd_kv_heads.py", confirmed=False,
+        seen="2026-12-01 H200, through the adapter under --isolate (fa3, auto and +graph: the child killed by "
+             "SIGFPE; NHD of the same cases passes); standalone script not yet run there",
+        applies=lambda c, b: _fa3_hnd(c, b) and _fa3_hnd_group(c) == 0, archs=("sm90",)),
+    KnownFailure(
+        "flashinfer-fa3-hnd-kv-heads-wrong", "flashinfer", ("0.7.2.post1",),
+        "fa3 ragged/single prefill under kv_layout HND take num_kv_heads from K's token axis: with kv_len <= "
+        "num_qo_heads the kernel runs with the wrong head mapping and the output is wrong",
+        "fail", "docs/evidence/repro_flashinfer_fa3_hnd_kv_heads.py", confirmed=False,
+        seen="2026-12-01 H200, through the adapter (ragged 8/8 heads, qo 127, kv 7: out 13.3 against a bound of "
+             "0.98; NHD passes)",
+        applies=lambda c, b: _fa3_hnd(c, b) and _fa3_hnd_group(c) > 0, archs=("sm90",)),
+    KnownFailure(
         "torch-sdpa-empty-rows", "torch", ("2.11.0+cu130",),
         "cuDNN and memory-efficient SDPA write non-zero rows where the mask allows no key",
         "fail", "docs/evidence/repro_torch_sdpa_empty_rows.py", confirmed=True,
@@ -89,22 +128,26 @@ LEDGER: tuple[KnownFailure, ...] = (
 )
 
 
-def entry_for(target: str, case: dict[str, Any], backend: str, version: Optional[str] = None) -> Optional[KnownFailure]:
-    """The ledger entry that predicts `case` on `backend` fails (or crashes) at `version`, if any."""
+def entry_for(target: str, case: dict[str, Any], backend: str, version: Optional[str] = None,
+              arch: Optional[str] = None) -> Optional[KnownFailure]:
+    """The ledger entry that predicts `case` on `backend` fails (or crashes) at `version` on `arch`, if any."""
     base = backend.split("+", 1)[0]
     for e in LEDGER:
         if e.target != target or e.applies is None:
             continue
         if version is not None and version not in e.versions:
             continue
+        if e.archs and arch not in e.archs:
+            continue
         if e.applies(case, base):
             return e
     return None
 
 
-def known_for(target: str, case: dict[str, Any], backend: str, version: Optional[str] = None) -> Optional[str]:
+def known_for(target: str, case: dict[str, Any], backend: str, version: Optional[str] = None,
+              arch: Optional[str] = None) -> Optional[str]:
     """The id of the ledger entry that explains a failing record of `case` on `backend`, if any."""
-    e = entry_for(target, case, backend, version)
+    e = entry_for(target, case, backend, version, arch)
     return e.id if e is not None else None
 
 

@@ -15,8 +15,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from conformance.gate import crash_entry, not_launched
-from conformance.isolate import IsolatedEvaluator
+from conformance.gate import crash_entry, is_crash, not_launched
+from conformance.isolate import CONTEXT_LOST_IN_PROCESS, PENDING_CLEARED, IsolatedEvaluator
+from kernels._env import context_after_error
 from conformance.known_failures import entry_for, known_for
 from conformance.markers import arch_here
 from kernels import get_target, skips
@@ -98,6 +99,21 @@ def evaluate(adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Ca
     return rec
 
 
+def fresh_control(adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Callable[[], Truth],
+                  rec: ParityRecord) -> None:
+    """For a failing record: the same case on a fresh adapter, its status in `rec.fresh`.
+
+    The run keeps one long-lived adapter per backend, as a server keeps its wrappers, so a record can
+    fail because of an earlier plan (a stale mask, a sticky backend). A fresh adapter that passes
+    says so: the case alone is fine, the history is not. A crash is not repeated.
+    """
+    if rec.status not in FAILING or is_crash(rec) or not callable(getattr(adapter, "fresh", None)):
+        return
+    rec.fresh = evaluate(adapter.fresh(), case, inputs, get_truth, {k: getattr(rec, k) for k in
+                                                                 ("run_id", "target", "device", "seed", "standin")}
+                         ).status
+
+
 def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: int = 0,
                backends: Optional[list[str]] = None, argv: Optional[list[str]] = None,
                cases: Optional[list[Case]] = None, inputs: Optional[Inputs] = None,
@@ -144,6 +160,7 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
     outcome = RunOutcome(run_id=run_id, out_dir=out_dir)
     started = time.perf_counter()
     versions = target.versions()
+    arch = arch_here(device)
     # A stand-in's records are labelled, counted apart and never read as conformance (kernels/standins/).
     base = dict(run_id=run_id, target=target_name, device=device, seed=seed, standin=standin_from_versions(versions))
     total = len(cases) * len(adapters)
@@ -162,7 +179,7 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
 
     def emit(rec: ParityRecord) -> None:
         if rec.status in FAILING:
-            rec.known = known_for(target_name, rec.case, rec.backend, versions.get(target_name))
+            rec.known = known_for(target_name, rec.case, rec.backend, versions.get(target_name), arch)
         sink.write(rec)
         outcome.records.append(rec)
         progress(rec, len(outcome.records), total)
@@ -171,7 +188,7 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
         sink.write(RunHeader(run_id=run_id, target=target_name, device=device, budget=budget, seed=seed,
                              versions=versions, argv=list(argv or []), standin=base["standin"],
                              started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                             harness_version=HARNESS_VERSION, arch=arch_here(device)))
+                             harness_version=HARNESS_VERSION, arch=arch))
         try:
             start_prepare(0)
             for si, stage in enumerate(stages):
@@ -188,7 +205,7 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
                         for b in stage.backends:
                             emit(_not_run(case, b, time_budget_s, base))
                         continue
-                    crashes = {b: crash_entry(entry_for(target_name, case.to_json(), b, versions.get(target_name)))
+                    crashes = {b: crash_entry(entry_for(target_name, case.to_json(), b, versions.get(target_name), arch))
                                for b in stage.backends}
                     for b, entry in crashes.items():
                         if entry is not None:
@@ -207,8 +224,18 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
                             cache["t"] = truth(case_inputs)
                         return cache["t"]
 
-                    for b in launch:
-                        emit(evaluate(adapters[b], case, case_inputs, get_truth, base))
+                    for i, b in enumerate(launch):
+                        rec = evaluate(adapters[b], case, case_inputs, get_truth, base)
+                        alive = _context_after(rec, device)
+                        if alive:
+                            fresh_control(adapters[b], case, case_inputs, get_truth, rec)
+                            alive = rec.fresh != "error" or _context_after(rec, device)
+                        emit(rec)
+                        if not alive:  # nothing more can run in this process: the rest go to child processes
+                            isolated = IsolatedEvaluator(target_name, device, seed, adapter_options)
+                            for rest in launch[i + 1:]:
+                                emit(isolated.evaluate(case, rest, base))
+                            break
         finally:
             if isolated is not None:
                 isolated.close()
@@ -224,6 +251,16 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
             with open(os.path.join(out_dir, REPORT_FILE), "w", encoding="utf-8") as f:
                 f.write(render_markdown(read_jsonl(path)))
     return outcome
+
+
+def _context_after(rec: ParityRecord, device: str) -> bool:
+    """After an error record on a GPU: whether the context still serves, noting on `rec` what the probe met."""
+    if rec.status != "error" and rec.fresh != "error":
+        return True
+    alive, met = context_after_error(device)
+    if met:
+        rec.reason = f"{rec.reason}; " + (f"{PENDING_CLEARED}: {met}" if alive else f"{CONTEXT_LOST_IN_PROCESS}: {met}")
+    return alive
 
 
 class _Background:

@@ -5,10 +5,15 @@ page_size 16, GQA 32/8, head dim 128, causal bf16): SEED_GRID, changeable from t
 Per configuration, both backends are planned once on the same inputs, warmed up, then timed
 `reps` times with the order alternating (A B, B A, A B, ...), so a slow drift of the machine
 (clocks, temperature) falls on both and each repetition gives one paired sample. What is timed
-is the adapter's run(): the library call plus the adapter's poisoning of the output buffer.
+is the adapter's `bench_call` where it has one (FlashInfer: the library's run() alone, on buffers
+allocated once), else its run().
 
 Timers: on CUDA, CUDA events around the call, and before each timed call a write over a buffer
-larger than L2 (cold L2: each call reads its KV from memory, as a serving step does). On the CPU
+larger than L2 (cold L2: each call reads its KV from memory, as a serving step does), then a
+synchronisation, so the start event fires on an idle GPU as the host begins the call. The interval
+is therefore one eager call's latency: the host's launch work inside run() and the kernels, never
+a part of either hidden behind the flush (seen on the H200: without that synchronisation a call
+whose host part is shorter than the flush looked faster than it is). On the CPU
 a wall clock (time.perf_counter; CPU calls are synchronous) and no flush, on purpose: CPU ratios
 are warm-cache ratios, good for exercising the sweep and its statistics, not for routing a GPU.
 
@@ -146,6 +151,7 @@ class CudaEventTimer:
     def __call__(self, fn: Callable[[], Any]) -> float:
         torch = self._torch
         self._flush.zero_()
+        torch.cuda.synchronize()  # the flush done: the interval starts on an idle GPU (module docstring)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         fn()

@@ -83,3 +83,26 @@ def library_versions() -> dict[str, str]:
     if fi is not None:
         out["flashinfer"] = fi
     return out
+
+
+def context_after_error(device: str) -> tuple[bool, str]:
+    """(usable, what the probe met) after a library raised on `device`.
+
+    A failed kernel launch ("invalid argument") leaves a pending error that the NEXT CUDA call to
+    check reports, whatever that call is: here the probe reads (and so clears) it, instead of the
+    next case being blamed. A dead context (an illegal memory access) fails every call, so the
+    probe fails twice.
+    """
+    if device.split(":")[0] != "cuda":
+        return True, ""
+    import torch
+
+    met: list[str] = []
+    for _ in range(2):
+        try:
+            torch.cuda.synchronize(device)
+            torch.zeros(1, device=device).add_(1).item()
+            return True, "; ".join(met)
+        except Exception as e:  # the pending or sticky CUDA error, as torch reports it
+            met.append(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300])
+    return False, "; ".join(met)

@@ -160,6 +160,10 @@ def _backend_rules(case: Case, backend: str) -> Optional[Support]:
         if fp8_q:
             return _no(skips.NO_FP8, "fa2 has no fp8 query path (modules.py:1042/:555 'fp8 tensor core is not "
                                      "supported in fa2 backend')")
+        if api == "single" and case.causal and not custom and case.qo_lens[0] > case.kv_lens[0]:
+            return _no(skips.LIBRARY_REFUSED, "fa2 single prefill refuses causal with qo_len > kv_len "
+                                              "(include/flashinfer/attention/prefill.cuh:2735 'kv_len must be "
+                                              "greater than or equal to qo_len'); the batch APIs take it")
     elif backend == "fa3":
         if kv_only_fp8:
             return _no(skips.MIXED_QKV_DTYPE, f"q {q}, kv {kv}: 'FA3 FP8 KV cache currently requires FP8 query' "

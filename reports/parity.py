@@ -152,6 +152,11 @@ def failure_line(r: ParityRecord) -> str:
         bits.append(r.reason)
     if r.known:
         bits.append(f"known failure: {r.known}")
+    if r.fresh == "pass":
+        bits.append("a fresh adapter passes this case: the failure depends on the earlier plans of the long-lived "
+                    "one (a lifecycle defect)")
+    elif r.fresh:
+        bits.append(f"a fresh adapter: {r.fresh} too")
     return " | ".join(bits)
 
 

@@ -73,6 +73,9 @@ class ParityRecord:
     features: list[str] = field(default_factory=list)
     standin: Optional[str] = None  # measured on a stand-in of the library: never a conformance result
     known: Optional[str] = None  # id of the known-failure ledger entry that explains a failing record
+    # A failing record's case again on a FRESH adapter (parity_run.fresh_control): "pass" means the
+    # failure depends on the long-lived adapter's earlier plans (a lifecycle defect), not on the case.
+    fresh: Optional[str] = None
     schema: int = SCHEMA_VERSION
     kind: str = "parity"
 

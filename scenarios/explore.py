@@ -35,8 +35,10 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import Flaky
 from hypothesis.stateful import get_state_machine_test
 
+from kernels._env import device_type
+from scenarios import machines
 from scenarios.directed import directed_for, run_directed
-from scenarios.machines import ScenarioFailure, ScenarioMachine, Stats, Subject, machine_for
+from scenarios.machines import ContextLost, ScenarioFailure, ScenarioMachine, Stats, Subject, machine_for
 from scenarios.repro import write_repro
 from scenarios.subjects import TARGETS, subjects_for
 from scenarios.tensors import materialize
@@ -133,32 +135,53 @@ def _record(failure: ScenarioFailure, subject: Subject, out: Path, phase: str) -
 
 def explore_subject(subject: Subject, budget: MachineBudget, out: Path, seed: int = 0, *, hunt: bool = False
                     ) -> SubjectResult:
-    """Directed sequences, then the exploration; `hunt` gives a subject expected to fail the larger budget."""
+    """Directed sequences, then the exploration; `hunt` gives a subject expected to fail the larger budget.
+
+    A lost device context (machines.ContextLost) ends the subject where it happened: its calls so far
+    are the failure, unshrunk, with their script; nothing more can run in this process.
+    """
     t0 = time.perf_counter()
     result = SubjectResult(subject)
+    machine, phase = None, "warm-up"
     with single_thread(), (subject.context() if subject.context else contextlib.nullcontext()):
-        machine = machine_for(subject)
-        warm_up(machine)
-        explicit = subject.directed_backend or (subject.explicit[-1] if subject.explicit else None)
-        for d in directed_for(machine.profile, explicit):
-            status, failure = run_directed(machine, d)
-            entry: dict[str, Any] = {"name": d.name, "status": status}
-            if failure is not None:
-                entry["failure"] = _record(failure, subject, out, f"directed-{d.name}")
-            result.directed.append(entry)
-        machine.stats = Stats()
-        db_dir = out / "hypothesis-db" / subject.name
-        db_dir.mkdir(parents=True, exist_ok=True)
-        db = DirectoryBasedExampleDatabase(str(db_dir))
-        test = get_state_machine_test(hypothesis_seed(seed)(machine), settings=settings_for(budget, db, hunt=hunt))
         try:
-            test()
-        except ScenarioFailure as e:
-            result.failure, result.exception = _record(e, subject, out, "explore"), e
-        except Flaky as e:  # a failure that did not happen again on the same calls: a finding too
-            result.failure = {"phase": "explore", "invariant": "flaky", "also": [], "details": {"flaky": str(e)},
-                              "sequence": [n for n in getattr(e, "__notes__", []) if n], "repro": None}
-    result.stats = machine.stats
+            machine = machine_for(subject)
+            try:
+                warm_up(machine)
+            except Exception as e:  # noqa: BLE001 - the library failed on its plainest case: that is the finding
+                result.failure = {"phase": "warm-up", "invariant": "no_unexpected_error", "also": [],
+                                  "details": {"no_unexpected_error": f"{type(e).__name__}: {e}"[:2000]},
+                                  "sequence": [f"warm-up: plan and run of {machine.profile.probe(x)!r}"
+                                               for x in machine.profile.layouts], "repro": None}
+                result.seconds = time.perf_counter() - t0
+                return result
+            phase = "directed"
+            explicit = subject.directed_backend or (subject.explicit[-1] if subject.explicit else None)
+            for d in directed_for(machine.profile, explicit):
+                status, failure = run_directed(machine, d)
+                entry: dict[str, Any] = {"name": d.name, "status": status}
+                if failure is not None:
+                    entry["failure"] = _record(failure, subject, out, f"directed-{d.name}")
+                result.directed.append(entry)
+            machine.stats = Stats()
+            phase = "explore"
+            db_dir = out / "hypothesis-db" / subject.name
+            db_dir.mkdir(parents=True, exist_ok=True)
+            db = DirectoryBasedExampleDatabase(str(db_dir))
+            test = get_state_machine_test(hypothesis_seed(seed)(machine), settings=settings_for(budget, db, hunt=hunt))
+            try:
+                test()
+            except ScenarioFailure as e:
+                result.failure, result.exception = _record(e, subject, out, "explore"), e
+            except Flaky as e:  # a failure that did not happen again on the same calls: a finding too
+                result.failure = {"phase": "explore", "invariant": "flaky", "also": [], "details": {"flaky": str(e)},
+                                  "sequence": [n for n in getattr(e, "__notes__", []) if n], "repro": None}
+        except ContextLost as lost:
+            result.failure = _record(lost.failure, subject, out, f"{phase}-context-lost")
+            result.failure["context_lost"] = True
+            result.exception = lost.failure
+    if machine is not None:
+        result.stats = machine.stats
     result.seconds = time.perf_counter() - t0
     return result
 
@@ -197,7 +220,8 @@ class Summary:
 
 def explore(target: str, *, budget: str = "ci", out: str | Path, device: str = "cpu", seed: int = 0,
             subjects: Optional[Sequence[str]] = None, examples: Optional[int] = None,
-            steps: Optional[int] = None, on_result: Callable[[SubjectResult], None] = lambda r: None) -> Summary:
+            steps: Optional[int] = None, on_result: Callable[[SubjectResult], None] = lambda r: None,
+            summary_name: str = SUMMARY_NAME) -> Summary:
     """Run every subject of `target` (or those named in `subjects`) and write DIR's files.
 
     `examples` and `steps` override the budget's (a hardware runner sizes them to its time); the
@@ -224,9 +248,9 @@ def explore(target: str, *, budget: str = "ci", out: str | Path, device: str = "
     for s in chosen:
         summary.results.append(explore_subject(s, b, out, seed, hunt=target == "faults"))
         on_result(summary.results[-1])
-        (out / SUMMARY_NAME).write_text(json.dumps(summary.to_json(), indent=2) + "\n")
+        (out / summary_name).write_text(json.dumps(summary.to_json(), indent=2) + "\n")
     if not chosen:
-        (out / SUMMARY_NAME).write_text(json.dumps(summary.to_json(), indent=2) + "\n")
+        (out / summary_name).write_text(json.dumps(summary.to_json(), indent=2) + "\n")
     return summary
 
 
@@ -246,6 +270,49 @@ def _print(summary: Summary) -> None:
               + (f"; escaped: {', '.join(esc)}" if esc else ""))
 
 
+def _child_summary_name(subject: str) -> str:
+    return "summary-" + "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in subject) + ".json"
+
+
+def explore_in_children(a: argparse.Namespace, names: Sequence[str]) -> int:
+    """One child process per subject (a GPU run): a subject that kills its process or its CUDA
+    context costs that subject only. Each child writes its own summary; a child that dies leaves
+    the sequence it was running in its flight record, which becomes that subject's failure. The
+    merged summary is DIR/scenario-summary.json, as an in-process run writes it."""
+    import subprocess
+
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    merged: list[dict[str, Any]] = []
+    for name in names:
+        summary, flight = out / _child_summary_name(name), out / f"flight-{_child_summary_name(name)[8:-5]}.txt"
+        for f in (summary, flight):
+            f.unlink(missing_ok=True)
+        argv = [sys.executable, "-m", "scenarios.explore", "--target", a.target, "--budget", a.budget, "--out", a.out,
+                "--device", a.device, "--seed", str(a.seed), "--subject", name, "--in-process",
+                "--summary", summary.name, "--flight", str(flight)]
+        argv += [x for k in ("examples", "steps") if getattr(a, k) is not None for x in (f"--{k}", str(getattr(a, k)))]
+        code = subprocess.run(argv).returncode
+        if summary.exists():
+            merged += json.loads(summary.read_text())["subjects"]
+            continue
+        how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
+        lines = flight.read_text().splitlines()[1:] if flight.exists() else []
+        merged.append({"subject": name, "examples": None, "steps": None, "runs": None, "seconds": None, "directed": [],
+                       "failure": {"phase": "explore", "invariant": "process_crashed", "also": [],
+                                   "details": {"process_crashed": f"the process running the subject {how}"},
+                                   "sequence": lines, "repro": None}})
+        print(f"{name}: the process {how}; the calls it was making:\n  " + "\n  ".join(lines or ["(none recorded)"]),
+              flush=True)
+    failed = [m["subject"] for m in merged if m["failure"] is not None
+              or any(d["status"] == "failed" for d in m["directed"])]
+    totals = {k: sum(m[k] or 0 for m in merged) for k in ("examples", "steps", "runs")}
+    (out / SUMMARY_NAME).write_text(json.dumps({"target": a.target, "budget": a.budget, "seed": a.seed,
+                                                "device": a.device, "totals": totals, "failed": failed,
+                                                "subjects": merged}, indent=2) + "\n")
+    return int(bool(failed))
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="python -m scenarios.explore", description=__doc__.split("\n\n")[0])
     p.add_argument("--target", choices=TARGETS, default="torch")
@@ -256,10 +323,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--examples", type=int, help="examples per subject, instead of the budget's")
     p.add_argument("--steps", type=int, help="steps per example, instead of the budget's")
     p.add_argument("--subject", action="append", help="run only this subject (repeatable)")
+    p.add_argument("--in-process", action="store_true",
+                   help="run every subject in this process (the default on a CPU; a GPU run uses a process per subject)")
+    p.add_argument("--summary", default=SUMMARY_NAME, help=argparse.SUPPRESS)  # a child's own summary file
+    p.add_argument("--flight", default=None, help=argparse.SUPPRESS)  # a child's flight record
     a = p.parse_args(argv)
     try:
+        if not a.in_process and device_type(a.device) == "cuda":
+            names = [s.name for s in subjects_for(a.target, a.device) if not a.subject or s.name in a.subject]
+            return explore_in_children(a, names)
+        if a.flight:
+            machines.FLIGHT_RECORDER = Path(a.flight)
         summary = explore(a.target, budget=a.budget, out=a.out, device=a.device, seed=a.seed, subjects=a.subject,
-                          examples=a.examples, steps=a.steps, on_result=print_result)
+                          examples=a.examples, steps=a.steps, on_result=print_result, summary_name=a.summary)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

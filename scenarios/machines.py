@@ -28,6 +28,8 @@ shrinks, that is the shrunk sequence, which scenarios/repro.py turns into a scri
 from __future__ import annotations
 
 import functools
+import os
+from pathlib import Path
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, ClassVar, ContextManager, Mapping, NoReturn, Optional, Sequence
 
@@ -35,6 +37,7 @@ import torch
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
+from kernels._env import context_after_error, device_type
 from kernels.errors import LibraryRefused
 from kernels.protocol import AttentionKernel, KernelOutput, Reason
 from oracle.compare import unwritten_mask
@@ -44,6 +47,12 @@ from routing.spec import ExpectedRoute, RoutingEnv, RoutingQuery, RoutingSpec, e
 from scenarios import strategies as S
 from scenarios.case import Case
 from scenarios.tensors import Inputs, materialize
+
+# Where the sequence of calls so far, with the call about to be made, is rewritten before every call
+# (scenarios/explore.py sets it in a child process): a call that kills the process leaves it behind.
+FLIGHT_RECORDER: Optional[Path] = None
+# Fault injection for the harness's own tests: with a flight recorder set, abort before call number N.
+FAULT_ABORT_STEP = "ATTNCHECK_FAULT_ABORT_STEP"
 
 # Tensor values of a plan rule's case; `replan` draws others. A plan's tensors differ with its case
 # anyway, and one argument fewer per plan keeps shrinking short and the shrunk sequence plain.
@@ -160,6 +169,21 @@ class ScenarioFailure(AssertionError):
         lines.append("sequence of calls:")
         lines += ["  " + s.line() for s in self.steps]
         return "\n".join(lines)
+
+
+class ContextLost(BaseException):
+    """The device context died during a call: nothing more runs in this process.
+
+    A BaseException, so Hypothesis neither catches nor shrinks it (every replay would fail at its
+    first call, and the "shrunk" sequence would be noise): the calls so far are the finding, as
+    they are, and explore_subject reports them.
+    """
+
+    def __init__(self, subject: str, steps: Sequence[Step], detail: str) -> None:
+        super().__init__(detail)
+        self.failure = ScenarioFailure(subject, steps, [Violation(
+            "no_unexpected_error", f"{detail} (the CUDA context was lost; the sequence is not shrunk: shrinking "
+                                   f"needs a live context)")])
 
 
 def case_expr(case: Case) -> str:
@@ -315,6 +339,14 @@ class ScenarioMachine(RuleBasedStateMachine):
             self.adapters[backend] = self.subject.make(backend)
         return self.adapters[backend]
 
+    def _about_to(self, step: Step) -> None:
+        """Write the calls so far and `step` (not yet made) to FLIGHT_RECORDER, where one is set."""
+        if FLIGHT_RECORDER is not None:
+            lines = [s.line() for s in self.steps] + [step.line() + "   <- in progress"]
+            FLIGHT_RECORDER.write_text(f"{self.subject.name}\n" + "\n".join(lines) + "\n")
+            if os.environ.get(FAULT_ABORT_STEP) == str(step.n):  # the harness's own tests: a call that kills
+                os.abort()
+
     def _log(self, step: Step) -> Step:
         self.steps.append(step)
         type(self).stats.steps += 1
@@ -342,15 +374,18 @@ class ScenarioMachine(RuleBasedStateMachine):
         seen = len(events) if isinstance(events, list) else 0
         log = _call_log(adapter)
         mark = len(log)
+        self._about_to(step)
         try:
             adapter.plan(inputs)
         except Exception as e:  # noqa: BLE001 - any exception is an observation to judge
             step.library_calls = log[mark:]
             self.planned.pop(backend, None)
             if self._known(step, case, backend, e):
+                self._context(step)
                 return
             step.outcome, step.note = "raise", f"{type(e).__name__}: {e}"
             self._log(step)
+            self._context(step)
             expected = self._expected(backend, key, case)
             step.expected = expected
             if expected is None or expected.raises != type(e).__name__:
@@ -383,6 +418,7 @@ class ScenarioMachine(RuleBasedStateMachine):
         step = Step(len(self.steps) + 1, rule_name, "run", backend, case, p.inputs.seed)
         log = _call_log(adapter)
         mark = len(log)
+        self._about_to(step)
         try:
             out = adapter.run(p.inputs)
         except LibraryRefused as e:
@@ -393,9 +429,11 @@ class ScenarioMachine(RuleBasedStateMachine):
             step.library_calls = log[mark:]
             if self._known(step, case, backend, e):
                 self.planned.pop(backend, None)
+                self._context(step)
                 return
             step.outcome, step.note = "raise", f"{type(e).__name__}: {e}"
             self._log(step)
+            self._context(step)
             self._fail([Violation("no_unexpected_error", f"run raised {type(e).__name__}: {e}")])
         step.library_calls = log[mark:]
         step.observed = (out.resolved_backend, out.fallback_reason)
@@ -407,6 +445,16 @@ class ScenarioMachine(RuleBasedStateMachine):
         violations = self._check(backend, adapter, p, out, step)
         if violations:
             self._fail(violations)
+
+    def _context(self, step: Step) -> None:
+        """After a raise on a GPU: clear a pending CUDA error (noted on the step), or stop on a lost context."""
+        if device_type(self.subject.device) != "cuda":
+            return
+        alive, met = context_after_error(self.subject.device)
+        if met:
+            step.note += f" [{'a pending CUDA error, cleared' if alive else 'CUDA context lost'}: {met}]"
+        if not alive:
+            raise ContextLost(self.subject.name, self.steps, step.note)
 
     def _known(self, step: Step, case: Case, backend: str, e: Exception) -> bool:
         """Log a raise the ledger already explains as "known" (True); False for anything else."""
@@ -451,6 +499,9 @@ class ScenarioMachine(RuleBasedStateMachine):
             control.plan(inputs)
             ref = control.run(inputs)
         except Exception as e:  # noqa: BLE001
+            if device_type(self.subject.device) == "cuda" and not context_after_error(self.subject.device)[0]:
+                raise ContextLost(self.subject.name, self.steps, f"a fresh adapter raised {type(e).__name__}: {e} "
+                                                                 f"on the same plan") from None
             return [Violation("history_independent", f"a fresh adapter raised {type(e).__name__}: {e} on the "
                                                      f"same plan")]
         diffs = []

@@ -132,7 +132,7 @@ def flashinfer_subjects(device: str, make: Optional[Callable[[str, bool], Attent
     arch = arch or arch_here(device)
 
     def known(case: Any, backend: str) -> Any:
-        return known_for("flashinfer", case.to_json(), backend, version)
+        return known_for("flashinfer", case.to_json(), backend, version, arch)
 
     out = []
     for api in FLASHINFER_APIS:

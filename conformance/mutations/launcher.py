@@ -66,7 +66,10 @@ def child(req):
         sys.stderr = open(2, "w", buffering=1, closefd=False)
         os.chdir(req["cwd"])
         os.environ.clear(); os.environ.update(req["env"])
-        sys.path[0:0] = req["path"]
+        # What a fresh interpreter puts first: the copy, then every PYTHONPATH entry (a library the
+        # runner installed with --target lives there, and the server was started without them).
+        env_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        sys.path[0:0] = list(dict.fromkeys(list(req["path"]) + env_path))
         sys.argv = list(req["argv"])
         sys.dont_write_bytecode = True
         import runpy

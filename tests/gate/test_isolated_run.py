@@ -77,3 +77,47 @@ def test_a_dead_cuda_context_moves_the_rest_of_a_gate_run_to_child_processes(mon
     assert rec.reason == f"RuntimeError: illegal; {CONTEXT_LOST}" and entry is None
     assert run.evaluator is not None and run.evaluator.starts == 0
     run.close(0.0)
+
+
+def test_a_lost_context_in_process_hands_the_rest_of_the_run_to_child_processes(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Without --isolate: a library error that leaves a pending CUDA error is annotated (and the run goes on in
+    process); one that leaves the context dead is named, and every later pair runs in a child process."""
+    import conformance.parity_run as pr
+    from conformance.isolate import CONTEXT_LOST_IN_PROCESS, PENDING_CLEARED
+
+    C3 = C1.replace(qo_lens=(2, 1))
+    real = pr.evaluate
+    probes = iter([(True, "AcceleratorError: invalid argument"), (False, "AcceleratorError: illegal memory access")])
+
+    seen: set = set()
+
+    def flaky(adapter: Any, case: Case, inputs: Any, get_truth: Any, base: dict) -> ParityRecord:
+        rec = real(adapter, case, inputs, get_truth, base)
+        first = (adapter.backend, case.id) not in seen
+        seen.add((adapter.backend, case.id))
+        if first and adapter.backend == "math" and case.id in (C1.id, C2.id):  # as if the library raised on a GPU
+            rec.status, rec.reason = "error", "RuntimeError: launch failed"
+        return rec
+
+    monkeypatch.setattr(pr, "evaluate", flaky)
+    monkeypatch.setattr(pr, "context_after_error", lambda device: next(probes))
+    starts: list[int] = []
+    made = pr.IsolatedEvaluator
+
+    def counted(*a: Any, **k: Any) -> Any:
+        starts.append(1)
+        return made(*a, **k)
+
+    monkeypatch.setattr(pr, "IsolatedEvaluator", counted)
+    code = cli.main([*ARGS, "--case", json.dumps(C3.to_json()), "--out", str(tmp_path)])
+    assert code == 1
+    parity = {(r.backend, r.case_id): r for r in read_jsonl(str(tmp_path / "results.jsonl"))
+              if isinstance(r, ParityRecord)}
+    assert PENDING_CLEARED in parity[("math", C1.id)].reason
+    assert parity[("math", C1.id)].fresh == "pass"  # the case again on a fresh adapter (here: it passes)
+    assert parity[("math", C2.id)].fresh is None  # no control in a lost context
+    assert parity[("flash", C1.id)].status == "pass"  # the pending error was cleared: C1 went on in process
+    assert CONTEXT_LOST_IN_PROCESS in parity[("math", C2.id)].reason
+    assert starts == [1]  # from C2's flash on, a child process (the real evaluate there: all pass)
+    assert [parity[(b, c)].status for b, c in (("flash", C2.id), ("math", C3.id), ("flash", C3.id))] == ["pass"] * 3

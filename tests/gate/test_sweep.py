@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import types
 from typing import Any
 
 import pytest
@@ -117,3 +118,36 @@ def test_bad_sweep_usage_exits_2_and_writes_nothing(tmp_path: Any, capsys: pytes
     assert code == 2
     assert needle in capsys.readouterr().err
     assert not (tmp_path / "s").exists()
+
+
+def test_the_cuda_event_interval_starts_on_an_idle_gpu_after_the_flush() -> None:
+    """The order of a timed CUDA call: flush, synchronize, start event, the call, end event (a fake torch records
+    it). Without the synchronize, host launch work shorter than the flush is hidden from the interval."""
+    from conformance.sweep import CudaEventTimer
+
+    log: list[str] = []
+
+    class Event:
+        def __init__(self, enable_timing: bool) -> None:
+            self.name = "start" if not any(x.startswith("event") for x in log) else "end"
+            log.append(f"event {self.name}")
+
+        def record(self) -> None:
+            log.append(f"record {self.name}")
+
+        def synchronize(self) -> None:
+            log.append(f"wait {self.name}")
+
+        def elapsed_time(self, other: "Event") -> float:
+            return 2.0
+
+    class Flush:
+        def zero_(self) -> None:
+            log.append("flush")
+
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(Event=Event, synchronize=lambda *a: log.append("sync")))
+    timer = CudaEventTimer.__new__(CudaEventTimer)
+    timer._torch, timer._flush = fake, Flush()
+    assert timer(lambda: log.append("call")) == 2.0e-3
+    assert log.index("flush") < log.index("sync") < log.index("record start") < log.index("call") \
+        < log.index("record end") < log.index("wait end")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import os
+import sys
 
 import pytest
 
@@ -20,7 +21,8 @@ def test_each_entry_has_a_standalone_script_of_plain_library_calls(entry) -> Non
     tree = ast.parse(open(path, encoding="utf-8").read())
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-    assert imported <= {"sys", "torch", "flashinfer", "math", "os"}, imported  # no attncheck code
+    outside = imported - set(sys.stdlib_module_names) - {"torch", "flashinfer"}
+    assert not outside, outside  # the standard library, torch and flashinfer: no attncheck code
     assert entry.status in ENTRY_STATUSES and entry.seen and entry.versions
 
 
@@ -39,6 +41,25 @@ def test_the_h200_runs_failures_are_each_explained_by_one_entry() -> None:
 def test_an_entry_does_not_explain_other_versions_targets_or_passing_shapes() -> None:
     empty = {"layout": "ragged", "qo_lens": [], "kv_lens": [], "mask": "none"}
     assert known_for("flashinfer", empty, "fa2", "0.7.2.post1") == "flashinfer-empty-batch-plan"
-    assert known_for("flashinfer", empty, "fa2", "0.7.4") is None
+    assert known_for("flashinfer", empty, "fa2", "0.7.1") is None
     assert known_for("torch", empty, "math") is None
     assert known_for("flashinfer", dict(empty, qo_lens=[3], kv_lens=[5]), "fa2", "0.7.2.post1") is None
+
+
+def test_the_fa3_hnd_entries_split_on_the_group_size_the_kernel_computes() -> None:
+    """num_qo_heads // kv_len (K's token axis read as heads): 0 kills the process (crash), more runs wrongly."""
+    ragged = {"layout": "ragged", "qo_lens": [300], "kv_lens": [128], "num_qo_heads": 8, "num_kv_heads": 1,
+              "head_dim_qk": 128, "head_dim_vo": 128, "q_dtype": "bf16", "kv_dtype": "bf16", "kv_layout": "HND",
+              "mask": "none"}
+    few_keys = dict(ragged, kv_lens=[7], num_kv_heads=8)
+    assert known_for("flashinfer", ragged, "fa3", "0.7.2.post1", "sm90") == "flashinfer-fa3-hnd-kv-heads-sigfpe"
+    assert known_for("flashinfer", ragged, "auto+graph", "0.7.2.post1", "sm90") == "flashinfer-fa3-hnd-kv-heads-sigfpe"
+    assert known_for("flashinfer", few_keys, "fa3", "0.7.2.post1", "sm90") == "flashinfer-fa3-hnd-kv-heads-wrong"
+    single = dict(ragged, layout="single", kv_lens=[4099])
+    assert known_for("flashinfer", single, "auto", "0.7.2.post1", "sm90") == "flashinfer-fa3-hnd-kv-heads-sigfpe"
+    for case, backend, arch in ((dict(ragged, kv_layout="NHD"), "fa3", "sm90"),  # NHD reads the right axis
+                                (ragged, "fa2", "sm90"),  # fa2 reads the layout
+                                (dict(ragged, mask="custom"), "auto", "sm90"),  # auto takes fa2 for a mask
+                                (ragged, "auto", "sm80"),  # no fa3 there
+                                (dict(ragged, layout="paged"), "fa3", "sm90")):  # the paged path reads it
+        assert known_for("flashinfer", case, backend, "0.7.2.post1", arch) is None, (case, backend, arch)

@@ -862,3 +862,14 @@ def test_the_call_log_holds_each_library_call_as_made(fake: Any) -> None:
     g.call_log = []
     run_case(g, RAGGED)
     assert g.call_log == []
+
+
+def test_fa2_single_prefill_declines_causal_with_more_queries_than_keys(fake: Any) -> None:
+    """Seen on the H200: SinglePrefillWithKVCacheDispatched refuses it (prefill.cuh:2735); the batch APIs take it,
+    and a custom mask (into which the adapter folds causal) is another mask mode."""
+    long_q = Case("single", (127,), (1,), 4, 2, head_dim_qk=64, head_dim_vo=64, causal=True)
+    sup = adapter("fa2").supports(long_q)
+    assert not sup.ok and skips.constant_of(sup.reason) == skips.LIBRARY_REFUSED and "prefill.cuh:2735" in sup.reason
+    assert adapter("fa2").supports(long_q.replace(mask="custom")).ok
+    assert adapter("fa2").supports(long_q.replace(qo_lens=(1,), kv_lens=(127,))).ok
+    assert adapter("fa2").supports(long_q.replace(layout="ragged")).ok

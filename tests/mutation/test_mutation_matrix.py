@@ -189,6 +189,30 @@ def test_a_crash_or_a_timeout_ends_one_run_and_the_server_forks_the_next(tmp_pat
     assert fine.returncode == 0 and (tmp_path / "ok.log").read_text().split() == ["False", "True"]
 
 
+def test_a_forked_run_sees_the_libraries_on_pythonpath_as_a_fresh_interpreter_does(tmp_path: Path,
+                                                                                  monkeypatch: pytest.MonkeyPatch
+                                                                                  ) -> None:
+    """A GPU runner installs FlashInfer with `pip --target DIR` and puts DIR on PYTHONPATH; the server
+    starts without PYTHONPATH (it must not see the repository), so each run puts it back, after the copy."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "runner_only_lib.py").write_text("WHERE = 'site'\n")
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    probe = tmp_path / "probe.py"
+    probe.write_text("import sys, runner_only_lib\nprint(runner_only_lib.WHERE, sys.path.index(%r) < sys.path.index(%r))\n"
+                     % (str(copy), str(site)))
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    env = child_env((str(copy),))
+    server = ForkServerLauncher(env)
+    try:
+        done = server.run(Job((str(probe),), tmp_path, (str(copy),), env, tmp_path / "probe.log", 60))
+    finally:
+        server.close()
+    assert done.returncode == 0, (tmp_path / "probe.log").read_text()
+    assert (tmp_path / "probe.log").read_text().split() == ["site", "True"]
+
+
 # ---- the command line -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("argv, field", [

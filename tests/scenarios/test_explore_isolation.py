@@ -1,0 +1,94 @@
+"""A GPU exploration survives what kills a process or its CUDA context (shown on the CPU).
+
+Seen on the H200 runner: a FlashInfer call left the CUDA context dead, Hypothesis then "shrank" in the
+dead context (Flaky), and the next subject died in its warm-up. Now a lost context ends only its
+subject, unshrunk, with the calls that led there and a script; on a GPU every subject runs in a
+process of its own, and one that dies leaves the calls it was making in its flight record.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import scenarios.machines as machines
+from kernels import get_target
+from kernels.protocol import AttentionKernel
+from routing.spec import RoutingEnv
+from routing.specs import TORCH_SDPA
+from scenarios.explore import BUDGETS, SUMMARY_NAME, explore_in_children, explore_subject
+from scenarios.machines import Recipe, Subject
+
+
+class _DiesOnThirdPlan:
+    """The torch math adapter, whose sixth plan (after the warm-up's four) raises as a kernel that kills
+    the CUDA context would."""
+
+    def __init__(self, inner: AttentionKernel, counter: list[int]) -> None:
+        self._inner, self._counter = inner, counter
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def plan(self, inputs: Any) -> None:
+        self._counter[0] += 1
+        if self._counter[0] == 6:
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        self._inner.plan(inputs)
+
+    def fresh(self) -> AttentionKernel:
+        return self._inner.fresh()
+
+
+def test_a_lost_context_ends_the_subject_unshrunk_with_its_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                 ) -> None:
+    counter = [0]
+    target = get_target("torch")
+    subject = Subject(name="dies", target="torch", backend="math",
+                      make=lambda b: _DiesOnThirdPlan(target.make(b, "cpu"), counter),
+                      specs={}, env=RoutingEnv(arch="unknown", device="cpu"), recipe=Recipe("torch"))
+    monkeypatch.setattr(machines, "device_type", lambda device: "cuda")  # the checks a GPU subject makes
+    monkeypatch.setattr(machines, "context_after_error",
+                        lambda device: (False, "AcceleratorError: an illegal memory access was encountered"))
+    r = explore_subject(subject, BUDGETS["ci"], tmp_path)
+    assert r.failure is not None and r.failure["context_lost"] and r.failure["invariant"] == "no_unexpected_error"
+    assert "not shrunk" in r.failure["details"]["no_unexpected_error"]
+    assert counter[0] == 6  # nothing ran after the loss: no shrinking, no further example
+    assert r.failure["sequence"][-1].split()[1] == "plan" and "CUDA context lost" in r.failure["sequence"][-1]
+    assert Path(r.failure["repro"]).exists()
+
+
+def test_a_warm_up_that_raises_is_the_subjects_failure(tmp_path: Path) -> None:
+    counter = [5]  # the very first plan is the sixth
+    target = get_target("torch")
+    subject = Subject(name="warm", target="torch", backend="math",
+                      make=lambda b: _DiesOnThirdPlan(target.make(b, "cpu"), counter), specs={},
+                      env=RoutingEnv(arch="unknown", device="cpu"), recipe=Recipe("torch"))
+    r = explore_subject(subject, BUDGETS["ci"], tmp_path)
+    assert r.failure["phase"] == "warm-up" and "illegal memory access" in r.failure["details"]["no_unexpected_error"]
+
+
+def _args(out: Path, **kw: Any) -> argparse.Namespace:
+    return argparse.Namespace(target="torch", budget="ci", out=str(out), device="cpu", seed=0, examples=2, steps=3,
+                              **kw)
+
+
+def test_each_subject_in_its_own_process_merges_into_one_summary(tmp_path: Path) -> None:
+    assert explore_in_children(_args(tmp_path), ["torch-auto-cpu"]) == 0
+    summary = json.loads((tmp_path / SUMMARY_NAME).read_text())
+    (s,) = summary["subjects"]
+    assert s["subject"] == "torch-auto-cpu" and s["failure"] is None and summary["failed"] == []
+    assert summary["totals"]["runs"] > 0
+
+
+def test_a_subject_whose_process_dies_reports_the_calls_it_was_making(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(machines.FAULT_ABORT_STEP, "2")
+    assert explore_in_children(_args(tmp_path), ["torch-auto-cpu"]) == 1
+    (s,) = json.loads((tmp_path / SUMMARY_NAME).read_text())["subjects"]
+    f = s["failure"]
+    assert f["invariant"] == "process_crashed" and "signal 6" in f["details"]["process_crashed"]
+    assert len(f["sequence"]) == 2 and f["sequence"][-1].endswith("<- in progress")
