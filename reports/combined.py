@@ -143,7 +143,7 @@ def render_markdown(model: dict[str, Any], title: str = "attncheck report") -> s
         if not r.get("header", True):
             lines.append(f"- records without a run header in {r['path']}")
             continue
-        vers = ", ".join(f"{k} {v}" for k, v in sorted(r["versions"].items()))
+        vers = ", ".join(f"{k} {v}" for k, v in sorted(r["versions"].items()) if v not in (None, "none"))
         lines.append(f"- `{r['arch']}`: {r['target']} on {r['device']}, {r['budget']}, run `{r['run_id']}`"
                      + ("" if r["finished"] else " (**did not finish**)")
                      + (f", **stand-in {r['standin']}**" if r["standin"] else "") + f"; {vers}")

@@ -133,7 +133,7 @@ def render_html(model: dict[str, Any], title: str = "attncheck report") -> str:
         if not r.get("header", True):
             parts.append(f"<li>records without a run header in {_e(r['path'])}</li>")
             continue
-        vers = ", ".join(f"{k} {v}" for k, v in sorted(r["versions"].items()))
+        vers = ", ".join(f"{k} {v}" for k, v in sorted(r["versions"].items()) if v not in (None, "none"))
         parts.append(f"<li><code>{_e(r['arch'])}</code> {_e(r['target'])} on {_e(r['device'])}, {_e(r['budget'])}, "
                      f"run <code>{_e(r['run_id'])}</code>" + ("" if r["finished"] else ' <span class="bad">did not '
                                                               'finish</span>')
@@ -141,25 +141,25 @@ def render_html(model: dict[str, Any], title: str = "attncheck report") -> str:
                      + f"; {_e(vers)}</li>")
     parts.append("</ul>")
     if model["parity"]["rows"]:
-        parts += ["<h2>Parity: worst error / bound</h2>", _parity(model["parity"])]
+        parts += ['<h2 id="parity">Parity: worst error / bound</h2>', _parity(model["parity"])]
     if model["outcomes"]:
-        parts += ["<h2>Outcomes</h2>", _table(["arch", "backend", *STATUSES],
+        parts += ['<h2 id="outcomes">Outcomes</h2>', _table(["arch", "backend", *STATUSES],
                                               [_plain_row([o["arch"], o["backend"], *(o[s] for s in STATUSES)], 2)
                                                for o in model["outcomes"]], left=2)]
     fl = model["failures"]
-    parts.append(f"<h2>Failures ({len(fl)})</h2>")
+    parts.append(f'<h2 id="failures">Failures ({len(fl)})</h2>')
     parts.append('<ul class="fail">' + "".join(
         f"<li>{_e(f['arch'])} " + ('<span class="bad">crash</span> ' if f["crash"] else "") + f"{_e(f['line'])}</li>"
         for f in fl) + "</ul>" if fl else "<p>None.</p>")
     if model["skips"]:
-        parts += ["<h2>Skips and refusals by reason</h2>",
+        parts += ['<h2 id="skips">Skips and refusals by reason</h2>',
                   _table(["arch", "status", "backend", "reason", "count"],
                          [_plain_row([s["arch"], s["status"], s["backend"], s["reason"], s["count"]], 4)
                           for s in model["skips"]], left=4)]
     if model["routing"]:
-        parts += ["<h2>Routing: expected against observed</h2>", *(_routing(r) for r in model["routing"])]
+        parts += ['<h2 id="routing">Routing: expected against observed</h2>', *(_routing(r) for r in model["routing"])]
     if model["timing"]:
-        parts += ["<h2>Timing: A/B ratio tables</h2>",
+        parts += ['<h2 id="timing">Timing: A/B ratio tables</h2>',
                   '<p class="legend"><span style="background:%s">A slower</span><span style="background:%s">A faster'
                   '</span><span style="background:#eeeeee">no measured difference</span> median of paired ratios '
                   "[%.0f%% interval]</p>" % (timing_color(2.0, True), timing_color(0.5, True), 100 * LEVEL),

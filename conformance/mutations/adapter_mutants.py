@@ -111,6 +111,22 @@ FLASHINFER_ADAPTER_MUTANTS: tuple[Mutant, ...] = (
              "        if False:\n",
              "aiter+graph decode claims LSE, which the fork refuses under capture (rule 32)",
              (_T_FI + "test_fork_aiter_graph_decode_declines_lse_which_capture_refuses",)),
+    _adapter("fi-call-log-drops-plan", "kernels/flashinfer.py",
+             "                self._log_call(w, \"plan\", args, kwargs)\n",
+             "                pass\n",
+             "the adapter's call log omits plan(): a plain script would run an unplanned wrapper",
+             ("tests/kernels/test_flashinfer_adapter.py::test_the_call_log_holds_each_library_call_as_made",)),
+    _adapter("fi-bench-call-through-run", "kernels/flashinfer.py",
+             "        return lambda: self._call_run(w, c, inputs.q, inputs.k, inputs.v, args, kw, out, None, False)\n",
+             "        return lambda: self.run(inputs)\n",
+             "a sweep times the adapter's run() (poisoning, allocation, synchronisation) as the library's",
+             ("tests/kernels/test_flashinfer_adapter.py::test_bench_call_is_the_librarys_run_alone_on_one_plan[paged]",)),
+    _adapter("fi-single-causal-long-queries-claimed", "kernels/flashinfer_support.py",
+             "        if api == \"single\" and case.causal and not custom and case.qo_lens[0] > case.kv_lens[0]:\n",
+             "        if False:\n",
+             "fa2 single prefill claims causal cases with more queries than keys, which it refuses",
+             ("tests/kernels/test_flashinfer_adapter.py::"
+              "test_fa2_single_prefill_declines_causal_with_more_queries_than_keys",)),
 )
 
 check_unique(TORCH_ADAPTER_MUTANTS + FLASHINFER_ADAPTER_MUTANTS)

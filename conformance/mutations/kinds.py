@@ -10,7 +10,7 @@
   (conformance/mutations/torch_faults.py), since torch's kernels are not Python text to edit.
 
 Every shape names the tests that must kill it (`kills`), the device it needs, and its class
-(`kind`: oracle, routing-spec, adapter, library). `at_import` marks a mutant meant to be refused
+(`kind`: oracle, routing-spec, adapter, library, harness). `at_import` marks a mutant meant to be refused
 when its module is imported (a routing spec's own validation): only for such a mutant does a
 module that fails to collect count as a kill rather than as a broken run.
 """
@@ -21,7 +21,7 @@ from typing import Union
 
 from conformance.mutations.errors import InvalidMutant
 
-KINDS = ("oracle", "routing-spec", "adapter", "library")
+KINDS = ("oracle", "routing-spec", "adapter", "library", "harness")
 # A kill written `file::test[*]` names every parametrization of that test the mutant reaches (the
 # conformance grid's ids are made at run time); any other kill is one exact node id.
 ANY_PARAM = "[*]"

@@ -20,14 +20,15 @@ from __future__ import annotations
 
 from conformance.mutations.adapter_mutants import FLASHINFER_ADAPTER_MUTANTS, TORCH_ADAPTER_MUTANTS
 from conformance.mutations.catalogue import ORACLE_MUTANTS
+from conformance.mutations.harness_mutants import HARNESS_MUTANTS
 from conformance.mutations.kinds import AnyMutant, check_unique
 from conformance.mutations.library_mutants import FLASHINFER_PACKAGE_MUTANTS, ROCM_STANDIN_MUTANTS, TORCH_PATCHES
 from conformance.mutations.spec_mutants import FLASHINFER_SPEC_MUTANTS, TORCH_SPEC_MUTANTS
 
 CATALOGUES: dict[str, tuple[AnyMutant, ...]] = {
-    "torch": ORACLE_MUTANTS + TORCH_SPEC_MUTANTS + TORCH_ADAPTER_MUTANTS + TORCH_PATCHES,
+    "torch": ORACLE_MUTANTS + TORCH_SPEC_MUTANTS + TORCH_ADAPTER_MUTANTS + TORCH_PATCHES + HARNESS_MUTANTS,
     "flashinfer": (ORACLE_MUTANTS + FLASHINFER_SPEC_MUTANTS + FLASHINFER_ADAPTER_MUTANTS + ROCM_STANDIN_MUTANTS
-                   + FLASHINFER_PACKAGE_MUTANTS),
+                   + FLASHINFER_PACKAGE_MUTANTS + HARNESS_MUTANTS),
 }
 CATALOGUES["all"] = tuple({m.name: m for t in ("torch", "flashinfer") for m in CATALOGUES[t]}.values())
 TARGETS = tuple(CATALOGUES)

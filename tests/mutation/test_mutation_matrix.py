@@ -38,7 +38,7 @@ def test_cpu_catalogue_kills_every_mutant_and_every_test_kills_one(tmp_path: Pat
     assert not km.not_killed(), "\n".join(f"{m.name} ({m.status}): {m.detail}" for m in km.not_killed())
     assert not km.rows_killing_nothing(), report
     kinds = {m.kind for m in km.runnable()}
-    assert kinds == {"oracle", "routing-spec", "adapter", "library"}
+    assert kinds == {"oracle", "routing-spec", "adapter", "library", "harness"}
     assert any(r.startswith("conformance/test_parity_grid.py::") for r in km.rows)
     skipped = {m.name for m in km.mutants if m.status == "skipped"}
     assert skipped == {m.name for m in ALL if m.needs == "cuda"}  # listed, with the reason
@@ -83,8 +83,8 @@ def test_flashinfer_package_mutants_match_the_pinned_wheel() -> None:
 
 
 def test_catalogues_cover_every_class_and_the_seeds_ab_list() -> None:
-    assert {m.kind for m in CATALOGUES["torch"]} == {"oracle", "routing-spec", "adapter", "library"}
-    assert {m.kind for m in CATALOGUES["flashinfer"]} == {"oracle", "routing-spec", "adapter", "library"}
+    assert {m.kind for m in CATALOGUES["torch"]} == {"oracle", "routing-spec", "adapter", "library", "harness"}
+    assert {m.kind for m in CATALOGUES["flashinfer"]} == {"oracle", "routing-spec", "adapter", "library", "harness"}
     names = {m.name for m in ALL}
     assert {"rocm-fork-ragged-table-disarmed", "rocm-fork-ragged-q-len-dropped",
             "rocm-fork-late-recheck-removed"} <= names

@@ -24,8 +24,7 @@ from scenarios.machines import Recipe, Subject
 
 
 class _DiesOnThirdPlan:
-    """The torch math adapter, whose sixth plan (after the warm-up's four) raises as a kernel that kills
-    the CUDA context would."""
+    """The torch math adapter, whose third plan raises as a kernel that kills the CUDA context would."""
 
     def __init__(self, inner: AttentionKernel, counter: list[int]) -> None:
         self._inner, self._counter = inner, counter
@@ -35,7 +34,7 @@ class _DiesOnThirdPlan:
 
     def plan(self, inputs: Any) -> None:
         self._counter[0] += 1
-        if self._counter[0] == 6:
+        if self._counter[0] == 3:
             raise RuntimeError("CUDA error: an illegal memory access was encountered")
         self._inner.plan(inputs)
 
@@ -47,22 +46,26 @@ def test_a_lost_context_ends_the_subject_unshrunk_with_its_calls(tmp_path: Path,
                                                                  ) -> None:
     counter = [0]
     target = get_target("torch")
+    # Decode only: no directed sequences (those are ragged and paged), so after the warm-up's one plan the
+    # third plan is Hypothesis's, where shrinking would replay in the dead context.
     subject = Subject(name="dies", target="torch", backend="math",
                       make=lambda b: _DiesOnThirdPlan(target.make(b, "cpu"), counter),
-                      specs={}, env=RoutingEnv(arch="unknown", device="cpu"), recipe=Recipe("torch"))
+                      specs={}, env=RoutingEnv(arch="unknown", device="cpu"), recipe=Recipe("torch"),
+                      exclude_layouts={x: "decode only" for x in ("ragged", "paged", "single")})
     monkeypatch.setattr(machines, "device_type", lambda device: "cuda")  # the checks a GPU subject makes
     monkeypatch.setattr(machines, "context_after_error",
                         lambda device: (False, "AcceleratorError: an illegal memory access was encountered"))
     r = explore_subject(subject, BUDGETS["ci"], tmp_path)
     assert r.failure is not None and r.failure["context_lost"] and r.failure["invariant"] == "no_unexpected_error"
     assert "not shrunk" in r.failure["details"]["no_unexpected_error"]
-    assert counter[0] == 6  # nothing ran after the loss: no shrinking, no further example
+    assert r.failure["phase"] == "explore-context-lost" and not r.directed
+    assert counter[0] == 3  # nothing ran after the loss: no shrinking, no further example
     assert r.failure["sequence"][-1].split()[1] == "plan" and "CUDA context lost" in r.failure["sequence"][-1]
     assert Path(r.failure["repro"]).exists()
 
 
 def test_a_warm_up_that_raises_is_the_subjects_failure(tmp_path: Path) -> None:
-    counter = [5]  # the very first plan is the sixth
+    counter = [2]  # the very first plan is the third
     target = get_target("torch")
     subject = Subject(name="warm", target="torch", backend="math",
                       make=lambda b: _DiesOnThirdPlan(target.make(b, "cpu"), counter), specs={},

@@ -1,0 +1,87 @@
+"""Harness mutants: mistakes in attncheck's own machinery, each shown by a test that must notice.
+
+The oracle, the specs and the adapters decide verdicts; the machinery around them decides whether
+a verdict is reached at all and whether it can be reproduced: the scenario machines' profile and
+known-failure handling, a lost CUDA context, the plain-library scripts, the fresh-adapter control
+of failing records, the sweep's timer, the fork server's import path, the ledger's rules, the
+command line. Every one of these was written after something went wrong on the H200 runner
+(docs/evidence/2026-12-01-flashinfer-h200-session.md); each mutant puts that mistake back.
+"""
+from __future__ import annotations
+
+from conformance.mutations.kinds import Mutant, check_unique
+
+_FI_SUBJ = "tests/scenarios/test_flashinfer_subjects.py::"
+_ISO = "tests/scenarios/test_explore_isolation.py::"
+
+
+def _harness(name: str, path: str, old: str, new: str, description: str, kills: tuple[str, ...]) -> Mutant:
+    return Mutant(name, path, old, new, description, kills, kind="harness")
+
+
+HARNESS_MUTANTS: tuple[Mutant, ...] = (
+    _harness("explore-profile-limits-ignored", "scenarios/machines.py",
+             "    prof = replace(profile or S.probe_profile(probe), **subject.profile_limits)\n",
+             "    prof = profile or S.probe_profile(probe)\n",
+             "a subject's profile limits are ignored: a JIT runner draws modules no run has built",
+             (_FI_SUBJ + "test_one_subject_per_api_and_mode_inside_the_built_modules",)),
+    _harness("explore-known-raise-reported", "scenarios/machines.py",
+             "        entry = self.subject.known(case, backend) if self.subject.known is not None else None\n",
+             "        entry = None\n",
+             "a raise the ledger explains is reported again as a new finding",
+             (_FI_SUBJ + "test_a_raise_the_ledger_explains_is_known_not_a_finding",)),
+    _harness("explore-context-loss-shrunk", "scenarios/machines.py",
+             "class ContextLost(BaseException):\n",
+             "class ContextLost(Exception):\n",
+             "a lost CUDA context is an ordinary exception: Hypothesis shrinks in the dead context",
+             (_ISO + "test_a_lost_context_ends_the_subject_unshrunk_with_its_calls",)),
+    _harness("explore-empty-output-history-crash", "scenarios/machines.py",
+             "        elif out.out.numel() and float((out.out.double()",
+             "        elif float((out.out.double()",
+             "history independence on a GPU takes max() over an output with no rows",
+             (_FI_SUBJ + "test_exploration_finds_the_lifecycle_defect_and_writes_a_plain_script[ragged-catchers1]",)),
+    _harness("explore-crashed-subject-dropped", "scenarios/explore.py",
+             "        merged.append({\"subject\": name, \"examples\": None,",
+             "        continue\n        merged.append({\"subject\": name, \"examples\": None,",
+             "a subject whose process died is left out of the merged summary",
+             (_ISO + "test_a_subject_whose_process_dies_reports_the_calls_it_was_making",)),
+    _harness("repro-fi-control-reuses-the-wrapper", "scenarios/repro_flashinfer.py",
+             "                lines.append(f\"    ctl_w = {w.call(ctor[c.on])}\")\n",
+             "                lines.append(f\"    ctl_w = {c.on}\")\n",
+             "the plain script's control replays the plan on the same wrapper, not a fresh one",
+             (_FI_SUBJ + "test_exploration_finds_the_lifecycle_defect_and_writes_a_plain_script[paged-catchers0]",)),
+    _harness("parity-no-fresh-control", "conformance/parity_run.py",
+             "    if rec.status not in FAILING or is_crash(rec) or not callable(getattr(adapter, \"fresh\", None)):\n",
+             "    if True:\n",
+             "a failing record is never repeated on a fresh adapter: lifecycle defects read as case defects",
+             ("tests/harness/test_fresh_control.py::test_a_stale_mask_failure_is_marked_history_dependent",)),
+    _harness("parity-lost-context-ignored", "conformance/parity_run.py",
+             "                        if not alive:  # nothing more can run in this process",
+             "                        if False:  # nothing more can run in this process",
+             "a lost CUDA context is not handed over to child processes: every later pair fails in it",
+             ("tests/gate/test_isolated_run.py::"
+              "test_a_lost_context_in_process_hands_the_rest_of_the_run_to_child_processes",)),
+    _harness("sweep-no-sync-after-flush", "conformance/sweep.py",
+             "        torch.cuda.synchronize()  # the flush done",
+             "        pass  # the flush done",
+             "the start event is recorded while the flush runs: host launch work hides behind it",
+             ("tests/gate/test_sweep.py::test_the_cuda_event_interval_starts_on_an_idle_gpu_after_the_flush",)),
+    _harness("forkserver-drops-pythonpath", "conformance/mutations/launcher.py",
+             "        sys.path[0:0] = list(dict.fromkeys(list(req[\"path\"]) + env_path))",
+             "        sys.path[0:0] = list(req[\"path\"])",
+             "a forked run loses the PYTHONPATH where the runner installed FlashInfer",
+             ("tests/mutation/test_mutation_matrix.py::"
+              "test_a_forked_run_sees_the_libraries_on_pythonpath_as_a_fresh_interpreter_does",)),
+    _harness("ledger-fa3-hnd-any-layout", "conformance/known_failures.py",
+             "    if c[\"layout\"] not in (\"ragged\", \"single\") or c[\"kv_layout\"] != \"HND\":\n",
+             "    if c[\"layout\"] not in (\"ragged\", \"single\"):\n",
+             "the fa3 HND entries claim NHD cases too (and keep them from being launched)",
+             ("tests/harness/test_known_failures.py::test_the_fa3_hnd_entries_split_on_the_group_size_the_kernel_computes",)),
+    _harness("cli-case-list-first-only", "conformance/cli.py",
+             "        return [Case.from_json(o) for o in objs]\n",
+             "        return [Case.from_json(objs[0])]\n",
+             "--case @file.json with a list runs its first case only",
+             ("tests/harness/test_cli.py::test_a_case_file_may_hold_a_list_of_cases",)),
+)
+
+check_unique(HARNESS_MUTANTS)
