@@ -53,14 +53,15 @@ site_for() {  # site_for DIR WHEEL...: install wheels into DIR (no registry on t
 }
 
 side_lane() {  # correctness work that shares the GPU with the matrix: the machines, then the mutants
-  # 3. the scenario machines against the library (issue 5), inside the modules the matrix builds
-  step explore 480 "${run[@]}" explore --target flashinfer --device cuda --budget runner --examples 40 --steps 20 \
+  # 3. the scenario machines against the library (issue 5), inside the modules the matrix builds; one
+  #    process per subject on a GPU, so a subject that kills its process or context costs only itself
+  step explore 540 "${run[@]}" explore --target flashinfer --device cuda --budget runner --examples 40 --steps 20 \
       --out "$R/explore"
   for s in "$R"/explore/failures/repro-*.py; do
     [ -e "$s" ] && step "script_$(basename "$s" .py | cut -c7-70)" 120 python3 "$s"
   done
   # 7. the FlashInfer mutant catalogue on the GPU (issue 6)
-  step mutate 300 "${run[@]}" mutate --target flashinfer --device cuda --out "$R/mutate"
+  step mutate 360 "${run[@]}" mutate --target flashinfer --device cuda --out "$R/mutate"
 }
 
 pipeline() {
@@ -71,18 +72,20 @@ pipeline() {
   } > "$R/env.txt" 2>&1
   cat "$R/env.txt"
   run=(python3 -m conformance)
-  # 1. the two ledger scripts never yet run standalone (their plan() raises before any JIT)
-  step repro_empty_batch 120 python3 docs/evidence/repro_flashinfer_empty_batch_plan.py
-  step repro_mask_zero_pages 120 python3 docs/evidence/repro_flashinfer_paged_mask_zero_pages.py
   side_lane > "$A/side.log" 2>&1 &
   local side=$!
-  # 2. the quick FlashInfer matrix over every offered backend, eager and graph (issue 3; auto's
-  #    records feed issue 4's routing check)
-  step matrix 1080 "${run[@]}" run --target flashinfer --device cuda --budget quick --time-budget 1000 --out "$R/matrix"
+  # 1. the quick FlashInfer matrix over every offered backend, eager and graph (issue 3; auto's
+  #    records feed issue 4's routing check); --isolate: a SIGFPE or a dead context costs one record
+  step matrix 1200 "${run[@]}" run --target flashinfer --device cuda --budget quick --isolate --time-budget 1100 \
+      --out "$R/matrix"
   step routing 120 python3 -m routing.from_records "$R/matrix/results.jsonl" --spec flashinfer_cuda --arch sm90 \
       --out "$R/routing"
+  # 2. standalone scripts of the ledger entries and probes not yet run on the runner (their modules
+  #    are built by now)
+  step repro_fa3_hnd 240 python3 docs/evidence/repro_flashinfer_fa3_hnd_kv_heads.py
+  step probe_zero_query_rows 300 python3 docs/evidence/probe_flashinfer_zero_query_rows.py
   wait "$side"  # timing below wants the GPU to itself
-  # 4. fa2 against fa3, the seeds' table layout (issue 7)
+  # 4. fa2 against fa3, the seeds' table layout (issue 7), with the timer that synchronises after the flush
   step sweep 300 "${run[@]}" sweep --target flashinfer --device cuda --a fa2 --b fa3 --reps 20 --out "$R/sweep"
   # 5. the upgrade: 0.7.2.post1 as the baseline, 0.7.4 as the new run, fa2 on four profiles' cases
   python3 - "$R/upgrade-cases.json" <<'PY'
@@ -94,7 +97,7 @@ json.dump(cases, open(sys.argv[1], "w"))
 print(len(cases), "cases for the upgrade diff")
 PY
   rec=(record --target flashinfer --device cuda --case "@$R/upgrade-cases.json" --backend fa2 --backend fa2+graph
-       --time fa2 --rows 1x1024,8x4096,32x2048 --q 1,16,64,256 --reps 20)
+       --isolate --time fa2 --rows 1x1024,8x4096,32x2048 --q 1,16,64,256 --reps 20)
   step record_072 300 "${run[@]}" "${rec[@]}" --out "$R/base-0.7.2"
   local waited=0
   while [ ! -e "$A/w074/ready" ] && [ $waited -lt 600 ]; do sleep 5; waited=$((waited + 5)); done

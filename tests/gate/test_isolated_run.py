@@ -67,15 +67,23 @@ def test_a_crash_entry_is_not_launched(tmp_path: Any, monkeypatch: pytest.Monkey
 def test_a_dead_cuda_context_moves_the_rest_of_a_gate_run_to_child_processes(monkeypatch: pytest.MonkeyPatch) -> None:
     """After an error, a dead context is said in the record, and later cases go to a (lazily started) child."""
     import conformance.grid_run as gr
-    from conformance.isolate import CONTEXT_LOST
+    from conformance.isolate import CONTEXT_LOST, PENDING_CLEARED
 
     run = gr.GridRun("torch", "cpu", "quick", 0, "main")
-    monkeypatch.setattr(gr, "context_alive", lambda device: False)
+    probes = iter([(True, "AcceleratorError: invalid argument"), (False, "AcceleratorError: illegal memory access")])
+    monkeypatch.setattr(gr, "context_after_error", lambda device: next(probes))
     base = run.base
-    rec, entry = run.evaluate(C1, "math", lambda: ParityRecord(backend="math", case_id=C1.id, case=C1.to_json(),
-                                                               status="error", reason="RuntimeError: illegal", **base))
-    assert rec.reason == f"RuntimeError: illegal; {CONTEXT_LOST}" and entry is None
-    assert run.evaluator is not None and run.evaluator.starts == 0
+
+    def error() -> ParityRecord:
+        return ParityRecord(backend="math", case_id=C1.id, case=C1.to_json(), status="error",
+                            reason="RuntimeError: illegal", **base)
+
+    rec, _ = run.evaluate(C1, "math", error)  # a pending error, read and cleared: the run stays in process
+    assert rec.reason == f"RuntimeError: illegal; {PENDING_CLEARED}: AcceleratorError: invalid argument"
+    assert run.evaluator is None
+    rec, entry = run.evaluate(C1, "math", error)
+    assert rec.reason == f"RuntimeError: illegal; {CONTEXT_LOST}: AcceleratorError: illegal memory access"
+    assert entry is None and run.evaluator is not None and run.evaluator.starts == 0
     run.close(0.0)
 
 
