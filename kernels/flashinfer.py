@@ -520,11 +520,10 @@ class FlashInferKernel:
 
     def _plan_wrapper(self, w: Any, inputs: Inputs, mask_kw: dict[str, Any]) -> None:
         c = inputs.case
-        plan = w.plan
-        if self._logging():
-            def plan(*args: Any, **kwargs: Any) -> Any:
+        def plan(*args: Any, **kwargs: Any) -> Any:
+            if self._logging():
                 self._log_call(w, "plan", args, kwargs)
-                return w.plan(*args, **kwargs)
+            return w.plan(*args, **kwargs)
         dts = dict(q_data_type=to_torch(c.q_dtype), kv_data_type=to_torch(c.kv_dtype), o_data_type=to_torch(c.o_dtype))
         cap = c.logits_soft_cap if c.logits_soft_cap > 0 else None
         if c.layout == "paged":

@@ -10,12 +10,9 @@ import os
 import sys
 from typing import Any
 
-import pytest
 
 import kernels.flashinfer as fi
-import kernels.flashinfer_lib as fl
 from conformance.parity_run import evaluate, fresh_control
-from kernels.flashinfer_variants import reset_seen
 from oracle.judge import truth
 from reports.parity import failure_line
 from scenarios.case import Case
@@ -23,19 +20,11 @@ from scenarios.tensors import materialize
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "kernels"))
 import fake_flashinfer as ff  # noqa: E402
+from fake_flashinfer import fake  # noqa: E402,F401  (the fixture)
 
 MASKED = Case("ragged", (6, 5), (15, 9), 4, 2, head_dim_qk=64, head_dim_vo=64, mask="custom", kv_layout="HND")
 PLAIN = MASKED.replace(mask="none", qo_lens=(7, 3))
 BASE = dict(run_id="r", target="flashinfer", device="cpu", seed=0, standin=None)
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Any:
-    ff.install(monkeypatch)
-    fl.lib_facts.cache_clear()
-    reset_seen()
-    yield ff
-    fl.lib_facts.cache_clear()
 
 
 def _eval(adapter: Any, case: Case) -> Any:

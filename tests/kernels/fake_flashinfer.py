@@ -1,4 +1,4 @@
-"""A CPU stand-in for the `flashinfer` package, used only by tests/kernels/test_flashinfer_adapter.py.
+"""A CPU stand-in for the `flashinfer` package, used by the FlashInfer tests (the `fake` fixture below installs it).
 
 install(monkeypatch, ...) puts a fake package into sys.modules under "flashinfer" (and the
 submodules the adapter reads: utils, prefill, decode, quantization, cudnn.prefill; with fork=True
@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from functools import partialmethod
 from typing import Any, Dict, List, Optional, Tuple, Union
 
+import pytest
 import torch
 
 from kernels.standins.rocm_flashinfer import _kernels as _k  # the plain-torch math, shared with the ROCm stand-in
@@ -1133,3 +1134,19 @@ def install(monkeypatch: Any, *, fork: bool = False, sm90: bool = True, cudnn: b
         monkeypatch.setitem(sys.modules, name, m)
     return pkg
 
+
+
+@pytest.fixture
+def fake(monkeypatch: Any) -> Any:
+    """The fake installed as `flashinfer` for one test, with the adapter's library caches reset around it.
+
+    Test modules take it with `from fake_flashinfer import fake  # noqa: F401`.
+    """
+    import kernels.flashinfer_lib as fl
+    from kernels.flashinfer_variants import reset_seen
+
+    install(monkeypatch)
+    fl.lib_facts.cache_clear()
+    reset_seen()
+    yield sys.modules[__name__]
+    fl.lib_facts.cache_clear()

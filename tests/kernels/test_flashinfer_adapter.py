@@ -40,6 +40,7 @@ from scenarios.tensors import Inputs, materialize
 
 sys.path.insert(0, os.path.dirname(__file__))
 import fake_flashinfer as ff  # noqa: E402
+from fake_flashinfer import fake  # noqa: E402,F401  (the fixture)
 
 CPU = "cpu"
 H = dict(num_qo_heads=4, num_kv_heads=2, head_dim_qk=64, head_dim_vo=64)
@@ -55,15 +56,6 @@ SINGLE = Case("single", (10,), (25,), window_left=4, causal=True, q_dtype="fp16"
 SINGLE_MASK = Case("single", (8,), (33,), mask="custom", **H)
 ALL = {"paged": PAGED, "paged-mask": PAGED_MASK, "paged-HND": PAGED_HND, "ragged": RAGGED, "ragged-mask": RAGGED_MASK,
        "decode": DECODE, "single": SINGLE, "single-mask": SINGLE_MASK}
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Any:
-    ff.install(monkeypatch)
-    fl.lib_facts.cache_clear()
-    reset_seen()
-    yield ff
-    fl.lib_facts.cache_clear()
 
 
 @pytest.fixture

@@ -13,14 +13,12 @@ from typing import Any
 
 import pytest
 
-import kernels.flashinfer_lib as fl
 from kernels import flashinfer_matrix as fm
 from kernels import flashinfer_prebuild as pb
-from kernels.flashinfer_variants import reset_seen
 from scenarios.case import Case
 
 sys.path.insert(0, os.path.dirname(__file__))
-import fake_flashinfer as ff  # noqa: E402
+from fake_flashinfer import fake  # noqa: E402,F401  (the fixture)
 
 H = dict(num_qo_heads=8, num_kv_heads=2, head_dim_qk=128, head_dim_vo=128)
 PAGED = Case("paged", (3, 6), (11, 6), page_size=5, causal=True, **H)
@@ -28,15 +26,6 @@ PAGED_MASK = Case("paged", (3, 6), (11, 6), page_size=5, mask="custom", **H)
 DECODE = Case("decode", (1, 1), (9, 40), page_size=16, window_left=7, **H)
 SINGLE = Case("single", (10,), (25,), logits_soft_cap=30.0, **H)
 FP8_KV = Case("ragged", (4,), (9,), kv_dtype="e4m3fn", k_scale=1.0, v_scale=1.0, **H)
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Any:
-    ff.install(monkeypatch)
-    fl.lib_facts.cache_clear()
-    reset_seen()
-    yield ff
-    fl.lib_facts.cache_clear()
 
 
 def test_module_requests_follow_the_generators_plan_calls(fake: Any) -> None:

@@ -18,7 +18,6 @@ import scenarios.machines as machines
 from kernels import get_target
 from kernels.protocol import AttentionKernel
 from routing.spec import RoutingEnv
-from routing.specs import TORCH_SDPA
 from scenarios.explore import BUDGETS, SUMMARY_NAME, explore_in_children, explore_subject
 from scenarios.machines import Recipe, Subject
 

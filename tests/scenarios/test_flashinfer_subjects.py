@@ -19,8 +19,6 @@ from typing import Any
 import pytest
 
 import kernels.flashinfer as fi
-import kernels.flashinfer_lib as fl
-from kernels.flashinfer_variants import reset_seen
 from scenarios.directed import directed_for, run_directed
 from scenarios.explore import BUDGETS, explore_subject
 from scenarios.machines import machine_for
@@ -28,15 +26,7 @@ from scenarios.subjects import FLASHINFER_LIMITS, flashinfer_subjects
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "kernels"))
 import fake_flashinfer as ff  # noqa: E402
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Any:
-    ff.install(monkeypatch)
-    fl.lib_facts.cache_clear()
-    reset_seen()
-    yield ff
-    fl.lib_facts.cache_clear()
+from fake_flashinfer import fake  # noqa: E402,F401  (the fixture)
 
 
 def _subjects() -> dict[str, Any]:
