@@ -15,10 +15,10 @@ from typing import Any, Callable, Optional
 
 from conformance.gate import crash_entry, not_launched
 from conformance.isolate import CONTEXT_LOST, PENDING_CLEARED, IsolatedEvaluator
-from kernels._env import context_after_error
 from conformance.known_failures import KnownFailure, entry_for
 from conformance.markers import arch_here
 from conformance.parity_run import HARNESS_VERSION
+from kernels._env import context_after_error
 from kernels import get_target
 from kernels.standins import standin_from_versions
 from reports.records import FAILING, ParityRecord, RunFooter, RunHeader, count_key

@@ -17,9 +17,9 @@ from typing import Any, Callable, Optional
 
 from conformance.gate import crash_entry, is_crash, not_launched
 from conformance.isolate import CONTEXT_LOST_IN_PROCESS, PENDING_CLEARED, IsolatedEvaluator
-from kernels._env import context_after_error
 from conformance.known_failures import entry_for, known_for
 from conformance.markers import arch_here
+from kernels._env import context_after_error
 from kernels import get_target, skips
 from kernels.errors import KernelUnavailable, LibraryRefused
 from kernels.protocol import AttentionKernel, Stage, reason_to_json

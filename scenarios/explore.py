@@ -229,21 +229,10 @@ def explore(target: str, *, budget: str = "ci", out: str | Path, device: str = "
     """
     if budget not in BUDGETS:
         raise ValueError(f"budget={budget!r}: expected one of {', '.join(BUDGETS)}")
-    b = BUDGETS[budget]
-    for name, v in (("--examples", examples), ("--steps", steps)):
-        if v is not None and v < 1:
-            raise ValueError(f"{name}={v}: expected a positive count; pass at least 1, or leave it out for "
-                             f"the budget's ({b.examples} examples x {b.steps} steps)")
-    if examples is not None or steps is not None:
-        b = MachineBudget(b.name, examples or b.examples, steps or b.steps, examples or b.hunt, steps or b.hunt_steps)
+    b = _budget(budget, examples, steps)
+    chosen = _chosen(target, device, subjects)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    every = subjects_for(target, device)
-    unknown = sorted(set(subjects or ()) - {s.name for s in every})
-    if unknown:
-        raise ValueError(f"--subject {', '.join(unknown)}: not a subject of {target} here; expected one of "
-                         f"{', '.join(s.name for s in every)}")
-    chosen = [s for s in every if not subjects or s.name in subjects]
     summary = Summary(target, budget, seed, device, [])
     for s in chosen:
         summary.results.append(explore_subject(s, b, out, seed, hunt=target == "faults"))
@@ -252,6 +241,28 @@ def explore(target: str, *, budget: str = "ci", out: str | Path, device: str = "
     if not chosen:
         (out / summary_name).write_text(json.dumps(summary.to_json(), indent=2) + "\n")
     return summary
+
+
+def _budget(budget: str, examples: Optional[int], steps: Optional[int]) -> MachineBudget:
+    """The budget's settings with --examples / --steps put in; ValueError on a count below 1."""
+    b = BUDGETS[budget]
+    for name, v in (("--examples", examples), ("--steps", steps)):
+        if v is not None and v < 1:
+            raise ValueError(f"{name}={v}: expected a positive count; pass at least 1, or leave it out for "
+                             f"the budget's ({b.examples} examples x {b.steps} steps)")
+    if examples is None and steps is None:
+        return b
+    return MachineBudget(b.name, examples or b.examples, steps or b.steps, examples or b.hunt, steps or b.hunt_steps)
+
+
+def _chosen(target: str, device: str, subjects: Optional[Sequence[str]]) -> list[Subject]:
+    """The subjects of `target` named in `subjects` (all when none); ValueError on an unknown name."""
+    every = subjects_for(target, device)
+    unknown = sorted(set(subjects or ()) - {s.name for s in every})
+    if unknown:
+        raise ValueError(f"--subject {', '.join(unknown)}: not a subject of {target} here; expected one of "
+                         f"{', '.join(s.name for s in every)}")
+    return [s for s in every if not subjects or s.name in subjects]
 
 
 def print_result(r: SubjectResult) -> None:
@@ -330,8 +341,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     a = p.parse_args(argv)
     try:
         if not a.in_process and device_type(a.device) == "cuda":
-            names = [s.name for s in subjects_for(a.target, a.device) if not a.subject or s.name in a.subject]
-            return explore_in_children(a, names)
+            if a.budget not in BUDGETS:
+                raise ValueError(f"budget={a.budget!r}: expected one of {', '.join(BUDGETS)}")
+            _budget(a.budget, a.examples, a.steps)  # usage errors before any child starts
+            return explore_in_children(a, [s.name for s in _chosen(a.target, a.device, a.subject)])
         if a.flight:
             machines.FLIGHT_RECORDER = Path(a.flight)
         summary = explore(a.target, budget=a.budget, out=a.out, device=a.device, seed=a.seed, subjects=a.subject,

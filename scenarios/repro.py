@@ -95,7 +95,7 @@ def _header(failure: ScenarioFailure, name: str, how: str) -> str:
 {how}
 What the machine saw:
 {viol}
-The shrunk sequence of calls:
+The sequence of calls (shrunk, where the exploration found it):
 {steps}
 """
 '''.replace('\\', '\\\\')

@@ -94,3 +94,15 @@ def test_a_subject_whose_process_dies_reports_the_calls_it_was_making(tmp_path: 
     f = s["failure"]
     assert f["invariant"] == "process_crashed" and "signal 6" in f["details"]["process_crashed"]
     assert len(f["sequence"]) == 2 and f["sequence"][-1].endswith("<- in progress")
+
+
+@pytest.mark.parametrize("argv, needle", [(["--examples", "0"], "--examples=0"), (["--steps", "-1"], "--steps=-1"),
+                                          (["--subject", "nope"], "--subject nope")])
+def test_bad_counts_and_unknown_subjects_exit_2_naming_them(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                           argv: list[str], needle: str) -> None:
+    from scenarios.explore import main
+
+    assert main(["--target", "torch", "--out", str(tmp_path / "o"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "expected" in err
+    assert not (tmp_path / "o").exists()  # nothing written
