@@ -71,6 +71,9 @@ def fault_subjects() -> list[Subject]:
 
 
 STANDIN_ARCHS = ("gfx942", "gfx950")
+# The stand-in never reads its workspace; the adapter's default (128 MiB, zeroed, one per wrapper and
+# fresh control) exhausted a 24 GiB CPU machine over a runner-sized exploration.
+STANDIN_WORKSPACE = 1 << 16
 # Single prefill exposes no fallback reason through the adapter (NOT_REPORTED where the spec says None).
 STANDIN_EXCLUDED = {"single": "single_prefill_with_kv_cache exposes no reason; the spec's rows expect None"}
 
@@ -82,9 +85,11 @@ def standin_subjects() -> list[Subject]:
         for graph in (False, True):
             imports = ("from kernels import get_target\nfrom kernels.standins.rocm_fork import install\n"
                        f"install(arch={arch!r})")
-            recipe = Recipe("library", imports, f"get_target('flashinfer').make(backend, 'cpu', graph={graph!r})")
+            recipe = Recipe("library", imports, f"get_target('flashinfer').make(backend, 'cpu', graph={graph!r}, "
+                                                f"workspace_bytes={STANDIN_WORKSPACE})")
             out.append(Subject(name=f"standin-{arch}{'-graph' if graph else ''}", target="flashinfer",
-                               backend="auto", make=lambda b, g=graph: get_target("flashinfer").make(b, "cpu", graph=g),
+                               backend="auto", make=lambda b, g=graph: get_target("flashinfer").make(
+                                   b, "cpu", graph=g, workspace_bytes=STANDIN_WORKSPACE),
                                explicit=("fa2", "aiter"), specs={b: FLASHINFER_ROCM for b in ("auto", "fa2", "aiter")},
                                env=RoutingEnv(arch=arch, device="cpu"), recipe=recipe,
                                exclude_layouts=STANDIN_EXCLUDED, context=lambda a=arch: _installed(a)))

@@ -77,6 +77,12 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
              "    if c[\"layout\"] not in (\"ragged\", \"single\"):\n",
              "the fa3 HND entries claim NHD cases too (and keep them from being launched)",
              ("tests/harness/test_known_failures.py::test_the_fa3_hnd_entries_split_on_the_group_size_the_kernel_computes",)),
+    _harness("spec-held-backend-refusals-ignored", "routing/spec.py",
+             "            out.append(held if held is not None and held.raises is not None else fixed)\n",
+             "            out.append(fixed)\n",
+             "a wrapper held on a backend is expected to run it even where an explicit request for it is refused",
+             ("tests/routing/test_spec.py::"
+              "test_a_wrapper_held_on_a_backend_refuses_what_an_explicit_request_for_it_refuses",)),
     _harness("cli-case-list-first-only", "conformance/cli.py",
              "        return [Case.from_json(o) for o in objs]\n",
              "        return [Case.from_json(objs[0])]\n",

@@ -109,6 +109,23 @@ def test_eager_plans_re_resolve_and_graph_mode_keeps_the_first():
     assert [e.rule for e in graph] == ["default", "default"]
 
 
+def test_a_wrapper_held_on_a_backend_refuses_what_an_explicit_request_for_it_refuses():
+    """Graph mode: the first plan fixes fa2; a later plan that explicit fa2 refuses raises, not 'still fa2'."""
+    spec = RoutingSpec(
+        library="toy", archs=("a1",), lifecycle=Lifecycle(graph_mode_first_plan_decides=True),
+        thresholds={},
+        rules=(RouteRule("fp8_on_fa2", lambda q, c: q.q_dtype == "e4m3fn" and q.requested == "fa2", None, None,
+                         expect_raises="NotImplementedError"),
+               RouteRule("explicit_fa2", lambda q, c: q.requested == "fa2", "fa2", None),
+               RouteRule("masked", lambda q, c: q.custom_mask, "fa2", R.CUSTOM_MASK),
+               RouteRule("default", lambda q, c: True, "aiter", None)))
+    first, fp8 = q(custom_mask=True, graph_mode=True), q(q_dtype="e4m3fn", graph_mode=True)
+    got = expected_sequence(spec, [first, fp8, first])
+    assert [(e.rule, e.raises) for e in got] == [("masked", None), ("fp8_on_fa2", "NotImplementedError"),
+                                                 ("masked", None)]
+    assert expected_sequence(spec, [fp8])[0].rule == "default"  # a fresh auto wrapper takes aiter for it
+
+
 def test_query_from_case_reads_the_case_and_the_environment():
     """Lengths are the batch maxima (0 for an empty batch); env facts are copied."""
     case = Case(layout="paged", qo_lens=(3, 17), kv_lens=(100, 40), num_qo_heads=4, num_kv_heads=1,
