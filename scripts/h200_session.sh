@@ -76,7 +76,7 @@ pipeline() {
   local side=$!
   # 1. the quick FlashInfer matrix over every offered backend, eager and graph (issue 3; auto's
   #    records feed issue 4's routing check); --isolate: a SIGFPE or a dead context costs one record
-  step matrix 1200 "${run[@]}" run --target flashinfer --device cuda --budget quick --isolate --time-budget 1100 \
+  step matrix 1080 "${run[@]}" run --target flashinfer --device cuda --budget quick --isolate --time-budget 960 \
       --out "$R/matrix"
   step routing 120 python3 -m routing.from_records "$R/matrix/results.jsonl" --spec flashinfer_cuda --arch sm90 \
       --out "$R/routing"
