@@ -78,7 +78,7 @@ def run_directed(machine: type[ScenarioMachine], seq: Directed) -> tuple[str, Op
         for name, kwargs in seq.calls:
             check = PRECONDITIONS.get(name)
             if check is not None and not check(m):
-                known = [st.note.split(":", 1)[0] for st in m.steps if st.outcome == "known"]
+                known = [st.note.split(":", 1)[0] for st in m.steps if st.outcome in ("known", "not-launched")]
                 if known:  # a plan the ledger explains raised, so the sequence cannot go on
                     return f"known: {known[0]}", None
                 return f"skipped: {name} does not apply here", None

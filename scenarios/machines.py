@@ -105,9 +105,10 @@ class Subject:
     # Profile fields fixed over what the adapter claims (a JIT library: the dtypes and head dims whose
     # modules a run builds), e.g. {"dtypes": ("bf16",), "head_dim_pairs": ((128, 128),)}.
     profile_limits: Mapping[str, Any] = field(default_factory=dict)
-    # The known-failure ledger's id for a case whose raise it already explains (case-level entries of
-    # conformance/known_failures.py), or None: such a raise is logged as "known", not a new finding.
-    known: Optional[Callable[[Case, str], Optional[str]]] = None
+    # The known-failure ledger's (id, status) for a case it already explains (case-level entries of
+    # conformance/known_failures.py), or None: a raise it explains is logged as "known", not a new
+    # finding; a "crash" entry's case is not launched at all (it would kill the process).
+    known: Optional[Callable[[Case, str], Optional[tuple[str, str]]]] = None
 
 
 @dataclass
@@ -123,7 +124,7 @@ class Step:
     observed: Optional[tuple[str, Reason]] = None
     expected: Optional[ExpectedRoute] = None
     # "ok" | "decline" (supports said no) | "refuse" (library refused) | "raise" | "known" (a raise the
-    # ledger explains; note names the entry)
+    # ledger explains; note names the entry) | "not-launched" (a case the ledger says kills the process)
     outcome: str = "ok"
     note: str = ""
     # The library calls this step made, where the adapter logs them (`call_log`: kernels/flashinfer.py);
@@ -368,6 +369,12 @@ class ScenarioMachine(RuleBasedStateMachine):
             step.outcome, step.note = "decline", sup.reason
             self._log(step)
             return
+        entry = self.subject.known(case, backend) if self.subject.known is not None else None
+        if entry is not None and entry[1] == "crash":
+            step.outcome, step.note = "not-launched", f"{entry[0]}: the ledger says this case kills the process"
+            self._log(step)
+            self.planned.pop(backend, None)
+            return
         inputs = materialize(case, seed, self.subject.device)
         key = (backend,) + self._wrapper_key(adapter, case)
         events = getattr(adapter, "graph_events", None)
@@ -461,7 +468,7 @@ class ScenarioMachine(RuleBasedStateMachine):
         entry = self.subject.known(case, backend) if self.subject.known is not None else None
         if entry is None:
             return False
-        step.outcome, step.note = "known", f"{entry}: {type(e).__name__}: {e}"[:300]
+        step.outcome, step.note = "known", f"{entry[0]}: {type(e).__name__}: {e}"[:300]
         self._log(step)
         return True
 

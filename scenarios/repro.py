@@ -216,8 +216,8 @@ if __name__ == "__main__":
 def _library_script(failure: ScenarioFailure, subject: Subject, name: str) -> tuple[str, dict[str, Any]]:
     calls, refs, expect, raises = [], {}, {}, {}
     for s in failure.steps:
-        if s.outcome in ("decline", "refuse"):
-            continue  # the library was not asked (supports said no) or refused, as documented
+        if s.outcome in ("decline", "refuse", "not-launched"):
+            continue  # the library was not asked (supports or the ledger said no) or refused, as documented
         calls.append(f"    ({s.n}, {s.call!r}, {s.backend!r}, {case_expr(s.case)}, {s.seed}),")
         if s.call == "plan" and s.outcome == "raise" and s.expected is not None and s.expected.raises:
             raises[s.n] = s.expected.raises

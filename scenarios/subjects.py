@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Callable, Optional
 
-from conformance.known_failures import known_for
+from conformance.known_failures import entry_for
 from conformance.markers import arch_here
 from kernels import _env, get_target
 from kernels.protocol import AttentionKernel
@@ -136,8 +136,9 @@ def flashinfer_subjects(device: str, make: Optional[Callable[[str, bool], Attent
     spec = FLASHINFER_ROCM if "aiter" in offered else FLASHINFER_CUDA
     arch = arch or arch_here(device)
 
-    def known(case: Any, backend: str) -> Any:
-        return known_for("flashinfer", case.to_json(), backend, version, arch)
+    def known(case: Any, backend: str) -> Optional[tuple[str, str]]:
+        e = entry_for("flashinfer", case.to_json(), backend, version, arch)
+        return (e.id, e.status) if e is not None else None
 
     out = []
     for api in FLASHINFER_APIS:

@@ -96,7 +96,7 @@ def test_graph_and_decode_subjects_hold(fake: Any, tmp_path: Path) -> None:
 
 def test_a_raise_the_ledger_explains_is_known_not_a_finding(fake: Any) -> None:
     s = _subjects()["flashinfer-sm90-ragged"]
-    known = replace(s, known=lambda case, b: "flashinfer-empty-batch-plan" if not case.qo_lens else None)
+    known = replace(s, known=lambda case, b: ("flashinfer-empty-batch-plan", "error") if not case.qo_lens else None)
     m = machine_for(known)
     (empty,) = [d for d in directed_for(m.profile, None) if d.name == "ragged: empty batch then short"]
     assert run_directed(m, empty)[0] == "known: flashinfer-empty-batch-plan"
@@ -107,3 +107,17 @@ def test_a_raise_the_ledger_explains_is_known_not_a_finding(fake: Any) -> None:
     (step,) = inst.steps
     assert step.outcome == "known" and step.note.startswith("flashinfer-empty-batch-plan: RuntimeError")
     assert step.library_calls and step.library_calls[-1].method == "plan"
+
+
+def test_a_case_the_ledger_says_crashes_is_not_launched(fake: Any) -> None:
+    """fa3 ragged over HND kills the process on 0.7.2.post1 (SIGFPE): the machine logs it as known, unplanned."""
+    s = _subjects()["flashinfer-sm90-ragged"]
+    calls_before = len(ff.STATE.calls)
+    crashing = replace(s, known=lambda case, b: ("flashinfer-fa3-hnd-kv-heads-sigfpe", "crash")
+                       if case.kv_layout == "HND" else None)
+    inst = machine_for(crashing)()
+    case = inst.profile.probe("ragged").replace(kv_layout="HND")
+    inst.plan_case("plan", case, 0)
+    (step,) = inst.steps
+    assert step.outcome == "not-launched" and "kills the process" in step.note and not step.library_calls
+    assert len(ff.STATE.calls) == calls_before and "auto" not in inst.planned  # the library was never called
