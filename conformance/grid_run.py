@@ -14,11 +14,10 @@ import uuid
 from typing import Any, Callable, Optional
 
 from conformance.gate import crash_entry, not_launched
-from conformance.isolate import CONTEXT_LOST, PENDING_CLEARED, IsolatedEvaluator
+from conformance.isolate import CONTEXT_LOST, IsolatedEvaluator, note_context
 from conformance.known_failures import KnownFailure, entry_for
 from conformance.markers import arch_here
 from conformance.parity_run import HARNESS_VERSION
-from kernels._env import context_after_error
 from kernels import get_target
 from kernels.standins import standin_from_versions
 from reports.records import FAILING, ParityRecord, RunFooter, RunHeader, count_key
@@ -61,10 +60,7 @@ class GridRun:
             rec = self.evaluator.evaluate(case, backend, self.base)
         else:
             rec = in_process()
-            alive, met = context_after_error(self.device) if rec.status == "error" else (True, "")
-            if met:  # name what the probe met on the record that left it
-                rec.reason = f"{rec.reason}; {PENDING_CLEARED if alive else CONTEXT_LOST}: {met}"
-            if not alive:
+            if rec.status == "error" and not note_context(rec, self.device, CONTEXT_LOST):
                 self.evaluator = self._isolated()  # this process's GPU is unusable from here on
         if rec.status in FAILING and entry is not None:
             rec.known = entry.id

@@ -40,9 +40,13 @@ CONTEXT_LOST_IN_PROCESS = ("the CUDA context is lost after this case; every late
                            "in a child process (as --isolate)")
 
 
-def context_alive(device: str) -> bool:
-    """Whether this process can still use the GPU (a pending error is cleared on the way)."""
-    return context_after_error(device)[0]
+def note_context(rec: ParityRecord, device: str, lost_text: Optional[str]) -> bool:
+    """After a record's error on `device`: whether the context still serves, naming on `rec` what the
+    probe met: a pending error (cleared), or the loss as `lost_text` (None: the caller names it)."""
+    alive, met = context_after_error(device)
+    if met and (alive or lost_text is not None):
+        rec.reason = f"{rec.reason}; {PENDING_CLEARED if alive else lost_text}: {met}"
+    return alive
 
 
 def describe_exit(returncode: Optional[int]) -> str:
@@ -170,12 +174,7 @@ def _serve(config: dict[str, Any], requests: IO[str], answers: IO[str]) -> None:
             return current["truth"]  # type: ignore[no-any-return]
 
         rec = evaluate(adapters[backend], case, current["inputs"], get_truth, req["base"])
-        lost = False
-        if rec.status == "error":
-            alive, met = context_after_error(device)
-            lost = not alive
-            if met and alive:
-                rec.reason = f"{rec.reason}; {PENDING_CLEARED}: {met}"
+        lost = rec.status == "error" and not note_context(rec, device, None)  # the parent names a loss
         if not lost:
             fresh_control(adapters[backend], case, current["inputs"], get_truth, rec)
         answers.write(json.dumps({"record": asdict(rec), "context_lost": lost}, allow_nan=True) + "\n")

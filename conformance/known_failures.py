@@ -19,6 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from kernels.flashinfer_support import FA3_HEAD_DIMS
+from scenarios.dtypes import is_fp8
+
 Applies = Optional[Callable[[dict[str, Any], str], bool]]
 # What a record of the defect shows; "crash": the process or its CUDA context dies (never launched).
 ENTRY_STATUSES: tuple[str, ...] = ("error", "fail", "crash")
@@ -56,8 +59,8 @@ def _fa3_hnd(c: dict[str, Any], backend: str) -> bool:
         return False
     if backend == "fa3":
         return True
-    fa3_dims = (c["head_dim_qk"], c["head_dim_vo"]) in {(64, 64), (128, 128), (256, 256), (192, 128)}
-    kv_only_fp8 = c["kv_dtype"].startswith("e") and not c["q_dtype"].startswith("e")
+    fa3_dims = (c["head_dim_qk"], c["head_dim_vo"]) in FA3_HEAD_DIMS
+    kv_only_fp8 = is_fp8(c["kv_dtype"]) and not is_fp8(c["q_dtype"])
     return backend == "auto" and c["mask"] != "custom" and fa3_dims and not kv_only_fp8
 
 

@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from conformance.gate import crash_entry, is_crash, not_launched
-from conformance.isolate import CONTEXT_LOST_IN_PROCESS, PENDING_CLEARED, IsolatedEvaluator
+from conformance.isolate import CONTEXT_LOST_IN_PROCESS, IsolatedEvaluator, note_context
 from conformance.known_failures import entry_for, known_for
 from conformance.markers import arch_here
-from kernels._env import context_after_error
 from kernels import get_target, skips
 from kernels.errors import KernelUnavailable, LibraryRefused
 from kernels.protocol import AttentionKernel, Stage, reason_to_json
@@ -226,10 +225,10 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
 
                     for i, b in enumerate(launch):
                         rec = evaluate(adapters[b], case, case_inputs, get_truth, base)
-                        alive = _context_after(rec, device)
+                        alive = rec.status != "error" or note_context(rec, device, CONTEXT_LOST_IN_PROCESS)
                         if alive:
                             fresh_control(adapters[b], case, case_inputs, get_truth, rec)
-                            alive = rec.fresh != "error" or _context_after(rec, device)
+                            alive = rec.fresh != "error" or note_context(rec, device, CONTEXT_LOST_IN_PROCESS)
                         emit(rec)
                         if not alive:  # nothing more can run in this process: the rest go to child processes
                             isolated = IsolatedEvaluator(target_name, device, seed, adapter_options)
@@ -251,16 +250,6 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
             with open(os.path.join(out_dir, REPORT_FILE), "w", encoding="utf-8") as f:
                 f.write(render_markdown(read_jsonl(path)))
     return outcome
-
-
-def _context_after(rec: ParityRecord, device: str) -> bool:
-    """After an error record on a GPU: whether the context still serves, noting on `rec` what the probe met."""
-    if rec.status != "error" and rec.fresh != "error":
-        return True
-    alive, met = context_after_error(device)
-    if met:
-        rec.reason = f"{rec.reason}; " + (f"{PENDING_CLEARED}: {met}" if alive else f"{CONTEXT_LOST_IN_PROCESS}: {met}")
-    return alive
 
 
 class _Background:

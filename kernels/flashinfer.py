@@ -391,10 +391,8 @@ class FlashInferKernel:
     def _construct(self, cls: Any, workspace: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
         w = cls(workspace, *args, **kwargs)
         if self._logging():
-            label = f"w{len(self._labels) + 1}"
-            self._labels[id(w)] = label
-            self.call_log.append(LibraryCall("flashinfer", cls.__name__, (as_zeros(workspace),) + host_copy(args),
-                                             host_copy(kwargs), label))
+            self._labels[id(w)] = label = f"w{len(self._labels) + 1}"
+            self._log_call("flashinfer", cls.__name__, (as_zeros(workspace), *args), kwargs, label)
         return w
 
     # ---- wrappers -----------------------------------------------------------------------------
@@ -600,10 +598,9 @@ class FlashInferKernel:
         Graph mode and single prefill time through run().
         """
         c = inputs.case
-        if self.graph or c.layout == "single":
-            self.plan(inputs)
-            return lambda: self.run(inputs)
         self.plan(inputs)
+        if self.graph or c.layout == "single":
+            return lambda: self.run(inputs)
         p = self._planned
         assert p is not None and p.wrapper is not None
         facts = self._facts()

@@ -39,7 +39,7 @@ from kernels._env import device_type
 from scenarios import machines
 from scenarios.directed import directed_for, run_directed
 from scenarios.machines import ContextLost, ScenarioFailure, ScenarioMachine, Stats, Subject, machine_for
-from scenarios.repro import write_repro
+from scenarios.repro import slug, write_repro
 from scenarios.subjects import TARGETS, subjects_for
 from scenarios.tensors import materialize
 
@@ -281,10 +281,6 @@ def _print(summary: Summary) -> None:
               + (f"; escaped: {', '.join(esc)}" if esc else ""))
 
 
-def _child_summary_name(subject: str) -> str:
-    return "summary-" + "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in subject) + ".json"
-
-
 def explore_in_children(a: argparse.Namespace, names: Sequence[str]) -> int:
     """One child process per subject (a GPU run): a subject that kills its process or its CUDA
     context costs that subject only. Each child writes its own summary; a child that dies leaves
@@ -296,7 +292,7 @@ def explore_in_children(a: argparse.Namespace, names: Sequence[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     merged: list[dict[str, Any]] = []
     for name in names:
-        summary, flight = out / _child_summary_name(name), out / f"flight-{_child_summary_name(name)[8:-5]}.txt"
+        summary, flight = out / f"summary-{slug(name)}.json", out / f"flight-{slug(name)}.txt"
         for f in (summary, flight):
             f.unlink(missing_ok=True)
         argv = [sys.executable, "-m", "scenarios.explore", "--target", a.target, "--budget", a.budget, "--out", a.out,
@@ -341,8 +337,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     a = p.parse_args(argv)
     try:
         if not a.in_process and device_type(a.device) == "cuda":
-            if a.budget not in BUDGETS:
-                raise ValueError(f"budget={a.budget!r}: expected one of {', '.join(BUDGETS)}")
             _budget(a.budget, a.examples, a.steps)  # usage errors before any child starts
             return explore_in_children(a, [s.name for s in _chosen(a.target, a.device, a.subject)])
         if a.flight:

@@ -512,16 +512,17 @@ class ScenarioMachine(RuleBasedStateMachine):
             return [Violation("history_independent", f"a fresh adapter raised {type(e).__name__}: {e} on the "
                                                      f"same plan")]
         diffs = []
+
+        def max_diff() -> float:
+            return float((out.out.double() - ref.out.double()).abs().nan_to_num(nan=float("inf")).max())
+
         if self.subject.exact_history:
             if not _same(out.out, ref.out):
-                d = (out.out.double() - ref.out.double()).abs().nan_to_num(nan=float("inf")).max()
-                diffs.append(f"output differs from a fresh adapter's (max |diff| {float(d):.3g})")
+                diffs.append(f"output differs from a fresh adapter's (max |diff| {max_diff():.3g})")
         elif out.out.shape != ref.out.shape:
             diffs.append(f"output of shape {tuple(out.out.shape)}, a fresh adapter's {tuple(ref.out.shape)}")
-        elif out.out.numel() and float((out.out.double() - ref.out.double()).abs().nan_to_num(nan=float("inf")).max()
-                                       ) > bound:
-            d = (out.out.double() - ref.out.double()).abs().nan_to_num(nan=float("inf")).max()
-            diffs.append(f"output differs from a fresh adapter's by {float(d):.3g}, more than the bound {bound:.3g}")
+        elif out.out.numel() and (d := max_diff()) > bound:
+            diffs.append(f"output differs from a fresh adapter's by {d:.3g}, more than the bound {bound:.3g}")
         if not self.graph:
             if out.resolved_backend != ref.resolved_backend:
                 diffs.append(f"backend {out.resolved_backend!r}, a fresh adapter's {ref.resolved_backend!r}")

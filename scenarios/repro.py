@@ -42,9 +42,13 @@ from scenarios.tensors import materialize
 REPO_ROOT = str(Path(scenarios.__file__).resolve().parents[1])
 
 
+def slug(text: str) -> str:
+    """`text` as a file-name part: letters, digits, '_', '.' and '-' kept, every other run as '_'."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
+
+
 def script_name(failure: ScenarioFailure, phase: str) -> str:
-    raw = f"repro-{failure.subject}-{phase}-{failure.invariant}"
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", raw)
+    return slug(f"repro-{failure.subject}-{phase}-{failure.invariant}")
 
 
 def write_repro(failure: ScenarioFailure, subject: Subject, directory: Path, phase: str = "explore") -> Path:
@@ -101,6 +105,45 @@ The sequence of calls (shrunk, where the exploration found it):
 '''.replace('\\', '\\\\')
 
 
+# ---- the checks both library script kinds make after a run (inserted in each: a script stands alone) -----
+SCRIPT_CHECKS = r'''
+def against_reference(n, out, lse, lse_base2):
+    """The output and LSE against the saved oracle reference and its bounds; the problems found."""
+    ref, problems = DATA["refs"][n], []
+    o, want = out.double().cpu(), ref["out"]
+    finite = torch.isfinite(want)
+    bad = torch.isnan(o) & finite
+    if bool(bad.any()):
+        problems.append(f"{int(bad.sum())} output elements NaN or never written")
+    err = (o - want).abs()[finite & ~bad]
+    if err.numel() and float(err.max()) > ref["bound_out"]:
+        problems.append(f"output off by {float(err.max()):.3g} > bound {ref['bound_out']:.3g}")
+    if lse is not None:
+        got = lse.double().cpu() * (math.log(2.0) if lse_base2 else 1.0)
+        fin = torch.isfinite(ref["lse"])
+        e = (got - ref["lse"]).abs()[fin]
+        if (e.numel() and float(e.nan_to_num(nan=math.inf).max()) > ref["bound_lse"]) or \
+                bool((got[~fin] != ref["lse"][~fin]).any()):
+            problems.append("LSE differs from the reference")
+    return problems
+
+
+def against_spec(n, backend, reason, not_reported):
+    """The backend and reason against the route the routing spec expects; the problems found."""
+    expect, problems = DATA["expect"][n], []
+    if backend != expect["backend"]:
+        problems.append(f"ran {backend!r}, the routing spec expects {expect['backend']!r}")
+    r = expect["reason"]
+    if r is None and reason is not None:
+        problems.append(f"reason {reason!r}, the spec expects none")
+    elif r == "NOT_REPORTED" and not not_reported:
+        problems.append(f"reason {reason!r}, the spec expects the library to give none")
+    elif isinstance(r, dict) and not (isinstance(reason, str) and r["fragment"] in reason):
+        problems.append(f"reason {reason!r} is not {r['name']} (text with {r['fragment']!r})")
+    return problems
+'''
+
+
 # ---- library scripts ----------------------------------------------------------------------------------
 _LIBRARY_BODY = r'''
 import math
@@ -129,6 +172,8 @@ $calls
 def make(backend):
     return $make
 
+$checks
+
 
 def same(a, b):
     return a.shape == b.shape and bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
@@ -136,22 +181,7 @@ def same(a, b):
 
 def check(n, adapter_make, inputs, got):
     """What the machine checks after a run; returns the problems found."""
-    ref, expect, problems = DATA["refs"][n], DATA["expect"][n], []
-    out, want = got.out.double().cpu(), ref["out"]
-    finite = torch.isfinite(want)
-    bad = torch.isnan(out) & finite
-    if bool(bad.any()):
-        problems.append(f"{int(bad.sum())} output elements NaN or never written")
-    err = (out - want).abs()[finite & ~bad]
-    if err.numel() and float(err.max()) > ref["bound_out"]:
-        problems.append(f"output off by {float(err.max()):.3g} > bound {ref['bound_out']:.3g}")
-    if got.lse is not None:
-        lse = got.lse.double().cpu() * (math.log(2.0) if got.lse_base == 2.0 else 1.0)
-        fin = torch.isfinite(ref["lse"])
-        e = (lse - ref["lse"]).abs()[fin]
-        if (e.numel() and float(e.nan_to_num(nan=math.inf).max()) > ref["bound_lse"]) or \
-                bool((lse[~fin] != ref["lse"][~fin]).any()):
-            problems.append("LSE differs from the reference")
+    problems = against_reference(n, got.out, got.lse, got.lse_base == 2.0)
     control = adapter_make()
     control.plan(inputs)
     fresh = control.run(inputs)
@@ -160,17 +190,8 @@ def check(n, adapter_make, inputs, got):
     if not GRAPH and (got.resolved_backend, got.fallback_reason) != (fresh.resolved_backend, fresh.fallback_reason):
         problems.append(f"ran {got.resolved_backend!r} ({got.fallback_reason!r}); a fresh adapter runs "
                         f"{fresh.resolved_backend!r} ({fresh.fallback_reason!r})")
-    if got.resolved_backend != expect["backend"]:
-        problems.append(f"ran {got.resolved_backend!r}, the routing spec expects {expect['backend']!r}")
-    r = expect["reason"]
-    text = got.fallback_reason
-    if r is None and text is not None:
-        problems.append(f"reason {text!r}, the spec expects none")
-    elif r == "NOT_REPORTED" and repr(text) != "NOT_REPORTED":
-        problems.append(f"reason {text!r}, the spec expects the library to give none")
-    elif isinstance(r, dict) and not (isinstance(text, str) and r["fragment"] in text):
-        problems.append(f"reason {text!r} is not {r['name']} (text with {r['fragment']!r})")
-    return problems
+    return problems + against_spec(n, got.resolved_backend, got.fallback_reason,
+                                   repr(got.fallback_reason) == "NOT_REPORTED")
 
 
 def main():
@@ -228,7 +249,7 @@ def _library_script(failure: ScenarioFailure, subject: Subject, name: str) -> tu
             expect[s.n] = _expect(s)
     graph = bool(getattr(subject.make(subject.backend), "graph", False))
     body = Template(_LIBRARY_BODY).substitute(
-        repo_root=repr(REPO_ROOT), imports=subject.recipe.imports, make=subject.recipe.make,
+        repo_root=repr(REPO_ROOT), imports=subject.recipe.imports, make=subject.recipe.make, checks=SCRIPT_CHECKS,
         exact=repr(subject.exact_history), graph=repr(graph), last=failure.steps[-1].n, calls="\n".join(calls))
     how = ("Replays the calls on the library through its own API, then checks each run against the saved\n"
            "oracle reference, a fresh adapter given the same plan, and the route the spec expects.")

@@ -20,6 +20,7 @@ import torch
 
 from kernels.flashinfer_calls import LibraryCall, Poisoned, Zeros
 from scenarios.machines import ScenarioFailure, Step, Subject
+from scenarios.repro import SCRIPT_CHECKS, _expect, _header, _reference
 
 _PRELUDE = r'''
 import math
@@ -58,43 +59,22 @@ def reason_of(w):
 def split(res):
     return (res[0], res[1]) if isinstance(res, (tuple, list)) else (res, None)
 
+'''
+
+_CHECK_AND_MAIN = r'''
 
 def check(n, res, backend, reason, ctl, ctl_backend, ctl_reason):
     """What the machine checks after a run; returns the problems found."""
     torch.cuda.synchronize() if DEV.startswith("cuda") else None
-    ref, expect, problems = DATA["refs"][n], DATA["expect"][n], []
     out, lse = split(res)
-    o, want = out.double().cpu(), ref["out"]
-    finite = torch.isfinite(want)
-    bad = torch.isnan(o) & finite
-    if bool(bad.any()):
-        problems.append(f"{int(bad.sum())} output elements NaN or never written")
-    err = (o - want).abs()[finite & ~bad]
-    if err.numel() and float(err.max()) > ref["bound_out"]:
-        problems.append(f"output off by {float(err.max()):.3g} > bound {ref['bound_out']:.3g}")
-    if lse is not None:
-        got = lse.double().cpu() * (math.log(2.0) if DATA["lse_base2"][n] else 1.0)
-        fin = torch.isfinite(ref["lse"])
-        e = (got - ref["lse"]).abs()[fin]
-        if (e.numel() and float(e.nan_to_num(nan=math.inf).max()) > ref["bound_lse"]) or \
-                bool((got[~fin] != ref["lse"][~fin]).any()):
-            problems.append("LSE differs from the reference")
-    c = split(ctl)[0].double().cpu()
+    problems = against_reference(n, out, lse, DATA["lse_base2"][n])
+    o, c = out.double().cpu(), split(ctl)[0].double().cpu()
     d = float((o - c).abs().nan_to_num(nan=math.inf).max()) if o.numel() else 0.0
-    if (EXACT and d > 0) or d > ref["bound_out"]:
+    if (EXACT and d > 0) or d > DATA["refs"][n]["bound_out"]:
         problems.append(f"output differs from a fresh wrapper's for the same plan (max |diff| {d:.3g})")
     if (backend, reason) != (ctl_backend, ctl_reason):
         problems.append(f"ran {backend!r} ({reason!r}); a fresh wrapper runs {ctl_backend!r} ({ctl_reason!r})")
-    if backend != expect["backend"]:
-        problems.append(f"ran {backend!r}, the routing spec expects {expect['backend']!r}")
-    r = expect["reason"]
-    if r is None and reason is not None:
-        problems.append(f"reason {reason!r}, the spec expects none")
-    elif r == "NOT_REPORTED" and reason != "NOT_REPORTED":
-        problems.append(f"reason {reason!r}, the spec expects the library to give none")
-    elif isinstance(r, dict) and not (isinstance(reason, str) and r["fragment"] in reason):
-        problems.append(f"reason {reason!r} is not {r['name']} (text with {r['fragment']!r})")
-    return problems
+    return problems + against_spec(n, backend, reason, reason == "NOT_REPORTED")
 
 
 def reproduced(n, what):
@@ -119,11 +99,14 @@ class _Writer:
 
     def __init__(self) -> None:
         self.tensors: list[torch.Tensor] = []
+        self._index: dict[int, int] = {}  # id(tensor) -> its T index: the control's replay saves nothing twice
 
     def value(self, v: Any) -> str:
         if isinstance(v, torch.Tensor):
-            self.tensors.append(v)
-            return f"T[{len(self.tensors) - 1}]"
+            if id(v) not in self._index:
+                self._index[id(v)] = len(self.tensors)
+                self.tensors.append(v)
+            return f"T[{self._index[id(v)]}]"
         if isinstance(v, Zeros):
             return f"zeros({v.shape}, {v.dtype})"
         if isinstance(v, Poisoned):
@@ -152,9 +135,14 @@ def _tolerated(step: Step, failure: ScenarioFailure) -> bool:
     return step.outcome == "raise" and step is not failure.steps[-1]
 
 
-def flashinfer_script(failure: ScenarioFailure, subject: Subject, name: str) -> tuple[str, dict[str, Any]]:
-    from scenarios.repro import _expect, _header, _reference
+def _try(code: str, step: Step, what: str, tolerated: bool) -> list[str]:
+    """`code` inside a try: a raise is printed as expected, or returned as the reproduction."""
+    handler = (f"        print(f'step {step.n}: {what} raised {{type(e).__name__}} (expected: {step.outcome})')"
+               if tolerated else f"        return reproduced({step.n}, [f'{what} raised {{type(e).__name__}}: {{e}}'])")
+    return ["    try:", f"        {code}", "    except Exception as e:", handler]
 
+
+def flashinfer_script(failure: ScenarioFailure, subject: Subject, name: str) -> tuple[str, dict[str, Any]]:
     w = _Writer()
     lines: list[str] = []
     ctor: dict[str, LibraryCall] = {}
@@ -173,24 +161,17 @@ def flashinfer_script(failure: ScenarioFailure, subject: Subject, name: str) -> 
                 last_plan[c.on] = c
             code = w.call(c)
             if c.method == "plan" and s.outcome != "ok":
-                if _tolerated(s, failure):
-                    lines += ["    try:", f"        {code}", "    except Exception as e:",
-                              f"        print(f'step {s.n}: plan raised {{type(e).__name__}} (expected: "
-                              f"{s.outcome})')"]
-                else:
-                    lines += ["    try:", f"        {code}", "    except Exception as e:",
-                              f"        return reproduced({s.n}, [f'plan raised {{type(e).__name__}}: {{e}}'])",
-                              f"    print('not reproduced: step {s.n} plan did not raise')", "    return 0"]
+                tolerated = _tolerated(s, failure)
+                lines += _try(code, s, "plan", tolerated)
+                if not tolerated:
+                    lines += [f"    print('not reproduced: step {s.n} plan did not raise')", "    return 0"]
                 continue
             if c.method == "plan":
                 lines.append(f"    {code}")
                 continue
             # a run (wrapper run or single prefill)
             if s.outcome != "ok":
-                tail = ("        print(f'step {n}: run raised {{type(e).__name__}} (expected: {o})')".format(
-                    n=s.n, o=s.outcome) if _tolerated(s, failure) else
-                    f"        return reproduced({s.n}, [f'run raised {{type(e).__name__}}: {{e}}'])")
-                lines += ["    try:", f"        res = {code}", "    except Exception as e:", tail]
+                lines += _try(f"res = {code}", s, "run", _tolerated(s, failure))
                 continue
             lines.append(f"    res = {code}")
             refs[s.n], expect[s.n] = _reference(s.case, s.seed), _expect(s)
@@ -210,7 +191,7 @@ def flashinfer_script(failure: ScenarioFailure, subject: Subject, name: str) -> 
     how = ("Replays the library calls the adapter made, as plain flashinfer calls on the saved tensors, and\n"
            "checks each run against the saved oracle reference, a fresh wrapper given the same plan, and the\n"
            "backend the routing spec expects. Only torch and flashinfer are imported.")
-    script = _header(failure, name, how) + _PRELUDE + "\n".join(lines) + "\n" + _END
+    script = _header(failure, name, how) + _PRELUDE + SCRIPT_CHECKS + _CHECK_AND_MAIN + "\n".join(lines) + "\n" + _END
     data = {"device": str(subject.device), "exact": subject.exact_history, "tensors": w.tensors, "refs": refs,
             "expect": expect, "lse_base2": base2}
     return script, data

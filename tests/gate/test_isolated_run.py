@@ -67,11 +67,12 @@ def test_a_crash_entry_is_not_launched(tmp_path: Any, monkeypatch: pytest.Monkey
 def test_a_dead_cuda_context_moves_the_rest_of_a_gate_run_to_child_processes(monkeypatch: pytest.MonkeyPatch) -> None:
     """After an error, a dead context is said in the record, and later cases go to a (lazily started) child."""
     import conformance.grid_run as gr
+    import conformance.isolate as isolate
     from conformance.isolate import CONTEXT_LOST, PENDING_CLEARED
 
     run = gr.GridRun("torch", "cpu", "quick", 0, "main")
     probes = iter([(True, "AcceleratorError: invalid argument"), (False, "AcceleratorError: illegal memory access")])
-    monkeypatch.setattr(gr, "context_after_error", lambda device: next(probes))
+    monkeypatch.setattr(isolate, "context_after_error", lambda device: next(probes))
     base = run.base
 
     def error() -> ParityRecord:
@@ -91,6 +92,7 @@ def test_a_lost_context_in_process_hands_the_rest_of_the_run_to_child_processes(
         tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """Without --isolate: a library error that leaves a pending CUDA error is annotated (and the run goes on in
     process); one that leaves the context dead is named, and every later pair runs in a child process."""
+    import conformance.isolate as isolate
     import conformance.parity_run as pr
     from conformance.isolate import CONTEXT_LOST_IN_PROCESS, PENDING_CLEARED
 
@@ -109,7 +111,7 @@ def test_a_lost_context_in_process_hands_the_rest_of_the_run_to_child_processes(
         return rec
 
     monkeypatch.setattr(pr, "evaluate", flaky)
-    monkeypatch.setattr(pr, "context_after_error", lambda device: next(probes))
+    monkeypatch.setattr(isolate, "context_after_error", lambda device: next(probes))
     starts: list[int] = []
     made = pr.IsolatedEvaluator
 
