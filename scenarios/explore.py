@@ -283,34 +283,78 @@ def _print(summary: Summary) -> None:
 
 def explore_in_children(a: argparse.Namespace, names: Sequence[str]) -> int:
     """One child process per subject (a GPU run): a subject that kills its process or its CUDA
-    context costs that subject only. Each child writes its own summary; a child that dies leaves
-    the sequence it was running in its flight record, which becomes that subject's failure. The
-    merged summary is DIR/scenario-summary.json, as an in-process run writes it."""
+    context costs that subject only. Up to `a.jobs` children run at once (the subjects are host-
+    bound: Python, Hypothesis and the oracle), each writing its output to DIR/log-SUBJECT.txt,
+    printed when it ends. Each child writes its own summary; a child that dies leaves the
+    sequence it was running in its flight record, which becomes that subject's failure. The
+    merged summary is DIR/scenario-summary.json, in the subjects' order, as an in-process run
+    writes it."""
     import subprocess
 
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    merged: list[dict[str, Any]] = []
-    for name in names:
+    results: dict[str, dict[str, Any]] = {}
+    running: list[tuple[str, subprocess.Popen[bytes], Any]] = []
+
+    def finish(name: str, code: int, log: Path) -> None:
         summary, flight = out / f"summary-{slug(name)}.json", out / f"flight-{slug(name)}.txt"
-        for f in (summary, flight):
-            f.unlink(missing_ok=True)
-        argv = [sys.executable, "-m", "scenarios.explore", "--target", a.target, "--budget", a.budget, "--out", a.out,
-                "--device", a.device, "--seed", str(a.seed), "--subject", name, "--in-process",
-                "--summary", summary.name, "--flight", str(flight)]
-        argv += [x for k in ("examples", "steps") if getattr(a, k) is not None for x in (f"--{k}", str(getattr(a, k)))]
-        code = subprocess.run(argv).returncode
+        print(log.read_text(errors="replace"), end="", flush=True)
         if summary.exists():
-            merged += json.loads(summary.read_text())["subjects"]
-            continue
+            (results[name],) = json.loads(summary.read_text())["subjects"]
+            return
         how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
         lines = flight.read_text().splitlines()[1:] if flight.exists() else []
-        merged.append({"subject": name, "examples": None, "steps": None, "runs": None, "seconds": None, "directed": [],
-                       "failure": {"phase": "explore", "invariant": "process_crashed", "also": [],
-                                   "details": {"process_crashed": f"the process running the subject {how}"},
-                                   "sequence": lines, "repro": None}})
+        results[name] = {"subject": name, "examples": None, "steps": None, "runs": None, "seconds": None,
+                         "directed": [],
+                         "failure": {"phase": "explore", "invariant": "process_crashed", "also": [],
+                                     "details": {"process_crashed": f"the process running the subject {how}"},
+                                     "sequence": lines, "repro": None}}
         print(f"{name}: the process {how}; the calls it was making:\n  " + "\n  ".join(lines or ["(none recorded)"]),
               flush=True)
+
+    def reap_one() -> None:  # wait for any child to end, then take in its result
+        while True:
+            for i, (name, proc, log) in enumerate(running):
+                if proc.poll() is not None:
+                    running.pop(i)
+                    log.close()
+                    finish(name, proc.returncode, Path(log.name))
+                    return
+            time.sleep(0.2)
+
+    try:
+        for name in names:
+            summary, flight = out / f"summary-{slug(name)}.json", out / f"flight-{slug(name)}.txt"
+            for f in (summary, flight):
+                f.unlink(missing_ok=True)
+            argv = [sys.executable, "-m", "scenarios.explore", "--target", a.target, "--budget", a.budget,
+                    "--out", a.out, "--device", a.device, "--seed", str(a.seed), "--subject", name, "--in-process",
+                    "--summary", summary.name, "--flight", str(flight)]
+            argv += [x for k in ("examples", "steps") if getattr(a, k) is not None
+                     for x in (f"--{k}", str(getattr(a, k)))]
+            while len(running) >= a.jobs:
+                reap_one()
+            log = open(out / f"log-{slug(name)}.txt", "wb")
+            running.append((name, subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT), log))
+        while running:
+            reap_one()
+    except KeyboardInterrupt:  # the children got the signal too: what ended, and where the rest stood, is kept
+        for name, proc, log in running:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            log.close()
+            finish(name, proc.returncode, Path(log.name))
+        print(f"interrupted: {len(results)} of {len(names)} subjects in the summary", flush=True)
+        _merge(a, [results[n] for n in names if n in results])
+        return 130
+    return _merge(a, [results[n] for n in names])
+
+
+def _merge(a: argparse.Namespace, merged: list[dict[str, Any]]) -> int:
+    out = Path(a.out)
     failed = [m["subject"] for m in merged if m["failure"] is not None
               or any(d["status"] == "failed" for d in m["directed"])]
     totals = {k: sum(m[k] or 0 for m in merged) for k in ("examples", "steps", "runs")}
@@ -330,12 +374,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--examples", type=int, help="examples per subject, instead of the budget's")
     p.add_argument("--steps", type=int, help="steps per example, instead of the budget's")
     p.add_argument("--subject", action="append", help="run only this subject (repeatable)")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="on a GPU: subjects run at once, each in its own process (default 1)")
     p.add_argument("--in-process", action="store_true",
                    help="run every subject in this process (the default on a CPU; a GPU run uses a process per subject)")
     p.add_argument("--summary", default=SUMMARY_NAME, help=argparse.SUPPRESS)  # a child's own summary file
     p.add_argument("--flight", default=None, help=argparse.SUPPRESS)  # a child's flight record
     a = p.parse_args(argv)
     try:
+        if a.jobs < 1:
+            raise ValueError(f"--jobs={a.jobs}: expected a positive number of subject processes at once; "
+                             "pass e.g. --jobs 4")
         if not a.in_process and device_type(a.device) == "cuda":
             _budget(a.budget, a.examples, a.steps)  # usage errors before any child starts
             return explore_in_children(a, [s.name for s in _chosen(a.target, a.device, a.subject)])

@@ -54,11 +54,12 @@ site_for() {  # site_for DIR WHEEL...: install wheels into DIR (no registry on t
 
 side_lane() {  # correctness work that shares the GPU with the matrix: the machines, then the mutants
   # 3. the scenario machines against the library (issue 5), inside the modules the matrix builds; one
-  #    process per subject on a GPU, so a subject that kills its process or context costs only itself
-  step explore 540 "${run[@]}" explore --target flashinfer --device cuda --budget runner --examples 40 --steps 20 \
-      --out "$R/explore"
-  for s in "$R"/explore/failures/repro-*.py; do
-    [ -e "$s" ] && step "script_$(basename "$s" .py | cut -c7-70)" 120 python3 "$s"
+  #    process per subject on a GPU, six at once (they are host-bound), so a subject that kills its
+  #    process or context costs only itself
+  step explore 480 "${run[@]}" explore --target flashinfer --device cuda --budget runner --examples 40 --steps 20 \
+      --jobs 6 --out "$R/explore"
+  for s in $(ls "$R"/explore/failures/repro-*.py 2>/dev/null | head -n 8); do
+    step "script_$(basename "$s" .py | cut -c7-70)" 90 python3 "$s"
   done
   # 7. the FlashInfer mutant catalogue on the GPU (issue 6)
   step mutate 360 "${run[@]}" mutate --target flashinfer --device cuda --out "$R/mutate"
@@ -75,10 +76,19 @@ pipeline() {
   side_lane > "$A/side.log" 2>&1 &
   local side=$!
   # 1. the quick FlashInfer matrix over every offered backend, eager and graph (issue 3; auto's
-  #    records feed issue 4's routing check); --isolate: a SIGFPE or a dead context costs one record
-  step matrix 1080 "${run[@]}" run --target flashinfer --device cuda --budget quick --isolate --time-budget 960 \
-      --out "$R/matrix"
-  step routing 120 python3 -m routing.from_records "$R/matrix/results.jsonl" --spec flashinfer_cuda --arch sm90 \
+  #    records feed issue 4's routing check); --isolate: a SIGFPE or a dead context costs one record.
+  #    Two processes at once (eager fa2 + auto, and fa3 + the graph modes): host work, not the GPU,
+  #    bounds a record, and the second process's JIT builds overlap the first's cases.
+  local mb=660 ma=(--target flashinfer --device cuda --budget quick --isolate)
+  ( step matrix_a $((mb + 120)) "${run[@]}" run "${ma[@]}" --time-budget $mb \
+        --backend fa2 --backend fa2+graph --backend auto --out "$R/matrix_a" ) &
+  local pa=$!
+  sleep 20  # the first process's prebuild takes the build locks of the fa2 modules first
+  step matrix_b $((mb + 120)) "${run[@]}" run "${ma[@]}" --time-budget $mb \
+      --backend fa3 --backend fa3+graph --backend auto+graph --out "$R/matrix_b"
+  wait "$pa"
+  cat "$R"/matrix_a/results.jsonl "$R"/matrix_b/results.jsonl > "$R/matrix_ab.jsonl" 2>/dev/null
+  step routing 120 python3 -m routing.from_records "$R/matrix_ab.jsonl" --spec flashinfer_cuda --arch sm90 \
       --out "$R/routing"
   # 2. standalone scripts of the ledger entries and probes not yet run on the runner (their modules
   #    are built by now)

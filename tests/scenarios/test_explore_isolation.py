@@ -74,8 +74,8 @@ def test_a_warm_up_that_raises_is_the_subjects_failure(tmp_path: Path) -> None:
 
 
 def _args(out: Path, **kw: Any) -> argparse.Namespace:
-    return argparse.Namespace(target="torch", budget="ci", out=str(out), device="cpu", seed=0, examples=2, steps=3,
-                              **kw)
+    return argparse.Namespace(**{"target": "torch", "budget": "ci", "out": str(out), "device": "cpu", "seed": 0,
+                                 "examples": 2, "steps": 3, "jobs": 1, **kw})
 
 
 def test_each_subject_in_its_own_process_merges_into_one_summary(tmp_path: Path) -> None:
@@ -96,8 +96,47 @@ def test_a_subject_whose_process_dies_reports_the_calls_it_was_making(tmp_path: 
     assert len(f["sequence"]) == 2 and f["sequence"][-1].endswith("<- in progress")
 
 
+class _FakeChild:
+    """A subject's process that ends after `polls` polls, writing its summary; counts how many live at once."""
+
+    live = peak = 0
+    polls: dict[str, int] = {}
+
+    def __init__(self, argv: list[str], stdout: Any, stderr: Any) -> None:
+        self.subject = argv[argv.index("--subject") + 1]
+        self.summary = Path(argv[argv.index("--out") + 1]) / argv[argv.index("--summary") + 1]
+        self.left, self.returncode = self.polls[self.subject], None
+        stdout.write(f"{self.subject}: ran\n".encode())
+        _FakeChild.live += 1
+        _FakeChild.peak = max(_FakeChild.peak, _FakeChild.live)
+
+    def poll(self) -> Any:
+        self.left -= 1
+        if self.left <= 0 and self.returncode is None:
+            self.summary.write_text(json.dumps({"subjects": [{"subject": self.subject, "examples": 1, "steps": 1,
+                                                              "runs": 1, "failure": None, "directed": []}]}))
+            self.returncode, _FakeChild.live = 0, _FakeChild.live - 1
+        return self.returncode
+
+
+def test_jobs_children_run_at_once_and_merge_in_the_subjects_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    import subprocess
+
+    monkeypatch.setattr(subprocess, "Popen", _FakeChild)
+    monkeypatch.setattr(_FakeChild, "live", 0)
+    monkeypatch.setattr(_FakeChild, "peak", 0)
+    monkeypatch.setattr(_FakeChild, "polls", {"s1": 40, "s2": 1, "s3": 1})  # s1 ends last
+    assert explore_in_children(_args(tmp_path, jobs=2), ["s1", "s2", "s3"]) == 0
+    assert _FakeChild.peak == 2  # never more than --jobs, and not one at a time
+    summary = json.loads((tmp_path / SUMMARY_NAME).read_text())
+    assert [s["subject"] for s in summary["subjects"]] == ["s1", "s2", "s3"] and summary["totals"]["runs"] == 3
+    assert capsys.readouterr().out.count(": ran") == 3  # each child's log is printed when it ends
+
+
 @pytest.mark.parametrize("argv, needle", [(["--examples", "0"], "--examples=0"), (["--steps", "-1"], "--steps=-1"),
-                                          (["--subject", "nope"], "--subject nope")])
+                                          (["--subject", "nope"], "--subject nope"),
+                                          (["--jobs", "0"], "--jobs=0")])
 def test_bad_counts_and_unknown_subjects_exit_2_naming_them(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                            argv: list[str], needle: str) -> None:
     from scenarios.explore import main
