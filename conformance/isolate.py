@@ -177,6 +177,8 @@ def _serve(config: dict[str, Any], requests: IO[str], answers: IO[str]) -> None:
         lost = rec.status == "error" and not note_context(rec, device, None)  # the parent names a loss
         if not lost:
             fresh_control(adapters[backend], case, current["inputs"], get_truth, rec)
+            # the control's own error leaves its pending error too: probe again, or the next case meets it
+            lost = rec.fresh == "error" and not note_context(rec, device, None)
         answers.write(json.dumps({"record": asdict(rec), "context_lost": lost}, allow_nan=True) + "\n")
         answers.flush()
         if lost:

@@ -25,8 +25,8 @@ prebuilt is simply compiled on first use (and timed as compile by the adapter).
 from __future__ import annotations
 
 import os
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional
 
@@ -168,9 +168,26 @@ def prebuild(requests: list[ModuleRequest], *, cores: Optional[int] = None) -> B
         except Exception as e:
             return f"{r.label}: {type(e).__name__}: {e}"[-2000:]
 
+    # Daemon threads, not a ThreadPoolExecutor: the interpreter joins an executor's workers at exit, so
+    # a run whose time budget ran out during a prebuild sat until the build ended (seen on the H200:
+    # killed by its step's timeout 120 s after its records and report were written).
+    todo, answers, lock = list(enumerate(requests)), [None] * len(requests), threading.Lock()
+
+    def worker() -> None:
+        while True:
+            with lock:
+                if not todo:
+                    return
+                i, r = todo.pop(0)
+            answers[i] = one(r)
+
+    threads = [threading.Thread(target=worker, name=f"attncheck-jit-{k}", daemon=True) for k in range(workers)]
     try:
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="attncheck-jit") as pool:
-            errors = [e for e in pool.map(one, requests) if e]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        errors = [e for e in answers if e]
     finally:
         if saved is None:
             os.environ.pop("MAX_JOBS", None)

@@ -131,3 +131,43 @@ def test_a_lost_context_in_process_hands_the_rest_of_the_run_to_child_processes(
     assert CONTEXT_LOST_IN_PROCESS in parity[("math", C2.id)].reason
     assert starts == [1]  # from C2's flash on, a child process (the real evaluate there: all pass)
     assert [parity[(b, c)].status for b, c in (("flash", C2.id), ("math", C3.id), ("flash", C3.id))] == ["pass"] * 3
+
+
+def test_the_child_clears_the_pending_error_its_fresh_control_leaves(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seen on the H200: a graph case failed with "invalid argument", the child probed and cleared that
+    pending error, then the failing record's fresh control failed the same way and left its own; the
+    next case's first CUDA call met it, the child died, and an innocent case was recorded as a crash."""
+    import io
+
+    import conformance.parity_run as pr
+    from conformance import isolate
+
+    pending = [False]
+
+    def failing(adapter: Any, case: Case, inputs: Any, get_truth: Any, base: dict) -> ParityRecord:
+        pending[0] = True
+        return ParityRecord(backend="math", case_id=case.id, case=case.to_json(), status="error",
+                            reason="RuntimeError: invalid argument", **base)
+
+    def failing_control(adapter: Any, case: Case, inputs: Any, get_truth: Any, rec: ParityRecord) -> None:
+        pending[0], rec.fresh = True, "error"
+
+    def probe(rec: ParityRecord, device: str, lost_text: Any) -> bool:
+        pending[0] = False  # read and cleared
+        return True
+
+    def validate(inputs: Any) -> None:
+        assert not pending[0], "the next case met the previous case's pending CUDA error"
+
+    monkeypatch.setattr(pr, "evaluate", failing)
+    monkeypatch.setattr(pr, "fresh_control", failing_control)
+    monkeypatch.setattr(isolate, "note_context", probe)
+    monkeypatch.setattr("scenarios.tensors.validate_inputs", validate)
+    base = {"run_id": "r", "target": "torch", "device": "cpu", "seed": 0, "standin": None}
+    requests = io.StringIO("".join(json.dumps({"case": c.to_json(), "backend": "math", "base": base}) + "\n"
+                                   for c in (C1, C2)))
+    answers = io.StringIO()
+    isolate._serve({"target": "torch", "device": "cpu", "seed": 0, "options": {}}, requests, answers)
+    got = [json.loads(line) for line in answers.getvalue().splitlines()]
+    assert [a["record"]["case_id"] for a in got] == [C1.id, C2.id] and not any(a["context_lost"] for a in got)
+    assert not pending[0]

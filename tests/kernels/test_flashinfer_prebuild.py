@@ -159,3 +159,29 @@ def test_stages_run_fa2_then_fa3_then_auto_each_with_its_modules(fake: Any, monk
     summary = stages[0].prepare()
     assert "batch_prefill_fa2:fa2:bf16,bf16,bf16,int32,128,128,False,False" in summary["requested"]
     assert any(lbl.startswith("batch_decode:fa2:") for lbl in summary["requested"])
+
+
+def test_a_prebuild_still_running_does_not_hold_the_process_at_exit() -> None:
+    """A run whose time budget ran out during a prebuild must exit when its records are written
+    (on the H200 the interpreter joined the builder threads and the step's timeout killed it)."""
+    import subprocess
+    import textwrap
+    import time
+
+    script = textwrap.dedent("""
+        import threading, time
+        from kernels import flashinfer_prebuild as pb
+        class Slow:
+            def build(self, need_lock):
+                time.sleep(40)
+        pb.fl.import_flashinfer = lambda: None
+        pb.jit_spec = lambda r: Slow()
+        req = pb.ModuleRequest("single_prefill", "fa2", ("bf16",))
+        threading.Thread(target=pb.prebuild, args=([req],), daemon=True).start()
+        time.sleep(0.5)
+    """)
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-c", script], cwd=os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), timeout=35, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert time.perf_counter() - t0 < 30  # it left the build behind instead of waiting 40 s for it
