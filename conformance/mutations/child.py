@@ -5,7 +5,7 @@
 Standalone on purpose: it imports nothing from the repository before the job's copy is first on
 sys.path, so every repository module a test imports comes from that copy. The job (JSON) says:
 
-  report         where to write {"files", "import_errors", "outcomes", "collected", "missing", "rc",
+  report         where to write {"files", "import_errors", "outcomes", "messages", "collected", "missing", "rc",
                  "patch"}
   modules        {dotted module: path in the copy} whose origin the parent checks
   pytest_args    the pytest options
@@ -118,12 +118,20 @@ class Select:
         items[:] = kept
 
 
+def failure_message(text: str, lines: int = 3) -> str:
+    """The last `lines` "E   " lines of a pytest failure (the exception and its message), else its last line."""
+    errs = [ln[1:].strip() for ln in text.splitlines() if ln.startswith("E ")]
+    picked = errs[-lines:] if errs else text.strip().splitlines()[-1:]
+    return " | ".join(picked)[:600]
+
+
 class Recorder:
     """Each test's outcome by node id; a module that fails to collect is recorded under its path."""
 
     def __init__(self) -> None:
         self.outcomes: dict[str, str] = {}
         self.collected: list[str] = []
+        self.messages: dict[str, str] = {}  # a failed test's last "E" lines: why, for a failing control
 
     def pytest_collection_modifyitems(self, items):  # type: ignore[no-untyped-def]
         self.collected = [i.nodeid for i in items]
@@ -131,6 +139,7 @@ class Recorder:
     def pytest_runtest_logreport(self, report):  # type: ignore[no-untyped-def]
         if report.failed:
             self.outcomes[report.nodeid] = "failed" if report.when == "call" else "error"
+            self.messages.setdefault(report.nodeid, failure_message(report.longreprtext))
         elif report.skipped:
             self.outcomes.setdefault(report.nodeid, "skipped")
         elif report.when == "call":
@@ -224,6 +233,7 @@ def main(job_path: str) -> int:
             cov.stop()
             cov.save()
         report["outcomes"], report["collected"] = recorder.outcomes, recorder.collected
+        report["messages"] = recorder.messages
         report["missing"] = select.missing
         write()
     return report["rc"]

@@ -106,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
                      f"({t['whole_suite_s'] / t['selected_s']:.1f}x), {t['whole_suite_cpu_s'] or 0:.1f} s CPU "
                      f"({(t['whole_suite_cpu_s'] or 0) / max(t['selected_cpu_s'] or 1e-9, 1e-9):.1f}x)")
         print(line)
+    for test, why in list(km.control.get("why", {}).items())[:10]:
+        print(f"  control failed {test}: {why}"[:400])
     for m in km.not_killed():
         print(f"  {m.status}: {m.name}: {m.detail.splitlines()[0] if m.detail else ''}"[:300])
     for r in km.rows_killing_nothing()[:20]:

@@ -167,16 +167,19 @@ class Mutation:
                     for i, shard in enumerate(shards)]
             got = [f.result() for f in futs]
         outcomes: dict[str, str] = {}
+        messages: dict[str, str] = {}
         tails = []
         cpu = 0.0
         for exit_, report, tail in got:
             cpu += exit_.cpu_s or 0.0
             outcomes.update(report.get("outcomes", {}))
+            messages.update(report.get("messages", {}))
             if exit_.timed_out or not report:
                 tails.append(tail)
         bad = {t: outcomes.get(t, "not-run") for t in rows if outcomes.get(t) not in ("passed", "skipped")}
         bad.update({t: o for t, o in outcomes.items() if o == "collection-error"})
         control = {"record": "control", "passed": not bad, "failed": bad, "tests": len(rows),
+                   "why": {t: messages[t] for t in bad if t in messages},
                    "skipped": sum(1 for t in rows if outcomes.get(t) == "skipped"),
                    "skipped_tests": sorted(t for t in rows if outcomes.get(t) == "skipped"),
                    "duration_s": time.monotonic() - start, "cpu_s": cpu, "detail": "\n".join(tails)[-3000:]}

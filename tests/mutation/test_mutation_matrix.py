@@ -271,3 +271,28 @@ def test_the_cli_runs_mutate_and_exits_1_on_a_survivor(tmp_path: Path, monkeypat
     assert cli.main(["mutate", "--target", "torch", "--out", str(tmp_path)]) == 1
     assert "survived: blind" in capsys.readouterr().out
     assert json.loads((tmp_path / JSON).read_text())["not_killed"] == ["blind"]
+
+
+def test_a_failing_control_says_why_each_test_failed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the H200 the control failed for 20 tests and the run said only their names: the child records
+    each failure's last "E" lines and the control carries them (`why`), printed by the command line."""
+    import types
+
+    from conformance.mutations.child import Recorder
+
+    (tmp_path / "test_sample.py").write_text("def test_bad():\n    assert 1 + 1 == 3, 'sums differ'\n\n"
+                                             "def test_good():\n    pass\n")
+    rec = Recorder()
+    pytest.main(["-q", "-p", "no:cacheprovider", str(tmp_path / "test_sample.py")], plugins=[rec])
+    (bad,) = [t for t, o in rec.outcomes.items() if o == "failed"]
+    assert bad.endswith("test_bad") and "sums differ" in rec.messages[bad] and len(rec.messages) == 1
+
+    m = Mutation(Settings(target="torch", device="cpu", budget="quick", out_dir=tmp_path / "o", strategy="first-kill",
+                          mutants=(), conformance=False), progress=lambda line: None)
+    answer = (types.SimpleNamespace(cpu_s=0.0, timed_out=False),
+              {"outcomes": {"t.py::a": "failed", "t.py::b": "passed"}, "messages": {"t.py::a": "AssertionError: x"}},
+              "")
+    monkeypatch.setattr(m, "_launch", lambda *a, **k: answer)
+    monkeypatch.setattr("conformance.mutations.engine.make_copy", lambda src, dst: None)
+    control, _ = m.control(["t.py::a", "t.py::b"], with_coverage=False)
+    assert not control["passed"] and control["why"] == {"t.py::a": "AssertionError: x"}
