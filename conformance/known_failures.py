@@ -41,6 +41,7 @@ class KnownFailure:
     applies: Applies = None
     upstream: Optional[str] = None
     archs: tuple[str, ...] = ()  # architectures it exists on (conformance.markers arch names); () = every one
+    modes: tuple[str, ...] = ()  # "eager" and/or "graph" (a "+graph" backend); () = both
 
 
 def _empty_batch(c: dict[str, Any], backend: str) -> bool:
@@ -50,6 +51,24 @@ def _empty_batch(c: dict[str, Any], backend: str) -> bool:
 def _mask_over_zero_pages(c: dict[str, Any], backend: str) -> bool:
     return (c["layout"] == "paged" and c["mask"] == "custom"
             and any(q > 0 and k == 0 for q, k in zip(c["qo_lens"], c["kv_lens"])))
+
+
+def _window_wider_than_split(c: dict[str, Any], backend: str) -> bool:
+    """fa2 paged, sliding window without causal, a request whose rows see more keys than the split-KV
+    scheduler budgets for a window (window_left + CTA_TILE_Q, CTA_TILE_Q at most 128; scheduler.cuh:627-633)."""
+    return (backend == "fa2" and c["layout"] == "paged" and not c["causal"] and c["window_left"] >= 0
+            and c["mask"] == "none"
+            and any(q > 128 and k > c["window_left"] + 128 for q, k in zip(c["qo_lens"], c["kv_lens"])))
+
+
+def _no_query_rows(c: dict[str, Any], backend: str) -> bool:
+    """A batch of one or more requests with no query rows at all (an empty batch is its own entry)."""
+    return backend == "fa2" and c["layout"] in ("paged", "ragged") and len(c["qo_lens"]) > 0 and sum(c["qo_lens"]) == 0
+
+
+def _fa2_ragged_head_dim_96(c: dict[str, Any], backend: str) -> bool:
+    """Ragged prefill at head dim 96 on fa2, asked for or what auto resolves to (fa3 has no 96)."""
+    return c["layout"] == "ragged" and c["head_dim_qk"] == 96 and backend in ("fa2", "auto")
 
 
 def _fa3_hnd(c: dict[str, Any], backend: str) -> bool:
@@ -110,18 +129,51 @@ LEDGER: tuple[KnownFailure, ...] = (
         "fa3 ragged/single prefill under kv_layout HND take num_kv_heads from K's token axis "
         "(batch_prefill_sm90.cu:131-134, single_prefill_sm90.cu:75-79): group_size = num_qo_heads // kv_len is 0 "
         "and the process dies of SIGFPE",
-        "crash", "docs/evidence/repro_flashinfer_fa3_hnd_kv_heads.py", confirmed=False,
-        seen="2026-12-01 H200, through the adapter under --isolate (fa3, auto and +graph: the child killed by "
-             "SIGFPE; NHD of the same cases passes); standalone script not yet run there",
+        "crash", "docs/evidence/repro_flashinfer_fa3_hnd_kv_heads.py", confirmed=True,
+        seen="2026-12-01 H200, the script (repro_flashinfer_fa3_hnd_kv_heads.h200.txt): ragged 8/1 heads qo 300 "
+             "kv 128 and single 32/8 heads qo 17 kv 33 on fa3 HND killed by SIGFPE; NHD and fa2 of the same "
+             "tensors within 0.005 of the reference",
         applies=lambda c, b: _fa3_hnd(c, b) and _fa3_hnd_group(c) == 0, archs=("sm90",)),
     KnownFailure(
         "flashinfer-fa3-hnd-kv-heads-wrong", "flashinfer", ("0.7.2.post1",),
         "fa3 ragged/single prefill under kv_layout HND take num_kv_heads from K's token axis: with kv_len <= "
         "num_qo_heads the kernel runs with the wrong head mapping and the output is wrong",
-        "fail", "docs/evidence/repro_flashinfer_fa3_hnd_kv_heads.py", confirmed=False,
-        seen="2026-12-01 H200, through the adapter (ragged 8/8 heads, qo 127, kv 7: out 13.3 against a bound of "
-             "0.98; NHD passes)",
+        "fail", "docs/evidence/repro_flashinfer_fa3_hnd_kv_heads.py", confirmed=True,
+        seen="2026-12-01 H200, the script (repro_flashinfer_fa3_hnd_kv_heads.h200.txt): ragged 8/8 heads qo 127 "
+             "kv 7, fa3 HND max error 2.941 where fa3 NHD gives 0.0078 and fa2 HND 0.0081",
         applies=lambda c, b: _fa3_hnd(c, b) and _fa3_hnd_group(c) > 0, archs=("sm90",)),
+    KnownFailure(
+        "flashinfer-fa2-window-noncausal-split-kv", "flashinfer", ("0.7.2.post1", "0.7.4"),
+        "fa2 paged prefill with a sliding window and no causal mask: the split-KV scheduler budgets "
+        "window_left + CTA_TILE_Q keys per query tile (scheduler.cuh:627-633, 'pad CTA_TILE_Q to consider the "
+        "causal kv-len'; prefill.cuh:3368-3369), but a non-causal row sees every key right of its window start, "
+        "so rows of a long query over a long KV lose keys and the output is wrong",
+        "fail", "docs/evidence/probe_flashinfer_paged_window_noncausal.py", confirmed=True,
+        seen="2026-12-01 H200, the script (probe_flashinfer_paged_window_noncausal.h200.txt): qo 300 over kv 4099 "
+             "or 1031, window 64, error 0.52-0.58 against bf16 rounding 0.004-0.007, in HND and NHD, page 5 and "
+             "16; causal, no window, or qo 17 within rounding; through the adapter on 0.7.4 alike",
+        applies=_window_wider_than_split, archs=("sm90",)),
+    KnownFailure(
+        "flashinfer-graph-no-query-rows", "flashinfer", ("0.7.2.post1",),
+        "fa2 paged and ragged prefill in CUDA-graph mode (use_cuda_graph=True) on a batch whose requests have "
+        "no query rows: run() fails with 'invalid argument' and leaves that error pending for the next CUDA "
+        "call; the same plan eager runs",
+        "error", "docs/evidence/probe_flashinfer_zero_query_rows.py", confirmed=True,
+        seen="2026-12-01 H200, the script (probe_flashinfer_zero_query_rows.h200.txt): paged qo [0] kv [0], head "
+             "dims 128 and 256, masked or not, graph mode raises and the next torch call fails; eager runs; "
+             "through the adapter paged and ragged",
+        applies=_no_query_rows, archs=("sm90",), modes=("graph",)),
+    KnownFailure(
+        "flashinfer-fa2-ragged-head-dim-96-illegal-access", "flashinfer", ("0.7.2.post1",),
+        "fa2 ragged prefill at head dim 96 (bf16): the first run() makes an illegal memory access (the context "
+        "is lost); head dim 128 on a fresh wrapper runs",
+        "crash", "docs/evidence/repro_flashinfer_ragged_head_dim_96.py", confirmed=False,
+        seen="2026-12-01 H200: tests/kernels/test_flashinfer_library.py's ragged auto test failed at its first, "
+             "head-dim-96 run() with 'an illegal memory access'; the plain script "
+             "(repro_flashinfer_ragged_auto_replan_fa2_to_fa3.h200.txt): both sequences that begin with a "
+             "head-dim-96 plan (auto and fa2) fail, head dim 128 alone passes; a head-dim-96-only plain run is "
+             "still to be made",
+        applies=_fa2_ragged_head_dim_96, archs=("sm90",)),
     KnownFailure(
         "torch-sdpa-empty-rows", "torch", ("2.11.0+cu130",),
         "cuDNN and memory-efficient SDPA write non-zero rows where the mask allows no key",
@@ -134,9 +186,11 @@ LEDGER: tuple[KnownFailure, ...] = (
 def entry_for(target: str, case: dict[str, Any], backend: str, version: Optional[str] = None,
               arch: Optional[str] = None) -> Optional[KnownFailure]:
     """The ledger entry that predicts `case` on `backend` fails (or crashes) at `version` on `arch`, if any."""
-    base = backend.split("+", 1)[0]
+    base, mode = backend.split("+", 1)[0], "graph" if backend.endswith("+graph") else "eager"
     for e in LEDGER:
         if e.target != target or e.applies is None:
+            continue
+        if e.modes and mode not in e.modes:
             continue
         if version is not None and version not in e.versions:
             continue

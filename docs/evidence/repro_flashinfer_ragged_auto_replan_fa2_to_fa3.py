@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""FlashInfer ragged prefill, backend="auto": a wrapper re-planned from fa2 to fa3 makes an illegal access.
+
+Seen on the H200 (attncheck's tests/kernels/test_flashinfer_library.py::
+test_ragged_auto_re_resolves_on_every_plan): one BatchPrefillWithRaggedKVCacheWrapper with
+backend="auto" is planned with head dim 96 (fa3 has no 96, so auto resolves to fa2) and run, then
+planned with head dim 128 (auto resolves to fa3 on sm90) and run: "an illegal memory access was
+encountered". Here the same two plans with plain flashinfer calls, each sequence in a child process
+(an illegal access ends the CUDA context), against a control: a fresh wrapper planned with head
+dim 128 only, and the same wrapper sequence with backend="fa2" both times.
+
+    python3 repro_flashinfer_ragged_auto_replan_fa2_to_fa3.py   # exit 1 when the re-planned wrapper fails alone
+
+Only torch and flashinfer; no attncheck code.
+"""
+import json
+import subprocess
+import sys
+
+SEQUENCES = {
+    "auto: d96 then d128 (the defect)": ("auto", [96, 128]),
+    "auto: d128 on a fresh wrapper (control)": ("auto", [128]),
+    "fa2: d96 then d128 (control)": ("fa2", [96, 128]),
+}
+
+
+def child(backend, dims):
+    import flashinfer
+    import torch
+
+    dev, bf = "cuda", torch.bfloat16
+    torch.manual_seed(0)
+    qo, kv, hq, hkv = [5, 3], [9, 7], 4, 2
+    i32 = lambda xs: torch.tensor(xs, dtype=torch.int32, device=dev)  # noqa: E731
+    w = flashinfer.BatchPrefillWithRaggedKVCacheWrapper(torch.zeros(128 * 2**20, dtype=torch.uint8, device=dev),
+                                                        "NHD", backend=backend)
+    errs = []
+    for d in dims:
+        q = torch.randn(sum(qo), hq, d, device=dev, dtype=bf)
+        k = torch.randn(sum(kv), hkv, d, device=dev, dtype=bf)
+        v = torch.randn(sum(kv), hkv, d, device=dev, dtype=bf)
+        w.plan(i32([0, 5, 8]), i32([0, 9, 16]), hq, hkv, d, q_data_type=bf, kv_data_type=bf)
+        out = w.run(q, k, v)
+        torch.cuda.synchronize()
+        ref = []
+        for (a, b), (c, e) in zip([(0, 5), (5, 8)], [(0, 9), (9, 16)]):
+            ks, vs = k[c:e].float().repeat_interleave(hq // hkv, 1), v[c:e].float().repeat_interleave(hq // hkv, 1)
+            p = torch.softmax(torch.einsum("qhd,khd->hqk", q[a:b].float(), ks) / d ** 0.5, -1)
+            ref.append(torch.einsum("hqk,khd->qhd", p, vs))
+        errs.append(round((out.float() - torch.cat(ref)).abs().max().item(), 5))
+    print(json.dumps({"errs": errs, "backend_used": getattr(w, "_backend", None)}))
+
+
+def main():
+    import flashinfer
+    import torch
+
+    print(f"flashinfer {flashinfer.__version__}, torch {torch.__version__}, {torch.cuda.get_device_name()}")
+    outcome = {}
+    for name, (backend, dims) in SEQUENCES.items():
+        p = subprocess.run([sys.executable, __file__, "--child", json.dumps([backend, dims])],
+                           capture_output=True, text=True)
+        lines = p.stdout.strip().splitlines()
+        if p.returncode == 0 and lines and lines[-1].startswith("{"):
+            r = json.loads(lines[-1])
+            outcome[name] = all(e < 0.05 for e in r["errs"])
+            text = f"max |out - ref| per plan {r['errs']}, last backend {r['backend_used']}"
+        else:
+            outcome[name] = False
+            err = [ln for ln in p.stderr.strip().splitlines() if "Error" in ln or "error" in ln]
+            text = f"failed (exit {p.returncode}): {(err or ['?'])[-1][:200]}"
+        print(f"{'ok  ' if outcome[name] else 'FAIL'} {name}: {text}", flush=True)
+    names = list(SEQUENCES)
+    reproduced = not outcome[names[0]] and outcome[names[1]] and outcome[names[2]]
+    print("DEFECT REPRODUCED: re-planning a ragged auto wrapper from fa2 to fa3 fails where each alone works"
+          if reproduced else "not reproduced")
+    return 1 if reproduced else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "--child":
+        child(*json.loads(sys.argv[2]))
+    else:
+        sys.exit(main())
