@@ -9,7 +9,8 @@
 #   OUT=dir bash scripts/h200_session.sh wheels074 SECONDS        # hands .whl074/ (0.7.4) over, then waits
 #
 # Needs .whl/ (flashinfer-python 0.7.2.post1 and apache-tvm-ffi; ../shared/tools/flashinfer-wheels)
-# carried by the `start` command, and .whl074/ (the same tool with 0.7.4) by the `wheels074` one.
+# carried by the `start` command; with ATTNCHECK_TIMING=1 (the sweep and the upgrade diff, measured
+# on 2026-12-01) also .whl074/ (the same tool with 0.7.4), carried by the `wheels074` command.
 # Steps run in order of what the issues need most; each is logged to $R/NAME.log with its exit
 # status and seconds in $R/steps.txt, and whatever a step writes is packed as it stands.
 set -u
@@ -53,7 +54,7 @@ site_for() {  # site_for DIR WHEEL...: install wheels into DIR (no registry on t
 }
 
 side_lane() {  # correctness work that shares the GPU with the matrix: the machines, then the mutants
-  # 3. the scenario machines against the library (issue 5), inside the modules the matrix builds; one
+  # 3. the scenario machines against the library (issue 5), inside the modules step 0 built; one
   #    process per subject on a GPU, six at once (they are host-bound), so a subject that kills its
   #    process or context costs only itself
   step explore 480 "${run[@]}" explore --target flashinfer --device cuda --budget runner --examples 40 --steps 20 \
@@ -61,43 +62,12 @@ side_lane() {  # correctness work that shares the GPU with the matrix: the machi
   for s in $(ls "$R"/explore/failures/repro-*.py 2>/dev/null | head -n 8); do
     step "script_$(basename "$s" .py | cut -c7-70)" 90 python3 "$s"
   done
-  # 7. the FlashInfer mutant catalogue on the GPU (issue 6)
+  # 4. the FlashInfer mutant catalogue on the GPU (issue 6)
   step mutate 360 "${run[@]}" mutate --target flashinfer --device cuda --out "$R/mutate"
 }
 
-pipeline() {
-  cd "$A/src" || exit 2
-  export FLASHINFER_WORKSPACE_BASE=$A/jit-0.7.2 PYTHONPATH="$A/site072:$A/src"
-  { date -u; nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; echo "cores $(nproc)"
-    python3 -c "import torch, flashinfer; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version(), 'flashinfer', flashinfer.__version__)"
-  } > "$R/env.txt" 2>&1
-  cat "$R/env.txt"
-  run=(python3 -m conformance)
-  side_lane > "$A/side.log" 2>&1 &
-  local side=$!
-  # 1. the quick FlashInfer matrix over every offered backend, eager and graph (issue 3; auto's
-  #    records feed issue 4's routing check); --isolate: a SIGFPE or a dead context costs one record.
-  #    Two processes at once (eager fa2 + auto, and fa3 + the graph modes): host work, not the GPU,
-  #    bounds a record, and the second process's JIT builds overlap the first's cases.
-  local mb=660 ma=(--target flashinfer --device cuda --budget quick --isolate)
-  ( step matrix_a $((mb + 120)) "${run[@]}" run "${ma[@]}" --time-budget $mb \
-        --backend fa2 --backend fa2+graph --backend auto --out "$R/matrix_a" ) &
-  local pa=$!
-  sleep 20  # the first process's prebuild takes the build locks of the fa2 modules first
-  step matrix_b $((mb + 120)) "${run[@]}" run "${ma[@]}" --time-budget $mb \
-      --backend fa3 --backend fa3+graph --backend auto+graph --out "$R/matrix_b"
-  wait "$pa"
-  cat "$R"/matrix_a/results.jsonl "$R"/matrix_b/results.jsonl > "$R/matrix_ab.jsonl" 2>/dev/null
-  step routing 120 python3 -m routing.from_records "$R/matrix_ab.jsonl" --spec flashinfer_cuda --arch sm90 \
-      --out "$R/routing"
-  # 2. standalone scripts of the ledger entries and probes not yet run on the runner (their modules
-  #    are built by now)
-  step repro_fa3_hnd 240 python3 docs/evidence/repro_flashinfer_fa3_hnd_kv_heads.py
-  step probe_zero_query_rows 300 python3 docs/evidence/probe_flashinfer_zero_query_rows.py
-  wait "$side"  # timing below wants the GPU to itself
-  # 4. fa2 against fa3, the seeds' table layout (issue 7), with the timer that synchronises after the flush
+timing_lane() {  # ATTNCHECK_TIMING=1: the fa2/fa3 sweep and the 0.7.2.post1 -> 0.7.4 upgrade (issue 7)
   step sweep 300 "${run[@]}" sweep --target flashinfer --device cuda --a fa2 --b fa3 --reps 20 --out "$R/sweep"
-  # 5. the upgrade: 0.7.2.post1 as the baseline, 0.7.4 as the new run, fa2 on four profiles' cases
   python3 - "$R/upgrade-cases.json" <<'PY'
 import json, sys
 from kernels import flashinfer_matrix as m
@@ -119,17 +89,47 @@ PY
   else
     echo "record_074 skipped: no 0.7.4 wheels after ${waited}s" | tee -a "$R/steps.txt"
   fi
-  # 6. packed custom masks (the ledger's packed-mask entry, through the matrix)
-  for f in packed packed_flat; do
-    step "mask_$f" 150 "${run[@]}" run --target flashinfer --device cuda --budget quick --backend fa2 \
-        --backend fa2+graph --feature custom_mask --adapter-option "mask_form=$f" --out "$R/mask_$f"
-  done
+}
+
+pipeline() {
+  cd "$A/src" || exit 2
+  export FLASHINFER_WORKSPACE_BASE=$A/jit-0.7.2 PYTHONPATH="$A/site072:$A/src"
+  { date -u; nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; echo "cores $(nproc)"
+    python3 -c "import torch, flashinfer; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version(), 'flashinfer', flashinfer.__version__)"
+  } > "$R/env.txt" 2>&1
+  cat "$R/env.txt"
+  run=(python3 -m conformance)
+  # 0. every module the runs below load, built first with every core (2026-12-01: built while the
+  #    matrix, the machines and the mutants ran, the fa3 prebuild outlasted its 660 s and the
+  #    machines spent theirs waiting on build locks)
+  step prebuild 660 python3 -m kernels.flashinfer_prebuild --budget quick --backend fa2 --backend fa3 \
+      --backend auto --out "$R/prebuild.json"
+  side_lane > "$A/side.log" 2>&1 &
+  local side=$!
+  # 1. the quick FlashInfer matrix on what the 2026-12-01 sitting left (fa2 and fa2+graph ran then,
+  #    docs/evidence/2026-12-01-h200-2/): fa3 and auto, eager and graph (issue 3; auto's records feed
+  #    issue 4's routing check); --isolate: a SIGFPE or a dead context costs one record. Two processes
+  #    at once: host work bounds a record, not the GPU.
+  local mb=${ATTNCHECK_MATRIX_S:-480} ma=(--target flashinfer --device cuda --budget quick --isolate)
+  ( step matrix_eager $((mb + 120)) "${run[@]}" run "${ma[@]}" --time-budget "$mb" \
+        --backend fa3 --backend auto --out "$R/matrix_eager" ) &
+  local pa=$!
+  step matrix_graph $((mb + 120)) "${run[@]}" run "${ma[@]}" --time-budget "$mb" \
+      --backend fa3+graph --backend auto+graph --out "$R/matrix_graph"
+  wait "$pa"
+  cat "$R"/matrix_eager/results.jsonl "$R"/matrix_graph/results.jsonl > "$R/matrix_auto.jsonl" 2>/dev/null
+  step routing 120 python3 -m routing.from_records "$R/matrix_auto.jsonl" --spec flashinfer_cuda --arch sm90 \
+      --out "$R/routing"
+  # 2. the ledger's script not yet run on the runner
+  step repro_head_dim_96 150 python3 docs/evidence/repro_flashinfer_ragged_head_dim_96.py
+  wait "$side"
+  [ "${ATTNCHECK_TIMING:-0}" = 1 ] && timing_lane
   touch "$A/DONE"
 }
 
 case "${1:-}" in
   start)
-    rm -rf "$A"; mkdir -p "$R" "$A/src"
+    rm -rf "$A"; mkdir -p "$R" "$A/src"; touch "$R/steps.txt"
     tar --exclude=./.whl --exclude=./.whl074 --exclude=./.git -cf - . | tar -C "$A/src" -xf -
     site_for "$A/site072" .whl/*.whl || exit 2
     setsid nohup bash "$A/src/scripts/h200_session.sh" pipeline > "$A/pipeline.log" 2>&1 < /dev/null &

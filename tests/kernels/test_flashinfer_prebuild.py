@@ -185,3 +185,32 @@ def test_a_prebuild_still_running_does_not_hold_the_process_at_exit() -> None:
         os.path.abspath(__file__)))), timeout=35, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert time.perf_counter() - t0 < 30  # it left the build behind instead of waiting 40 s for it
+
+
+def test_the_command_builds_every_module_of_the_matrix_before_a_run(fake: Any, monkeypatch: pytest.MonkeyPatch,
+                                                                   tmp_path: Any, capsys: pytest.CaptureFixture[str]
+                                                                   ) -> None:
+    """`python -m kernels.flashinfer_prebuild`: the sitting's first step builds the matrix's modules for the
+    runs to come; bad usage exits 2 naming the value, before building anything."""
+    import json
+
+    import kernels.flashinfer as fi
+
+    from kernels.protocol import Support
+
+    _fake_generators(monkeypatch)
+    monkeypatch.setattr(fi.TARGET, "backends", lambda device: ("fa2", "fa3", "auto", "fa2+graph"))
+    monkeypatch.setattr(fi.TARGET, "available", lambda device: Support.yes())  # the fake is no stand-in
+    quant = types.ModuleType("flashinfer.jit.quantization")
+    quant.gen_quantization_module = lambda: _Spec("quantization", ())
+    monkeypatch.setitem(sys.modules, "flashinfer.jit.quantization", quant)
+    out = tmp_path / "prebuild.json"
+    assert pb.main(["--device", "cpu", "--backend", "fa2+graph", "--backend", "fa3", "--out", str(out)]) == 0
+    summary = json.loads(out.read_text())
+    expected = pb.requests_for(fm.build("quick"), ["fa2", "fa3"], "cpu", pb.supports_fn(fi.TARGET, "cpu"))
+    assert summary["families"] == ["fa2", "fa3"] and summary["requested"] == [r.label for r in expected]
+    assert len(_Spec.built) == len(expected)
+    _Spec.built = []
+    assert pb.main(["--device", "cpu", "--backend", "cudnn"]) == 2 and "--backend cudnn" in capsys.readouterr().err
+    assert pb.main(["--device", "cpu", "--budget", "huge"]) == 2 and "huge" in capsys.readouterr().err
+    assert _Spec.built == []
