@@ -63,7 +63,8 @@ def _window_wider_than_split(c: dict[str, Any], backend: str) -> bool:
 
 def _no_query_rows(c: dict[str, Any], backend: str) -> bool:
     """A batch of one or more requests with no query rows at all (an empty batch is its own entry)."""
-    return backend == "fa2" and c["layout"] in ("paged", "ragged") and len(c["qo_lens"]) > 0 and sum(c["qo_lens"]) == 0
+    return (backend == "fa2" and c["layout"] in ("paged", "ragged") and len(c["qo_lens"]) > 0
+            and sum(c["qo_lens"]) == 0)
 
 
 def _fa2_ragged_head_dim_96(c: dict[str, Any], backend: str) -> bool:

@@ -211,7 +211,6 @@ def supports_fn(target: Any, device: str) -> Callable[[Case, str], bool]:
     return supports
 
 
-
 def main(argv: Optional[list[str]] = None) -> int:
     """Build every module a matrix run on `--backend`s will load, all cores on it, before anything else
     runs: on the H200 a sitting that built while the matrix, the machines and the mutants ran spent
@@ -220,8 +219,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     import argparse
     import json
 
-    from scenarios.errors import InvalidValue
     from kernels.flashinfer import TARGET
+    from scenarios.errors import InvalidValue
 
     p = argparse.ArgumentParser(prog="python -m kernels.flashinfer_prebuild", description=main.__doc__)
     p.add_argument("--budget", default="quick", help="the matrix budget whose cases decide the modules")

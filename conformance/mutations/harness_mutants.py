@@ -13,6 +13,8 @@ from conformance.mutations.kinds import Mutant, check_unique
 
 _FI_SUBJ = "tests/scenarios/test_flashinfer_subjects.py::"
 _ISO = "tests/scenarios/test_explore_isolation.py::"
+_LEDGER = "tests/harness/test_known_failures.py::"
+_PREBUILD = "tests/kernels/test_flashinfer_prebuild.py::"
 
 
 def _harness(name: str, path: str, old: str, new: str, description: str, kills: tuple[str, ...]) -> Mutant:
@@ -70,7 +72,7 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
              "name=f\"attncheck-jit-{k}\", daemon=True)",
              "name=f\"attncheck-jit-{k}\", daemon=False)",
              "a prebuild still running holds the process at exit: a run out of time outlives its step",
-             ("tests/kernels/test_flashinfer_prebuild.py::test_a_prebuild_still_running_does_not_hold_the_process_at_exit",)),
+             (_PREBUILD + "test_a_prebuild_still_running_does_not_hold_the_process_at_exit",)),
     _harness("mutate-failure-message-dropped", "conformance/mutations/child.py",
              "            self.messages.setdefault(report.nodeid, failure_message(report.longreprtext))\n",
              "",
@@ -82,25 +84,25 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
              "a failing control names its failing tests and not why they failed",
              ("tests/mutation/test_mutation_matrix.py::test_a_failing_control_says_why_each_test_failed",)),
     _harness("ledger-window-entry-takes-causal", "conformance/known_failures.py",
-             "    return (backend == \"fa2\" and c[\"layout\"] == \"paged\" and not c[\"causal\"] and c[\"window_left\"] >= 0\n",
-             "    return (backend == \"fa2\" and c[\"layout\"] == \"paged\" and c[\"window_left\"] >= 0\n",
+             "c[\"layout\"] == \"paged\" and not c[\"causal\"] and c[\"window_left\"] >= 0\n",
+             "c[\"layout\"] == \"paged\" and c[\"window_left\"] >= 0\n",
              "the split-KV window entry claims causal windows too, which the library computes right",
-             ("tests/harness/test_known_failures.py::test_the_window_graph_and_head_dim_entries_match_only_what_was_shown",)),
+             (_LEDGER + "test_the_window_graph_and_head_dim_entries_match_only_what_was_shown",)),
     _harness("ledger-modes-ignored", "conformance/known_failures.py",
              "        if e.modes and mode not in e.modes:\n",
              "        if False:\n",
              "a graph-mode-only entry explains eager records as well",
-             ("tests/harness/test_known_failures.py::test_the_window_graph_and_head_dim_entries_match_only_what_was_shown",)),
+             (_LEDGER + "test_the_window_graph_and_head_dim_entries_match_only_what_was_shown",)),
     _harness("ledger-head-dim-96-entry-widened", "conformance/known_failures.py",
              "c[\"head_dim_qk\"] == 96 and backend",
              "c[\"head_dim_qk\"] in (96, 128) and backend",
              "the head-dim-96 crash entry also claims head dim 128, which runs (a crash entry is not launched)",
-             ("tests/harness/test_known_failures.py::test_the_window_graph_and_head_dim_entries_match_only_what_was_shown",)),
+             (_LEDGER + "test_the_window_graph_and_head_dim_entries_match_only_what_was_shown",)),
     _harness("prebuild-command-ignores-backends", "kernels/flashinfer_prebuild.py",
              "for b in (a.backend or offered)))\n",
              "for b in offered))\n",
              "the prebuild command builds every offered family's modules, not the coming runs' backends",
-             ("tests/kernels/test_flashinfer_prebuild.py::test_the_command_builds_every_module_of_the_matrix_before_a_run",)),
+             (_PREBUILD + "test_the_command_builds_every_module_of_the_matrix_before_a_run",)),
     _harness("repro-fi-control-reuses-the-wrapper", "scenarios/repro_flashinfer.py",
              "                lines.append(f\"    ctl_w = {w.call(ctor[c.on])}\")\n",
              "                lines.append(f\"    ctl_w = {c.on}\")\n",

@@ -68,7 +68,8 @@ def test_the_fa3_hnd_entries_split_on_the_group_size_the_kernel_computes() -> No
 SESSION_2 = os.path.join(ROOT, "docs", "evidence", "2026-12-01-h200-2", "matrix_fa2_auto_isolated.jsonl")
 # The two records an isolated child blamed for the pending error a fresh control had left (the
 # harness defect fixed with conformance/isolate.py's second probe): the cases themselves are innocent.
-BLAMED_BY_THE_OLD_CHILD = {"paged-b1-h64x8-d256-bf16-p1HND-4b9141ac07", "decode-b2-h8x8-d256-bf16-p16HND-zero_len-d2a4605c2a"}
+BLAMED_BY_THE_OLD_CHILD = {"paged-b1-h64x8-d256-bf16-p1HND-4b9141ac07",
+                           "decode-b2-h8x8-d256-bf16-p16HND-zero_len-d2a4605c2a"}
 
 
 def test_the_second_h200_runs_failures_are_each_a_ledger_entry_a_lifecycle_defect_or_a_fixed_harness_fault() -> None:
@@ -103,5 +104,6 @@ def test_the_window_graph_and_head_dim_entries_match_only_what_was_shown() -> No
     assert known_for("flashinfer", dict(no_rows, qo_lens=[0, 3], kv_lens=[4, 4]), "fa2+graph", "0.7.2.post1",
                      "sm90") is None
     d96 = dict(no_rows, qo_lens=[5, 3], kv_lens=[9, 7], head_dim_qk=96, head_dim_vo=96, causal=False)
-    assert known_for("flashinfer", d96, "auto", "0.7.2.post1", "sm90") == "flashinfer-fa2-ragged-head-dim-96-illegal-access"
+    d96_entry = "flashinfer-fa2-ragged-head-dim-96-illegal-access"
+    assert known_for("flashinfer", d96, "auto", "0.7.2.post1", "sm90") == d96_entry
     assert known_for("flashinfer", dict(d96, head_dim_qk=128, head_dim_vo=128), "fa2", "0.7.2.post1", "sm90") is None
