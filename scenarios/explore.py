@@ -354,6 +354,7 @@ def explore_in_children(a: argparse.Namespace, names: Sequence[str]) -> int:
 
 
 def _merge(a: argparse.Namespace, merged: list[dict[str, Any]]) -> int:
+    """Write the subjects' results as one DIR/scenario-summary.json; 1 when any subject failed."""
     out = Path(a.out)
     failed = [m["subject"] for m in merged if m["failure"] is not None
               or any(d["status"] == "failed" for d in m["directed"])]
