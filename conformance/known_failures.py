@@ -16,7 +16,7 @@ known failure still fails the gate is the gate's decision (conformance/gate.py),
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from kernels.flashinfer_support import FA3_HEAD_DIMS
@@ -26,6 +26,8 @@ Applies = Optional[Callable[[dict[str, Any], str], bool]]
 # What a record of the defect shows; "crash": the process or its CUDA context dies (never launched).
 ENTRY_STATUSES: tuple[str, ...] = ("error", "fail", "crash")
 NOT_FILED = "not filed upstream yet"
+# The adapter options a run has when it names none (kernels/flashinfer.py AdapterOptions), for `options` rules.
+DEFAULT_OPTIONS: dict[str, Any] = {"mask_form": "bool"}
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,8 @@ class KnownFailure:
     upstream: Optional[str] = None
     archs: tuple[str, ...] = ()  # architectures it exists on (conformance.markers arch names); () = every one
     modes: tuple[str, ...] = ()  # "eager" and/or "graph" (a "+graph" backend); () = both
+    # adapter options the run must use (e.g. {"mask_form": ("packed", "packed_flat")}); {} = any
+    options: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _empty_batch(c: dict[str, Any], backend: str) -> bool:
@@ -51,6 +55,18 @@ def _empty_batch(c: dict[str, Any], backend: str) -> bool:
 def _mask_over_zero_pages(c: dict[str, Any], backend: str) -> bool:
     return (c["layout"] == "paged" and c["mask"] == "custom"
             and any(q > 0 and k == 0 for q, k in zip(c["qo_lens"], c["kv_lens"])))
+
+
+def _mask_after_mask_bits(c: dict[str, Any], backend: str) -> bool:
+    """A masked batch with a request whose mask bits start after some other request's (offset > 0)."""
+    if c["layout"] not in ("paged", "ragged") or c["mask"] != "custom":
+        return False
+    offset = 0
+    for q, k in zip(c["qo_lens"], c["kv_lens"]):
+        if q * k > 0 and offset > 0:
+            return True
+        offset += q * k
+    return False
 
 
 def _window_wider_than_split(c: dict[str, Any], backend: str) -> bool:
@@ -105,7 +121,7 @@ LEDGER: tuple[KnownFailure, ...] = (
         "error", "docs/evidence/repro_flashinfer_paged_mask_zero_pages.py", confirmed=True,
         seen="2026-12-01 H200, the script (repro_flashinfer_paged_mask_zero_pages.h200.txt); 0.7.4 alike through "
              "the adapter",
-        applies=_mask_over_zero_pages),
+        applies=_mask_over_zero_pages, options={"mask_form": ("bool",)}),
     KnownFailure(
         "flashinfer-ragged-stale-mask", "flashinfer", ("0.7.2.post1", "0.7.4"),
         "eager ragged plan() never clears a previous custom mask: an unmasked re-plan runs the old mask "
@@ -118,7 +134,11 @@ LEDGER: tuple[KnownFailure, ...] = (
         "packed_custom_mask: plan() keeps mask_indptr in elements while the kernel reads it as bytes, so "
         "every request after the first reads the wrong bits (both packbits and segment_packbits forms)",
         "fail", "docs/evidence/repro_flashinfer_packed_mask_indptr.py", confirmed=True,
-        seen="2026-11-29 H200 (request 1 error 2.112 segment-packed, 2.933 packed whole; bool 0.005)"),
+        seen="2026-11-29 H200 (request 1 error 2.112 segment-packed, 2.933 packed whole; bool 0.005); 2026-12-01 "
+             "through the matrix with mask_form packed and packed_flat: every failing record has mask bits after "
+             "another request's, every case without passes (one packed_flat record, qo [300, 3] over kv [1031, 7], "
+             "made an illegal memory access: the misread offset left the buffer)",
+        applies=_mask_after_mask_bits, options={"mask_form": ("packed", "packed_flat")}),
     KnownFailure(
         "flashinfer-sticky-paged-auto", "flashinfer", ("0.7.2.post1",),
         "paged auto resolves once per wrapper: after an unmasked plan picks fa3, a masked plan runs the "
@@ -163,7 +183,16 @@ LEDGER: tuple[KnownFailure, ...] = (
         seen="2026-12-01 H200, the script (probe_flashinfer_zero_query_rows.h200.txt): paged qo [0] kv [0], head "
              "dims 128 and 256, masked or not, graph mode raises and the next torch call fails; eager runs; "
              "through the adapter paged and ragged",
-        applies=_no_query_rows, archs=("sm90",), modes=("graph",)),
+        applies=_no_query_rows, archs=("sm90",), modes=("graph",), options={"mask_form": ("bool", "packed")}),
+    KnownFailure(
+        "flashinfer-packbits-empty", "flashinfer", ("0.7.2.post1",),
+        "flashinfer.packbits of an empty bool tensor fails ('PackBits failed with error code invalid argument') "
+        "and leaves the error pending: a masked batch whose requests have no mask bits cannot be packed whole",
+        "error", "docs/evidence/repro_flashinfer_packbits_empty.py", confirmed=False,
+        seen="2026-12-01 H200, through the adapter (mask_form=packed_flat, paged qo [0] kv [0], fa2 and fa2+graph); "
+             "segment_packbits of the same mask works (mask_form=packed passes eager); the script is not yet run",
+        applies=lambda c, b: c["mask"] == "custom" and sum(q * k for q, k in zip(c["qo_lens"], c["kv_lens"])) == 0,
+        options={"mask_form": ("packed_flat",)}),
     KnownFailure(
         "flashinfer-fa2-ragged-head-dim-96-illegal-access", "flashinfer", ("0.7.2.post1",),
         "fa2 ragged prefill at head dim 96 (bf16): the first run() makes an illegal memory access (the context "
@@ -185,13 +214,16 @@ LEDGER: tuple[KnownFailure, ...] = (
 
 
 def entry_for(target: str, case: dict[str, Any], backend: str, version: Optional[str] = None,
-              arch: Optional[str] = None) -> Optional[KnownFailure]:
-    """The ledger entry that predicts `case` on `backend` fails (or crashes) at `version` on `arch`, if any."""
+              arch: Optional[str] = None, options: Optional[dict[str, Any]] = None) -> Optional[KnownFailure]:
+    """The ledger entry that predicts `case` on `backend` fails (or crashes) at `version` on `arch`, with the
+    run's adapter `options` (None: the adapters' defaults), if any."""
     base, mode = backend.split("+", 1)[0], "graph" if backend.endswith("+graph") else "eager"
     for e in LEDGER:
         if e.target != target or e.applies is None:
             continue
         if e.modes and mode not in e.modes:
+            continue
+        if any({**DEFAULT_OPTIONS, **(options or {})}.get(k) not in allowed for k, allowed in e.options.items()):
             continue
         if version is not None and version not in e.versions:
             continue
@@ -203,9 +235,9 @@ def entry_for(target: str, case: dict[str, Any], backend: str, version: Optional
 
 
 def known_for(target: str, case: dict[str, Any], backend: str, version: Optional[str] = None,
-              arch: Optional[str] = None) -> Optional[str]:
+              arch: Optional[str] = None, options: Optional[dict[str, Any]] = None) -> Optional[str]:
     """The id of the ledger entry that explains a failing record of `case` on `backend`, if any."""
-    e = entry_for(target, case, backend, version, arch)
+    e = entry_for(target, case, backend, version, arch, options)
     return e.id if e is not None else None
 
 

@@ -178,7 +178,8 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
 
     def emit(rec: ParityRecord) -> None:
         if rec.status in FAILING:
-            rec.known = known_for(target_name, rec.case, rec.backend, versions.get(target_name), arch)
+            rec.known = known_for(target_name, rec.case, rec.backend, versions.get(target_name), arch,
+                                  adapter_options)
         sink.write(rec)
         outcome.records.append(rec)
         progress(rec, len(outcome.records), total)
@@ -204,7 +205,8 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
                         for b in stage.backends:
                             emit(_not_run(case, b, time_budget_s, base))
                         continue
-                    crashes = {b: crash_entry(entry_for(target_name, case.to_json(), b, versions.get(target_name), arch))
+                    crashes = {b: crash_entry(entry_for(target_name, case.to_json(), b, versions.get(target_name), arch,
+                                                        adapter_options))
                                for b in stage.backends}
                     for b, entry in crashes.items():
                         if entry is not None:

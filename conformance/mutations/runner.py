@@ -39,8 +39,9 @@ from conformance.mutations.errors import StaleMutant
 
 # What a copy holds: everything the tests import, and the pytest configuration.
 COPIED = ("oracle", "scenarios", "kernels", "routing", "conformance", "reports", "tests", "conftest.py",
-          "pyproject.toml")
-_IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis", ".pytest_cache", "*.egg-info")
+          "pyproject.toml", "docs")  # docs: the ledger tests read the H200 runs' records in docs/evidence
+_IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis", ".pytest_cache", "*.egg-info", "*.png",
+                                  "*.html")
 DEFAULT_WORKERS = 2
 DEFAULT_TIMEOUT_S = 300.0
 CONTROL = "control"

@@ -107,3 +107,37 @@ def test_the_window_graph_and_head_dim_entries_match_only_what_was_shown() -> No
     d96_entry = "flashinfer-fa2-ragged-head-dim-96-illegal-access"
     assert known_for("flashinfer", d96, "auto", "0.7.2.post1", "sm90") == d96_entry
     assert known_for("flashinfer", dict(d96, head_dim_qk=128, head_dim_vo=128), "fa2", "0.7.2.post1", "sm90") is None
+
+
+@pytest.mark.parametrize("form", ["packed", "packed_flat"])
+def test_the_packed_mask_entry_explains_exactly_the_packed_runs_failures(form: str) -> None:
+    """The H200's `--adapter-option mask_form=...` runs: every failing record is explained (the packed-mask
+    entry where mask bits follow another request's), no passing record is claimed, and the entry needs the
+    option: a bool-mask run of the same cases is not explained by it."""
+    path = os.path.join(ROOT, "docs", "evidence", "2026-12-01-h200-2", f"mask_{form}.jsonl")
+    recs = [r for r in read_jsonl(path) if isinstance(r, ParityRecord) and r.status in ("pass", "fail", "error")]
+    opts = {"mask_form": form}
+    known = {(r.backend, r.case_id): known_for("flashinfer", r.case, r.backend, "0.7.2.post1", "sm90", opts)
+             for r in recs}
+    failing = [r for r in recs if r.status != "pass"]
+    assert len(failing) >= 15 and all(known[(r.backend, r.case_id)] for r in failing), \
+        [(r.backend, r.case_id) for r in failing if not known[(r.backend, r.case_id)]]
+    assert not [r.case_id for r in recs if r.status == "pass" and known[(r.backend, r.case_id)]]
+    packed = [r for r in failing if known[(r.backend, r.case_id)] == "flashinfer-packed-mask-indptr"]
+    assert len(packed) >= 14
+    assert all(known_for("flashinfer", r.case, r.backend, "0.7.2.post1", "sm90") != "flashinfer-packed-mask-indptr"
+               for r in packed)
+
+
+def test_the_ledgers_default_options_are_the_adapters() -> None:
+    """A run that names no adapter option is matched as the adapter's defaults; the two cannot drift."""
+    from dataclasses import fields
+
+    from conformance.known_failures import DEFAULT_OPTIONS
+    from kernels.flashinfer import AdapterOptions
+
+    defaults = {f.name: f.default for f in fields(AdapterOptions)}
+    assert {k: defaults[k] for k in DEFAULT_OPTIONS} == DEFAULT_OPTIONS
+    zero_pages = {"layout": "paged", "mask": "custom", "qo_lens": [3, 0, 64], "kv_lens": [300, 128, 0]}
+    assert known_for("flashinfer", zero_pages, "fa2", "0.7.2.post1") == "flashinfer-paged-mask-zero-pages"
+    assert known_for("flashinfer", zero_pages, "fa2", "0.7.2.post1", options={"mask_form": "packed"}) is None
