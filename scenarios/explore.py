@@ -133,9 +133,11 @@ def _record(failure: ScenarioFailure, subject: Subject, out: Path, phase: str) -
             "sequence": [s.line() for s in failure.steps], "repro": str(script)}
 
 
-def explore_subject(subject: Subject, budget: MachineBudget, out: Path, seed: int = 0, *, hunt: bool = False
-                    ) -> SubjectResult:
+def explore_subject(subject: Subject, budget: MachineBudget, out: Path, seed: int = 0, *, hunt: bool = False,
+                    on_directed: Callable[[SubjectResult], None] = lambda r: None) -> SubjectResult:
     """Directed sequences, then the exploration; `hunt` gives a subject expected to fail the larger budget.
+    `on_directed` sees the result once the directed sequences are done (a child saves them there, so a
+    process killed in the exploration still reports them).
 
     A lost device context (machines.ContextLost) ends the subject where it happened: its calls so far
     are the failure, unshrunk, with their script; nothing more can run in this process.
@@ -163,6 +165,7 @@ def explore_subject(subject: Subject, budget: MachineBudget, out: Path, seed: in
                 if failure is not None:
                     entry["failure"] = _record(failure, subject, out, f"directed-{d.name}")
                 result.directed.append(entry)
+            on_directed(result)
             machine.stats = Stats()
             phase = "explore"
             db_dir = out / "hypothesis-db" / subject.name
@@ -221,11 +224,12 @@ class Summary:
 def explore(target: str, *, budget: str = "ci", out: str | Path, device: str = "cpu", seed: int = 0,
             subjects: Optional[Sequence[str]] = None, examples: Optional[int] = None,
             steps: Optional[int] = None, on_result: Callable[[SubjectResult], None] = lambda r: None,
-            summary_name: str = SUMMARY_NAME) -> Summary:
+            summary_name: str = SUMMARY_NAME, partial_name: Optional[str] = None) -> Summary:
     """Run every subject of `target` (or those named in `subjects`) and write DIR's files.
 
     `examples` and `steps` override the budget's (a hardware runner sizes them to its time); the
-    summary is rewritten after every subject, so an interrupted run keeps the subjects it finished.
+    summary is rewritten after every subject, so an interrupted run keeps the subjects it finished;
+    with `partial_name`, each subject's directed results are written there as soon as they are known.
     """
     if budget not in BUDGETS:
         raise ValueError(f"budget={budget!r}: expected one of {', '.join(BUDGETS)}")
@@ -234,8 +238,12 @@ def explore(target: str, *, budget: str = "ci", out: str | Path, device: str = "
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     summary = Summary(target, budget, seed, device, [])
+    def save_partial(r: SubjectResult) -> None:
+        if partial_name:
+            (out / partial_name).write_text(json.dumps(r.to_json(), indent=2) + "\n")
+
     for s in chosen:
-        summary.results.append(explore_subject(s, b, out, seed, hunt=target == "faults"))
+        summary.results.append(explore_subject(s, b, out, seed, hunt=target == "faults", on_directed=save_partial))
         on_result(summary.results[-1])
         (out / summary_name).write_text(json.dumps(summary.to_json(), indent=2) + "\n")
     if not chosen:
@@ -298,14 +306,16 @@ def explore_in_children(a: argparse.Namespace, names: Sequence[str]) -> int:
 
     def finish(name: str, code: int, log: Path) -> None:
         summary, flight = out / f"summary-{slug(name)}.json", out / f"flight-{slug(name)}.txt"
+        partial = out / f"partial-{slug(name)}.json"
         print(log.read_text(errors="replace"), end="", flush=True)
         if summary.exists():
             (results[name],) = json.loads(summary.read_text())["subjects"]
             return
         how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
         lines = flight.read_text().splitlines()[1:] if flight.exists() else []
+        directed = json.loads(partial.read_text())["directed"] if partial.exists() else []
         results[name] = {"subject": name, "examples": None, "steps": None, "runs": None, "seconds": None,
-                         "directed": [],
+                         "directed": directed,
                          "failure": {"phase": "explore", "invariant": "process_crashed", "also": [],
                                      "details": {"process_crashed": f"the process running the subject {how}"},
                                      "sequence": lines, "repro": None}}
@@ -325,11 +335,12 @@ def explore_in_children(a: argparse.Namespace, names: Sequence[str]) -> int:
     try:
         for name in names:
             summary, flight = out / f"summary-{slug(name)}.json", out / f"flight-{slug(name)}.txt"
-            for f in (summary, flight):
+            partial = out / f"partial-{slug(name)}.json"
+            for f in (summary, flight, partial):
                 f.unlink(missing_ok=True)
             argv = [sys.executable, "-m", "scenarios.explore", "--target", a.target, "--budget", a.budget,
                     "--out", a.out, "--device", a.device, "--seed", str(a.seed), "--subject", name, "--in-process",
-                    "--summary", summary.name, "--flight", str(flight)]
+                    "--summary", summary.name, "--flight", str(flight), "--partial", partial.name]
             argv += [x for k in ("examples", "steps") if getattr(a, k) is not None
                      for x in (f"--{k}", str(getattr(a, k)))]
             while len(running) >= a.jobs:
@@ -381,6 +392,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                    help="run every subject in this process (the default on a CPU; a GPU run uses a process per subject)")
     p.add_argument("--summary", default=SUMMARY_NAME, help=argparse.SUPPRESS)  # a child's own summary file
     p.add_argument("--flight", default=None, help=argparse.SUPPRESS)  # a child's flight record
+    p.add_argument("--partial", default=None, help=argparse.SUPPRESS)  # a child's directed results, early
     a = p.parse_args(argv)
     try:
         if a.jobs < 1:
@@ -392,7 +404,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if a.flight:
             machines.FLIGHT_RECORDER = Path(a.flight)
         summary = explore(a.target, budget=a.budget, out=a.out, device=a.device, seed=a.seed, subjects=a.subject,
-                          examples=a.examples, steps=a.steps, on_result=print_result, summary_name=a.summary)
+                          examples=a.examples, steps=a.steps, on_result=print_result, summary_name=a.summary,
+                          partial_name=a.partial)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -120,8 +120,10 @@ pipeline() {
   cat "$R"/matrix_eager/results.jsonl "$R"/matrix_graph/results.jsonl > "$R/matrix_auto.jsonl" 2>/dev/null
   step routing 120 python3 -m routing.from_records "$R/matrix_auto.jsonl" --spec flashinfer_cuda --arch sm90 \
       --out "$R/routing"
-  # 2. the ledger's script not yet run on the runner
+  # 2. the ledger's scripts not yet run on the runner
   step repro_head_dim_96 150 python3 docs/evidence/repro_flashinfer_ragged_head_dim_96.py
+  step repro_packbits_empty 90 python3 docs/evidence/repro_flashinfer_packbits_empty.py
+  step repro_stale_mask_crash 120 python3 docs/evidence/repro_flashinfer_ragged_stale_mask_crash.py
   wait "$side"
   [ "${ATTNCHECK_TIMING:-0}" = 1 ] && timing_lane
   touch "$A/DONE"

@@ -101,10 +101,12 @@ class _FakeChild:
 
     live = peak = 0
     polls: dict[str, int] = {}
+    dies: tuple[str, ...] = ()  # these write their directed results early, then die in the exploration
 
     def __init__(self, argv: list[str], stdout: Any, stderr: Any) -> None:
         self.subject = argv[argv.index("--subject") + 1]
         self.summary = Path(argv[argv.index("--out") + 1]) / argv[argv.index("--summary") + 1]
+        self.partial = Path(argv[argv.index("--out") + 1]) / argv[argv.index("--partial") + 1]
         self.left, self.returncode = self.polls[self.subject], None
         stdout.write(f"{self.subject}: ran\n".encode())
         _FakeChild.live += 1
@@ -112,6 +114,10 @@ class _FakeChild:
 
     def poll(self) -> Any:
         self.left -= 1
+        if self.left <= 0 and self.returncode is None and self.subject in self.dies:
+            self.partial.write_text(json.dumps({"subject": self.subject, "directed": [
+                {"name": "masked_then_unmasked", "status": "failed"}]}))
+            self.returncode, _FakeChild.live = -6, _FakeChild.live - 1
         if self.left <= 0 and self.returncode is None:
             self.summary.write_text(json.dumps({"subjects": [{"subject": self.subject, "examples": 1, "steps": 1,
                                                               "runs": 1, "failure": None, "directed": []}]}))
@@ -132,6 +138,34 @@ def test_jobs_children_run_at_once_and_merge_in_the_subjects_order(tmp_path: Pat
     summary = json.loads((tmp_path / SUMMARY_NAME).read_text())
     assert [s["subject"] for s in summary["subjects"]] == ["s1", "s2", "s3"] and summary["totals"]["runs"] == 3
     assert capsys.readouterr().out.count(": ran") == 3  # each child's log is printed when it ends
+
+
+def test_a_subject_killed_in_its_exploration_keeps_its_directed_results(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seen on the H200: six subjects interrupted in their exploration lost the directed results they had
+    (their scripts stayed on disk, the summary said nothing of them). A child writes them as soon as
+    they are known; the parent puts them in a dead child's record."""
+    import subprocess
+
+    monkeypatch.setattr(subprocess, "Popen", _FakeChild)
+    monkeypatch.setattr(_FakeChild, "live", 0)
+    monkeypatch.setattr(_FakeChild, "polls", {"s1": 1, "s2": 1})
+    monkeypatch.setattr(_FakeChild, "dies", ("s1",))
+    assert explore_in_children(_args(tmp_path, jobs=2), ["s1", "s2"]) == 1
+    s1, s2 = json.loads((tmp_path / SUMMARY_NAME).read_text())["subjects"]
+    assert s1["failure"]["invariant"] == "process_crashed" and s1["directed"] == [
+        {"name": "masked_then_unmasked", "status": "failed"}]
+    assert s2["failure"] is None
+
+
+def test_an_in_process_run_writes_each_subjects_directed_results_before_its_exploration(tmp_path: Path) -> None:
+    from scenarios.explore import explore
+
+    explore("torch", out=tmp_path, examples=1, steps=2, partial_name="partial.json")
+    partial = json.loads((tmp_path / "partial.json").read_text())
+    assert partial["subject"] == "torch-auto-cpu" and partial["directed"]
+    assert all(d["status"].split(":")[0] in ("passed", "failed", "known", "skipped") for d in partial["directed"])
+    assert any(d["status"] == "passed" for d in partial["directed"])
 
 
 @pytest.mark.parametrize("argv, needle", [(["--examples", "0"], "--examples=0"), (["--steps", "-1"], "--steps=-1"),
