@@ -226,8 +226,12 @@ _TITLES = {"newly_failing": "Newly failing", "error_growth": "Error growth", "ro
            "one_side_only": "On one side only"}
 
 
-def version_changes(rep: DiffReport) -> list[str]:
-    keys = sorted(set(rep.base.versions) | set(rep.new.versions))
+def version_changes(rep: DiffReport, settings: bool = False) -> list[str]:
+    """Library versions that differ (or, `settings`, the JIT environment stamped beside them: a JIT cache
+    directory is provenance, not a version, and is listed apart)."""
+    from kernels.flashinfer_lib import JIT_ENV_VARS
+
+    keys = sorted(k for k in set(rep.base.versions) | set(rep.new.versions) if (k in JIT_ENV_VARS) == settings)
     return [f"{k} {rep.base.versions.get(k, '-')} -> {rep.new.versions.get(k, '-')}" for k in keys
             if rep.base.versions.get(k) != rep.new.versions.get(k)]
 
@@ -235,7 +239,9 @@ def version_changes(rep: DiffReport) -> list[str]:
 def render_markdown(rep: DiffReport, limit_per_section: int = 200) -> str:
     verdict = f"**{rep.regressions} regression(s)**" if rep.regressions else "**no regression**"
     lines = [f"# attncheck diff: {rep.base.target} on {rep.base.arch}", "",
-             f"- {verdict}; versions: {', '.join(version_changes(rep)) or 'unchanged'}",
+             f"- {verdict}; versions: {', '.join(version_changes(rep)) or 'unchanged'}"
+             + (f"; settings: {', '.join(version_changes(rep, settings=True))}"
+                if version_changes(rep, settings=True) else ""),
              f"- compared {len(set(rep.base.parity) & set(rep.new.parity))} (backend, case) pairs and "
              f"{len(set(rep.base.timing) & set(rep.new.timing))} timed (configuration, backend) pairs; "
              f"error growth beyond {rep.settings['error_factor']:g}x reaching {rep.settings['error_floor']:g} of the "
@@ -259,5 +265,5 @@ def to_json(rep: DiffReport) -> dict[str, Any]:
                 "standin": s.standin, "parity_pairs": len(s.parity), "timed_pairs": len(s.timing)}
 
     return {"regressions": rep.regressions, "base": sd(rep.base), "new": sd(rep.new), "settings": rep.settings,
-            "version_changes": version_changes(rep),
+            "version_changes": version_changes(rep), "setting_changes": version_changes(rep, settings=True),
             **{k: [c.__dict__ for c in getattr(rep, k)] for k in (*DiffReport.REGRESSIONS, *DiffReport.NOTES)}}

@@ -65,8 +65,10 @@ def _diff(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str
 
 
 def test_each_kind_of_regression_is_found_and_exits_1(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    base = _write(str(tmp_path / "base" / "results.jsonl"), BASE, versions={"torch": "2.11", "flashinfer": "0.7.2.post1"})
-    new = _write(str(tmp_path / "new" / "results.jsonl"), NEW, versions={"torch": "2.11", "flashinfer": "0.7.4"})
+    base = _write(str(tmp_path / "base" / "results.jsonl"), BASE,
+                  versions={"torch": "2.11", "flashinfer": "0.7.2.post1", "FLASHINFER_WORKSPACE_BASE": "/j/0.7.2"})
+    new = _write(str(tmp_path / "new" / "results.jsonl"), NEW,
+                 versions={"torch": "2.11", "flashinfer": "0.7.4", "FLASHINFER_WORKSPACE_BASE": "/j/0.7.4"})
     with open(new, "a", encoding="utf-8") as f:  # a stage whose build failed: a variant that no longer builds
         f.write(to_line(StageRecord(run_id="r", stage="fa3", backends=["fa3"], prepare={"error": "nvcc: boom"})) + "\n")
     code, out, _ = _diff(capsys, str(tmp_path / "base"), str(tmp_path / "new"), "--out", str(tmp_path / "d"))
@@ -79,6 +81,7 @@ def test_each_kind_of_regression_is_found_and_exits_1(tmp_path: Any, capsys: pyt
                     "lost_capabilities": ["math D", "stage fa3"], "timing_regressions": ["math paged/bs1/kv64/q4"],
                     "newly_passing": ["math E"], "timing_improvements": ["math paged/bs1/kv64/q16"]}
     assert rep["regressions"] == 7 and rep["version_changes"] == ["flashinfer 0.7.2.post1 -> 0.7.4"]
+    assert rep["setting_changes"] == ["FLASHINFER_WORKSPACE_BASE /j/0.7.2 -> /j/0.7.4"]  # provenance, apart
     assert "**7 regression(s)**" in out and "flashinfer 0.7.2.post1 -> 0.7.4" in out
     assert (tmp_path / "d" / "diff.md").read_text().startswith("# attncheck diff: torch on sm90")
 
