@@ -23,7 +23,7 @@ pack() {  # what exists now -> $OUT: steps, the pipeline log's tail, and $R as t
   [ -n "${OUT:-}" ] || return 0
   cp "$R/steps.txt" "$OUT/steps.txt" 2>/dev/null
   tail -n 400 "$A/pipeline.log" > "$OUT/pipeline-tail.log" 2>/dev/null
-  tar -C "$A" --exclude='R/explore/hypothesis-db' -czf - R side.log 2>/dev/null | split -b 15m -d - "$OUT/results.tgz."
+  tar -C "$A" --exclude='R/explore/hypothesis-db' -czf - R side.log scripts.log 2>/dev/null | split -b 15m -d - "$OUT/results.tgz."
   tar -C "$A" -czf "$OUT/hypothesis-db.tgz" R/explore/hypothesis-db 2>/dev/null
   ls -la "$OUT"
 }
@@ -57,13 +57,13 @@ side_lane() {  # correctness work that shares the GPU with the matrix: the machi
   # 3. the scenario machines against the library (issue 5), inside the modules step 0 built; one
   #    process per subject on a GPU, six at once (they are host-bound), so a subject that kills its
   #    process or context costs only itself
-  step explore 480 "${run[@]}" explore --target flashinfer --device cuda --budget runner --examples 40 --steps 20 \
+  step explore 420 "${run[@]}" explore --target flashinfer --device cuda --budget runner --examples 40 --steps 20 \
       --jobs 6 --out "$R/explore"
   for s in $(ls "$R"/explore/failures/repro-*.py 2>/dev/null | head -n 8); do
     step "script_$(basename "$s" .py | cut -c7-70)" 90 python3 "$s"
   done
   # 4. the FlashInfer mutant catalogue on the GPU (issue 6)
-  step mutate 360 "${run[@]}" mutate --target flashinfer --device cuda --out "$R/mutate"
+  step mutate 300 "${run[@]}" mutate --target flashinfer --device cuda --out "$R/mutate"
 }
 
 timing_lane() {  # ATTNCHECK_TIMING=1: the fa2/fa3 sweep and the 0.7.2.post1 -> 0.7.4 upgrade (issue 7)
@@ -101,16 +101,22 @@ pipeline() {
   run=(python3 -m conformance)
   # 0. every module the runs below load, built first with every core (2026-12-01: built while the
   #    matrix, the machines and the mutants ran, the fa3 prebuild outlasted its 660 s and the
-  #    machines spent theirs waiting on build locks)
-  step prebuild 660 python3 -m kernels.flashinfer_prebuild --budget quick --backend fa2 --backend fa3 \
+  #    machines spent theirs waiting on build locks). 36 modules: 22 fa2 (~180 s alone), 14 fa3.
+  step prebuild 780 python3 -m kernels.flashinfer_prebuild --budget quick --backend fa2 --backend fa3 \
       --backend auto --out "$R/prebuild.json"
   side_lane > "$A/side.log" 2>&1 &
   local side=$!
-  # 1. the quick FlashInfer matrix on what the 2026-12-01 sitting left (fa2 and fa2+graph ran then,
+  # 2. the ledger's scripts not yet run on the runner, beside the rest (short, each call in a child)
+  ( step repro_head_dim_96 150 python3 docs/evidence/repro_flashinfer_ragged_head_dim_96.py
+    step repro_packbits_empty 90 python3 docs/evidence/repro_flashinfer_packbits_empty.py
+    step repro_stale_mask_crash 120 python3 docs/evidence/repro_flashinfer_ragged_stale_mask_crash.py
+  ) > "$A/scripts.log" 2>&1 &
+  local scripts=$!
+  # 1. the quick FlashInfer matrix on what the 2026-12-01 sittings left (fa2 and fa2+graph ran then,
   #    docs/evidence/2026-12-01-h200-2/): fa3 and auto, eager and graph (issue 3; auto's records feed
   #    issue 4's routing check); --isolate: a SIGFPE or a dead context costs one record. Two processes
   #    at once: host work bounds a record, not the GPU.
-  local mb=${ATTNCHECK_MATRIX_S:-480} ma=(--target flashinfer --device cuda --budget quick --isolate)
+  local mb=${ATTNCHECK_MATRIX_S:-420} ma=(--target flashinfer --device cuda --budget quick --isolate)
   ( step matrix_eager $((mb + 120)) "${run[@]}" run "${ma[@]}" --time-budget "$mb" \
         --backend fa3 --backend auto --out "$R/matrix_eager" ) &
   local pa=$!
@@ -120,11 +126,7 @@ pipeline() {
   cat "$R"/matrix_eager/results.jsonl "$R"/matrix_graph/results.jsonl > "$R/matrix_auto.jsonl" 2>/dev/null
   step routing 120 python3 -m routing.from_records "$R/matrix_auto.jsonl" --spec flashinfer_cuda --arch sm90 \
       --out "$R/routing"
-  # 2. the ledger's scripts not yet run on the runner
-  step repro_head_dim_96 150 python3 docs/evidence/repro_flashinfer_ragged_head_dim_96.py
-  step repro_packbits_empty 90 python3 docs/evidence/repro_flashinfer_packbits_empty.py
-  step repro_stale_mask_crash 120 python3 docs/evidence/repro_flashinfer_ragged_stale_mask_crash.py
-  wait "$side"
+  wait "$scripts" "$side"
   [ "${ATTNCHECK_TIMING:-0}" = 1 ] && timing_lane
   touch "$A/DONE"
 }
