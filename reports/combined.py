@@ -25,7 +25,7 @@ from kernels import skips
 from reports import timing
 from reports.merge import Run, records_of
 from reports.parity import failure_line, worst_cells
-from reports.records import STATUSES, ParityRecord
+from reports.records import STATUSES, ParityRecord, versions_text
 from scenarios.errors import InvalidValue
 
 MAX_LINES = 40  # failures listed in the markdown; report.json has them all
@@ -143,7 +143,7 @@ def render_markdown(model: dict[str, Any], title: str = "attncheck report") -> s
         if not r.get("header", True):
             lines.append(f"- records without a run header in {r['path']}")
             continue
-        vers = ", ".join(f"{k} {v}" for k, v in sorted(r["versions"].items()) if v not in (None, "none"))
+        vers = versions_text(r["versions"])
         lines.append(f"- `{r['arch']}`: {r['target']} on {r['device']}, {r['budget']}, run `{r['run_id']}`"
                      + ("" if r["finished"] else " (**did not finish**)")
                      + (f", **stand-in {r['standin']}**" if r["standin"] else "") + f"; {vers}")

@@ -12,7 +12,7 @@ import html
 import math
 from typing import Any, Iterable, Optional
 
-from reports.records import STATUSES
+from reports.records import STATUSES, versions_text
 from reports.stats import LEVEL
 
 _CSS = """
@@ -133,7 +133,7 @@ def render_html(model: dict[str, Any], title: str = "attncheck report") -> str:
         if not r.get("header", True):
             parts.append(f"<li>records without a run header in {_e(r['path'])}</li>")
             continue
-        vers = ", ".join(f"{k} {v}" for k, v in sorted(r["versions"].items()) if v not in (None, "none"))
+        vers = versions_text(r["versions"])
         parts.append(f"<li><code>{_e(r['arch'])}</code> {_e(r['target'])} on {_e(r['device'])}, {_e(r['budget'])}, "
                      f"run <code>{_e(r['run_id'])}</code>" + ("" if r["finished"] else ' <span class="bad">did not '
                                                               'finish</span>')

@@ -13,7 +13,7 @@ from typing import Iterable, Optional
 from tabulate import tabulate
 
 from kernels.skips import constant_of
-from reports.records import STATUSES, ParityRecord, Record, RunFooter, RunHeader, StageRecord
+from reports.records import STATUSES, ParityRecord, Record, RunFooter, RunHeader, StageRecord, versions_text
 
 
 def _fmt_ratio(r: Optional[float]) -> str:
@@ -166,7 +166,7 @@ def render_markdown(records: list[Record], title: str = "attncheck parity report
     recs = parity_records(records)
     lines = [f"# {title}", ""]
     for h in heads:
-        vers = ", ".join(f"{k} {v}" for k, v in sorted(h.versions.items()))
+        vers = versions_text(h.versions)
         lines += [f"- run `{h.run_id}`: target `{h.target}` on `{h.device}`, budget `{h.budget}`, seed {h.seed}, "
                   f"started {h.started}, attncheck {h.harness_version}", f"- versions: {vers}",
                   f"- command: `{' '.join(h.argv)}`"]

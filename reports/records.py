@@ -152,6 +152,12 @@ class TimingRecord:
     kind: str = "timing"
 
 
+def versions_text(versions: dict[str, Optional[str]]) -> str:
+    """A run's stamp as one line, "name version, ...": what is absent here ("none": no HIP on a CUDA
+    runner) is left out rather than printed as if it were a version."""
+    return ", ".join(f"{k} {v}" for k, v in sorted(versions.items()) if v not in (None, "none"))
+
+
 def count_key(rec: ParityRecord) -> str:
     """The footer's count key: the status, prefixed "stand-in " when a stand-in produced it."""
     return rec.status if rec.standin is None else f"stand-in {rec.status}"

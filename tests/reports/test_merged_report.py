@@ -94,3 +94,17 @@ def test_the_same_run_twice_is_refused(tmp_path: Any, capsys: pytest.CaptureFixt
     assert cli.main(["report", gfx, gfx, "--out", str(tmp_path / "r")]) == 2
     assert "pass each results file (or directory) once" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
+
+
+def test_a_version_the_runner_lacks_is_left_out_of_every_report() -> None:
+    """The H200 runs stamp `hip: none` (no HIP on CUDA): the parity report printed it as a version."""
+    from reports.parity import render_markdown
+    from reports.records import read_jsonl, versions_text
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    recs = read_jsonl(os.path.join(root, "docs", "evidence", "2026-12-01-h200-2", "matrix_fa2_auto_isolated.jsonl"))
+    (head,) = [r for r in recs if isinstance(r, RunHeader)]
+    assert head.versions["hip"] == "none"
+    md = render_markdown(recs)
+    assert "hip" not in md.split("- versions: ")[1].splitlines()[0] and "flashinfer 0.7.2.post1" in md
+    assert versions_text({"torch": "2.13", "hip": "none", "cudnn": None}) == "torch 2.13"
