@@ -28,6 +28,7 @@ import importlib.util
 import json
 import os
 import sys
+from typing import Optional
 
 import pytest  # third-party: repository modules are imported only once the copy leads sys.path
 
@@ -118,6 +119,13 @@ class Select:
         items[:] = kept
 
 
+# CUDA errors after which the context is dead: every later CUDA call in the process fails with them, so
+# the tests that run after one fail for it, not for what they test (seen on the H200: one illegal
+# access, 19 innocent failures after it in the same control shard).
+STICKY_CUDA_ERRORS = ("an illegal memory access was encountered", "misaligned address", "unspecified launch failure",
+                      "an illegal instruction was encountered", "device-side assert triggered")
+
+
 def failure_message(text: str, lines: int = 3) -> str:
     """The last `lines` "E   " lines of a pytest failure (the exception and its message), else its last line."""
     errs = [ln[1:].strip() for ln in text.splitlines() if ln.startswith("E ")]
@@ -132,6 +140,7 @@ class Recorder:
         self.outcomes: dict[str, str] = {}
         self.collected: list[str] = []
         self.messages: dict[str, str] = {}  # a failed test's last "E" lines: why, for a failing control
+        self.context_lost_at: Optional[str] = None  # the first test that failed with a sticky CUDA error
 
     def pytest_collection_modifyitems(self, items):  # type: ignore[no-untyped-def]
         self.collected = [i.nodeid for i in items]
@@ -139,7 +148,12 @@ class Recorder:
     def pytest_runtest_logreport(self, report):  # type: ignore[no-untyped-def]
         if report.failed:
             self.outcomes[report.nodeid] = "failed" if report.when == "call" else "error"
-            self.messages.setdefault(report.nodeid, failure_message(report.longreprtext))
+            msg = failure_message(report.longreprtext)
+            if self.context_lost_at is not None:
+                msg = f"after the CUDA context was lost in {self.context_lost_at}: {msg}"
+            elif any(e in report.longreprtext for e in STICKY_CUDA_ERRORS):
+                self.context_lost_at, msg = report.nodeid, f"lost the CUDA context: {msg}"
+            self.messages.setdefault(report.nodeid, msg)
         elif report.skipped:
             self.outcomes.setdefault(report.nodeid, "skipped")
         elif report.when == "call":

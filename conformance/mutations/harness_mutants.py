@@ -15,6 +15,7 @@ _FI_SUBJ = "tests/scenarios/test_flashinfer_subjects.py::"
 _ISO = "tests/scenarios/test_explore_isolation.py::"
 _LEDGER = "tests/harness/test_known_failures.py::"
 _PREBUILD = "tests/kernels/test_flashinfer_prebuild.py::"
+_MUTATION = "tests/mutation/test_mutation_matrix.py::"
 
 
 def _harness(name: str, path: str, old: str, new: str, description: str, kills: tuple[str, ...]) -> Mutant:
@@ -74,7 +75,7 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
              "a prebuild still running holds the process at exit: a run out of time outlives its step",
              (_PREBUILD + "test_a_prebuild_still_running_does_not_hold_the_process_at_exit",)),
     _harness("mutate-failure-message-dropped", "conformance/mutations/child.py",
-             "            self.messages.setdefault(report.nodeid, failure_message(report.longreprtext))\n",
+             "            self.messages.setdefault(report.nodeid, msg)\n",
              "",
              "a mutant run's child records that a test failed but not why",
              ("tests/mutation/test_mutation_matrix.py::test_a_failing_control_says_why_each_test_failed",)),
@@ -104,8 +105,8 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
              "the prebuild command builds every offered family's modules, not the coming runs' backends",
              (_PREBUILD + "test_the_command_builds_every_module_of_the_matrix_before_a_run",)),
     _harness("ledger-options-ignored", "conformance/known_failures.py",
-             "        if any({**DEFAULT_OPTIONS, **(options or {})}.get(k) not in allowed for k, allowed in e.options.items()):\n",
-             "        if False:\n",
+             "{**DEFAULT_OPTIONS, **(options or {})}.get(k) not in allowed for k, allowed in e.options.items()):\n",
+             "False for k, allowed in e.options.items()):\n",
              "entries tied to an adapter option (the packed-mask forms) explain runs of every form",
              (_LEDGER + "test_the_packed_mask_entry_explains_exactly_the_packed_runs_failures[packed]",
               _LEDGER + "test_the_ledgers_default_options_are_the_adapters")),
@@ -134,6 +135,11 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
              "for k, v in sorted(versions.items()))\n",
              "the reports print a library the runner lacks as a version ('hip none' on CUDA)",
              ("tests/reports/test_merged_report.py::test_a_version_the_runner_lacks_is_left_out_of_every_report",)),
+    _harness("mutate-lost-context-unnamed", "conformance/mutations/child.py",
+             "            if self.context_lost_at is not None:\n",
+             "            if False:\n",
+             "failures after a test that lost the CUDA context read as failures of their own",
+             (_MUTATION + "test_failures_after_a_lost_cuda_context_name_the_test_that_lost_it",)),
     _harness("repro-fi-control-reuses-the-wrapper", "scenarios/repro_flashinfer.py",
              "                lines.append(f\"    ctl_w = {w.call(ctor[c.on])}\")\n",
              "                lines.append(f\"    ctl_w = {c.on}\")\n",

@@ -296,3 +296,24 @@ def test_a_failing_control_says_why_each_test_failed(tmp_path: Path, monkeypatch
     monkeypatch.setattr("conformance.mutations.engine.make_copy", lambda src, dst: None)
     control, _ = m.control(["t.py::a", "t.py::b"], with_coverage=False)
     assert not control["passed"] and control["why"] == {"t.py::a": "AssertionError: x"}
+
+
+def test_failures_after_a_lost_cuda_context_name_the_test_that_lost_it() -> None:
+    """One test's illegal memory access fails every later CUDA test of its process: the control's `why`
+    says which test lost the context and marks the failures that followed it."""
+    import types
+
+    from conformance.mutations.child import Recorder
+
+    def report(nodeid: str, text: str) -> types.SimpleNamespace:
+        return types.SimpleNamespace(nodeid=nodeid, when="call", failed=True, skipped=False, longreprtext=text)
+
+    rec = Recorder()
+    rec.pytest_runtest_logreport(report("t.py::plain", "E   AssertionError: 1 != 2"))
+    rec.pytest_runtest_logreport(report("t.py::d96", "E   torch.AcceleratorError: CUDA error: an illegal memory "
+                                                     "access was encountered"))
+    rec.pytest_runtest_logreport(report("t.py::grid", "E   torch.AcceleratorError: CUDA error: an illegal memory "
+                                                      "access was encountered"))
+    assert rec.messages["t.py::plain"] == "AssertionError: 1 != 2"
+    assert rec.messages["t.py::d96"].startswith("lost the CUDA context: torch.AcceleratorError")
+    assert rec.messages["t.py::grid"].startswith("after the CUDA context was lost in t.py::d96: ")
