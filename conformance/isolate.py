@@ -3,7 +3,7 @@
 A case can abort the process (a segfault or an abort inside a library) or leave the CUDA context
 dead (after an illegal memory access every later CUDA call in that process fails). In-process,
 either takes the rest of the run with it. Here a child process evaluates cases one at a time
-(conformance.parity_run.evaluate, the same function as in-process) and sends each record back
+(conformance.parity_run.evaluate_with_control, the same function as in-process) and sends each record back
 as one JSON line; when the child dies in the middle of a case, the parent records that case as an
 error naming the crash (gate.CRASHED, then the signal or exit status) and starts a fresh child for the
 next case. After an error on a GPU the child probes its CUDA context; if it is dead, the child
@@ -148,7 +148,7 @@ def _fault_wanted(backend: str, case_id: str) -> bool:
 
 
 def _serve(config: dict[str, Any], requests: IO[str], answers: IO[str]) -> None:
-    from conformance.parity_run import _make, evaluate, fresh_control
+    from conformance.parity_run import _make, evaluate_with_control
     from kernels import get_target
     from oracle.judge import Truth, truth
     from scenarios.tensors import materialize, validate_inputs
@@ -173,12 +173,9 @@ def _serve(config: dict[str, Any], requests: IO[str], answers: IO[str]) -> None:
                 current["truth"] = truth(current["inputs"])
             return current["truth"]  # type: ignore[no-any-return]
 
-        rec = evaluate(adapters[backend], case, current["inputs"], get_truth, req["base"])
-        lost = rec.status == "error" and not note_context(rec, device, None)  # the parent names a loss
-        if not lost:
-            fresh_control(adapters[backend], case, current["inputs"], get_truth, rec)
-            # the control's own error leaves its pending error too: probe again, or the next case meets it
-            lost = rec.fresh == "error" and not note_context(rec, device, None)
+        rec, alive = evaluate_with_control(adapters[backend], case, current["inputs"], get_truth, req["base"], device,
+                                           None)  # the parent names a loss
+        lost = not alive
         answers.write(json.dumps({"record": asdict(rec), "context_lost": lost}, allow_nan=True) + "\n")
         answers.flush()
         if lost:

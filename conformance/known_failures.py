@@ -16,9 +16,10 @@ known failure still fails the gate is the gate's decision (conformance/gate.py),
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Optional
 
+from kernels.flashinfer import AdapterOptions
 from kernels.flashinfer_support import FA3_HEAD_DIMS
 from scenarios.dtypes import is_fp8
 
@@ -26,8 +27,8 @@ Applies = Optional[Callable[[dict[str, Any], str], bool]]
 # What a record of the defect shows; "crash": the process or its CUDA context dies (never launched).
 ENTRY_STATUSES: tuple[str, ...] = ("error", "fail", "crash")
 NOT_FILED = "not filed upstream yet"
-# The adapter options a run has when it names none (kernels/flashinfer.py AdapterOptions), for `options` rules.
-DEFAULT_OPTIONS: dict[str, Any] = {"mask_form": "bool"}
+# The adapter options a run has when it names none, for `options` rules.
+DEFAULT_OPTIONS: dict[str, Any] = {f.name: f.default for f in fields(AdapterOptions)}
 
 
 @dataclass(frozen=True)

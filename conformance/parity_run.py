@@ -113,6 +113,20 @@ def fresh_control(adapter: AttentionKernel, case: Case, inputs: Inputs, get_trut
                          ).status
 
 
+def evaluate_with_control(adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Callable[[], Truth],
+                          base: dict, device: str, lost_text: Optional[str]) -> tuple[ParityRecord, bool]:
+    """evaluate(), then fresh_control() of a failing record, probing the CUDA context after each error:
+    a pending error is read, cleared and named on the record (the next case would meet it otherwise),
+    a loss is named as `lost_text` (None: the caller names it). Returns (record, whether the context
+    still serves). The in-process run and the isolated child both evaluate through here."""
+    rec = evaluate(adapter, case, inputs, get_truth, base)
+    alive = rec.status != "error" or note_context(rec, device, lost_text)
+    if alive:
+        fresh_control(adapter, case, inputs, get_truth, rec)
+        alive = rec.fresh != "error" or note_context(rec, device, lost_text)
+    return rec, alive
+
+
 def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: int = 0,
                backends: Optional[list[str]] = None, argv: Optional[list[str]] = None,
                cases: Optional[list[Case]] = None, inputs: Optional[Inputs] = None,
@@ -226,11 +240,8 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
                         return cache["t"]
 
                     for i, b in enumerate(launch):
-                        rec = evaluate(adapters[b], case, case_inputs, get_truth, base)
-                        alive = rec.status != "error" or note_context(rec, device, CONTEXT_LOST_IN_PROCESS)
-                        if alive:
-                            fresh_control(adapters[b], case, case_inputs, get_truth, rec)
-                            alive = rec.fresh != "error" or note_context(rec, device, CONTEXT_LOST_IN_PROCESS)
+                        rec, alive = evaluate_with_control(adapters[b], case, case_inputs, get_truth, base, device,
+                                                           CONTEXT_LOST_IN_PROCESS)
                         emit(rec)
                         if not alive:  # nothing more can run in this process: the rest go to child processes
                             isolated = IsolatedEvaluator(target_name, device, seed, adapter_options)

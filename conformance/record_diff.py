@@ -238,10 +238,10 @@ def version_changes(rep: DiffReport, settings: bool = False) -> list[str]:
 
 def render_markdown(rep: DiffReport, limit_per_section: int = 200) -> str:
     verdict = f"**{rep.regressions} regression(s)**" if rep.regressions else "**no regression**"
+    settings = version_changes(rep, settings=True)
     lines = [f"# attncheck diff: {rep.base.target} on {rep.base.arch}", "",
              f"- {verdict}; versions: {', '.join(version_changes(rep)) or 'unchanged'}"
-             + (f"; settings: {', '.join(version_changes(rep, settings=True))}"
-                if version_changes(rep, settings=True) else ""),
+             + (f"; settings: {', '.join(settings)}" if settings else ""),
              f"- compared {len(set(rep.base.parity) & set(rep.new.parity))} (backend, case) pairs and "
              f"{len(set(rep.base.timing) & set(rep.new.timing))} timed (configuration, backend) pairs; "
              f"error growth beyond {rep.settings['error_factor']:g}x reaching {rep.settings['error_floor']:g} of the "

@@ -125,6 +125,12 @@ class SubjectResult:
                 "failure": self.failure}
 
 
+def subject_failed(failure: Optional[dict[str, Any]], directed: list[dict[str, Any]]) -> bool:
+    """A subject failed: its exploration found something, or a directed sequence failed (in-process
+    results and a child's merged JSON alike)."""
+    return failure is not None or any(d["status"] == "failed" for d in directed)
+
+
 def _record(failure: ScenarioFailure, subject: Subject, out: Path, phase: str) -> dict[str, Any]:
     script = write_repro(failure, subject, out / "failures", phase)
     return {"phase": phase, "invariant": failure.invariant,
@@ -207,7 +213,7 @@ class Summary:
         return [r.subject.name for r in self.results if r.failure is None or not r.directed_failures]
 
     def failed(self) -> list[str]:
-        return [r.subject.name for r in self.results if r.failure is not None or r.directed_failures]
+        return [r.subject.name for r in self.results if subject_failed(r.failure, r.directed)]
 
     @property
     def exit_status(self) -> int:
@@ -238,6 +244,7 @@ def explore(target: str, *, budget: str = "ci", out: str | Path, device: str = "
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     summary = Summary(target, budget, seed, device, [])
+
     def save_partial(r: SubjectResult) -> None:
         if partial_name:
             (out / partial_name).write_text(json.dumps(r.to_json(), indent=2) + "\n")
@@ -304,9 +311,12 @@ def explore_in_children(a: argparse.Namespace, names: Sequence[str]) -> int:
     results: dict[str, dict[str, Any]] = {}
     running: list[tuple[str, subprocess.Popen[bytes], Any]] = []
 
+    def files(name: str) -> tuple[Path, Path, Path]:  # a child's summary, flight record, early directed results
+        return tuple(out / f"{kind}-{slug(name)}.{ext}"  # type: ignore[return-value]
+                     for kind, ext in (("summary", "json"), ("flight", "txt"), ("partial", "json")))
+
     def finish(name: str, code: int, log: Path) -> None:
-        summary, flight = out / f"summary-{slug(name)}.json", out / f"flight-{slug(name)}.txt"
-        partial = out / f"partial-{slug(name)}.json"
+        summary, flight, partial = files(name)
         print(log.read_text(errors="replace"), end="", flush=True)
         if summary.exists():
             (results[name],) = json.loads(summary.read_text())["subjects"]
@@ -334,8 +344,7 @@ def explore_in_children(a: argparse.Namespace, names: Sequence[str]) -> int:
 
     try:
         for name in names:
-            summary, flight = out / f"summary-{slug(name)}.json", out / f"flight-{slug(name)}.txt"
-            partial = out / f"partial-{slug(name)}.json"
+            summary, flight, partial = files(name)
             for f in (summary, flight, partial):
                 f.unlink(missing_ok=True)
             argv = [sys.executable, "-m", "scenarios.explore", "--target", a.target, "--budget", a.budget,
@@ -367,8 +376,7 @@ def explore_in_children(a: argparse.Namespace, names: Sequence[str]) -> int:
 def _merge(a: argparse.Namespace, merged: list[dict[str, Any]]) -> int:
     """Write the subjects' results as one DIR/scenario-summary.json; 1 when any subject failed."""
     out = Path(a.out)
-    failed = [m["subject"] for m in merged if m["failure"] is not None
-              or any(d["status"] == "failed" for d in m["directed"])]
+    failed = [m["subject"] for m in merged if subject_failed(m["failure"], m["directed"])]
     totals = {k: sum(m[k] or 0 for m in merged) for k in ("examples", "steps", "runs")}
     (out / SUMMARY_NAME).write_text(json.dumps({"target": a.target, "budget": a.budget, "seed": a.seed,
                                                 "device": a.device, "totals": totals, "failed": failed,

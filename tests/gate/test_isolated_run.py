@@ -161,7 +161,7 @@ def test_the_child_clears_the_pending_error_its_fresh_control_leaves(monkeypatch
 
     monkeypatch.setattr(pr, "evaluate", failing)
     monkeypatch.setattr(pr, "fresh_control", failing_control)
-    monkeypatch.setattr(isolate, "note_context", probe)
+    monkeypatch.setattr(pr, "note_context", probe)
     monkeypatch.setattr("scenarios.tensors.validate_inputs", validate)
     base = {"run_id": "r", "target": "torch", "device": "cpu", "seed": 0, "standin": None}
     requests = io.StringIO("".join(json.dumps({"case": c.to_json(), "backend": "math", "base": base}) + "\n"
