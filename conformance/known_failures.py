@@ -79,9 +79,10 @@ def _window_wider_than_split(c: dict[str, Any], backend: str) -> bool:
 
 
 def _no_query_rows(c: dict[str, Any], backend: str) -> bool:
-    """A batch of one or more requests with no query rows at all (an empty batch is its own entry)."""
-    return (backend == "fa2" and c["layout"] in ("paged", "ragged") and len(c["qo_lens"]) > 0
-            and sum(c["qo_lens"]) == 0)
+    """fa2 (asked for, or auto's pick on sm90): a batch of one or more requests with no query rows at all
+    (an empty batch is its own entry)."""
+    return (c["layout"] in ("paged", "ragged") and len(c["qo_lens"]) > 0 and sum(c["qo_lens"]) == 0
+            and _runs_on(c, backend, "fa2"))
 
 
 def _fa2_ragged_head_dim_96(c: dict[str, Any], backend: str) -> bool:
@@ -89,16 +90,40 @@ def _fa2_ragged_head_dim_96(c: dict[str, Any], backend: str) -> bool:
     return c["layout"] == "ragged" and c["head_dim_qk"] == 96 and backend in ("fa2", "auto")
 
 
-def _fa3_hnd(c: dict[str, Any], backend: str) -> bool:
-    """fa3 ragged or single prefill over an HND cache: asked for, or what sm90's auto resolves to there
-    (16-bit or fp8 q and kv alike, no custom mask, head dims fa3 has; routing/specs/flashinfer_cuda.py)."""
-    if c["layout"] not in ("ragged", "single") or c["kv_layout"] != "HND":
-        return False
-    if backend == "fa3":
-        return True
+def _sm90_auto_picks_fa3(c: dict[str, Any]) -> bool:
+    """What a fresh wrapper's auto resolves a prefill case to on sm90 is fa3: no custom mask, head dims fa3
+    has, not an fp8 KV under a 16-bit query (utils.py:616-628; routing/specs/flashinfer_cuda.py)."""
     fa3_dims = (c["head_dim_qk"], c["head_dim_vo"]) in FA3_HEAD_DIMS
     kv_only_fp8 = is_fp8(c["kv_dtype"]) and not is_fp8(c["q_dtype"])
-    return backend == "auto" and c["mask"] != "custom" and fa3_dims and not kv_only_fp8
+    return c["mask"] != "custom" and fa3_dims and not kv_only_fp8
+
+
+def _runs_on(c: dict[str, Any], backend: str, kernel: str) -> bool:
+    """`backend` runs `kernel` (fa2 or fa3) for this prefill case on sm90: asked for, or auto's fresh pick."""
+    if backend == kernel:
+        return True
+    return backend == "auto" and _sm90_auto_picks_fa3(c) == (kernel == "fa3")
+
+
+def _fa3_hnd(c: dict[str, Any], backend: str) -> bool:
+    """fa3 ragged or single prefill over an HND cache, asked for or what sm90's auto resolves to there."""
+    return c["layout"] in ("ragged", "single") and c["kv_layout"] == "HND" and _runs_on(c, backend, "fa3")
+
+
+def _fa3_paged_192_128(c: dict[str, Any], backend: str) -> bool:
+    """fa3 paged prefill at head dims (192, 128), asked for or what sm90's auto resolves to there."""
+    return (c["layout"] == "paged" and (c["head_dim_qk"], c["head_dim_vo"]) == (192, 128)
+            and _runs_on(c, backend, "fa3"))
+
+
+def _fa3_softcap_lse_after_empty_rows(c: dict[str, Any], backend: str) -> bool:
+    """fa3 paged, fp16 with a soft cap, causal, LSE asked for: a request with more query rows than keys
+    (its top rows see nothing) followed by a request with rows — the batch the probe fails and its parts pass."""
+    if not (c["layout"] == "paged" and c["q_dtype"] == "fp16" and c["logits_soft_cap"] > 0 and c["causal"]
+            and c["return_lse"] and _runs_on(c, backend, "fa3")):
+        return False
+    q, k = c["qo_lens"], c["kv_lens"]
+    return any(q[i] > k[i] > 0 and sum(q[i + 1:]) > 0 for i in range(len(q)))
 
 
 def _fa3_hnd_group(c: dict[str, Any]) -> int:
@@ -129,7 +154,10 @@ LEDGER: tuple[KnownFailure, ...] = (
         "(and auto resolves as if masked)",
         "fail", "docs/evidence/repro_flashinfer_ragged_stale_mask.py", confirmed=True,
         seen="2026-11-29 H200 (fa2: max error 1.956 against 0.0042 fresh; auto: 1.956 against 0.0057); 2026-12-01 "
-             "through the parity run on 0.7.2.post1 and 0.7.4 alike (unmasked ragged HND cases after a masked one)"),
+             "through the parity run on 0.7.2.post1 and 0.7.4 alike (unmasked ragged HND cases after a masked one); "
+             "when the old mask is shorter than the new batch needs, an illegal memory access instead "
+             "(repro_flashinfer_ragged_stale_mask_crash.h200.txt: masked [1]/[1031], then unmasked [1,300,300]/"
+             "[33,33,128]; fresh and re-masked controls pass)"),
     KnownFailure(
         "flashinfer-packed-mask-indptr", "flashinfer", ("0.7.2.post1",),
         "packed_custom_mask: plan() keeps mask_indptr in elements while the kernel reads it as bytes, so "
@@ -163,7 +191,8 @@ LEDGER: tuple[KnownFailure, ...] = (
         "fail", "docs/evidence/repro_flashinfer_fa3_hnd_kv_heads.py", confirmed=True,
         seen="2026-12-01 H200, the script (repro_flashinfer_fa3_hnd_kv_heads.h200.txt): ragged 8/8 heads qo 127 "
              "kv 7, fa3 HND max error 2.941 where fa3 NHD gives 0.0078 and fa2 HND 0.0081",
-        applies=lambda c, b: _fa3_hnd(c, b) and _fa3_hnd_group(c) > 0, archs=("sm90",)),
+        applies=lambda c, b: _fa3_hnd(c, b) and _fa3_hnd_group(c) > 0 and sum(c["qo_lens"]) > 0,  # rows to be wrong
+        archs=("sm90",)),
     KnownFailure(
         "flashinfer-fa2-window-noncausal-split-kv", "flashinfer", ("0.7.2.post1", "0.7.4"),
         "fa2 paged prefill with a sliding window and no causal mask: the split-KV scheduler budgets "
@@ -189,22 +218,55 @@ LEDGER: tuple[KnownFailure, ...] = (
         "flashinfer-packbits-empty", "flashinfer", ("0.7.2.post1",),
         "flashinfer.packbits of an empty bool tensor fails ('PackBits failed with error code invalid argument') "
         "and leaves the error pending: a masked batch whose requests have no mask bits cannot be packed whole",
-        "error", "docs/evidence/repro_flashinfer_packbits_empty.py", confirmed=False,
-        seen="2026-12-01 H200, through the adapter (mask_form=packed_flat, paged qo [0] kv [0], fa2 and fa2+graph); "
-             "segment_packbits of the same mask works (mask_form=packed passes eager); the script is not yet run",
+        "error", "docs/evidence/repro_flashinfer_packbits_empty.py", confirmed=True,
+        seen="2026-12-01 H200, the script (repro_flashinfer_packbits_empty.h200.txt): packbits of 0 bits fails, of 13 "
+             "bits and segment_packbits of 0 bits work; through the adapter (mask_form=packed_flat, paged qo [0] kv "
+             "[0], fa2 and fa2+graph)",
         applies=lambda c, b: c["mask"] == "custom" and sum(q * k for q, k in zip(c["qo_lens"], c["kv_lens"])) == 0,
         options={"mask_form": ("packed_flat",)}),
     KnownFailure(
         "flashinfer-fa2-ragged-head-dim-96-illegal-access", "flashinfer", ("0.7.2.post1",),
         "fa2 ragged prefill at head dim 96 (bf16): the first run() makes an illegal memory access (the context "
         "is lost); head dim 128 on a fresh wrapper runs",
-        "crash", "docs/evidence/repro_flashinfer_ragged_head_dim_96.py", confirmed=False,
-        seen="2026-12-01 H200: tests/kernels/test_flashinfer_library.py's ragged auto test failed at its first, "
-             "head-dim-96 run() with 'an illegal memory access'; the plain script "
-             "(repro_flashinfer_ragged_auto_replan_fa2_to_fa3.h200.txt): both sequences that begin with a "
-             "head-dim-96 plan (auto and fa2) fail, head dim 128 alone passes; a head-dim-96-only plain run is "
-             "still to be made",
+        "crash", "docs/evidence/repro_flashinfer_ragged_head_dim_96.py", confirmed=True,
+        seen="2026-12-01 H200, the script (repro_flashinfer_ragged_head_dim_96.h200.txt): one head-dim-96 plan and "
+             "run per fresh process, fa2 and auto alike, make an illegal memory access; head dims 64 and 128 "
+             "within 0.005 of the reference; first seen as tests/kernels/test_flashinfer_library.py's ragged "
+             "auto test failing at its head-dim-96 run()",
         applies=_fa2_ragged_head_dim_96, archs=("sm90",)),
+    KnownFailure(
+        "flashinfer-fa3-paged-192-128", "flashinfer", ("0.7.2.post1",),
+        "paged prefill at head dims (192, 128) on sm90: auto picks fa3 (utils.py:616-628 counts (192, 128) as an "
+        "fa3 prefill shape), and fa3's paged run rejects separate K and V caches ('K and V must have same page "
+        "stride', batch_prefill_sm90.cu:234-237) and, given views of one buffer with equal strides, fails with "
+        "'operation not supported'; fa2 runs the same caches",
+        "error", "docs/evidence/repro_flashinfer_fa3_paged_unequal_head_dims.py", confirmed=True,
+        seen="2026-12-01 H200, the script (repro_flashinfer_fa3_paged_unequal_head_dims.h200.txt): fa3 and auto "
+             "raise the stride check, fa3 over one shared buffer 'operation not supported', fa2 within 0.004 of "
+             "the reference; through the quick matrix: every paged (192, 128) case on fa3, fa3+graph, auto and a "
+             "fresh auto+graph wrapper (ragged and single (192, 128) pass on fa3)",
+        applies=_fa3_paged_192_128, archs=("sm90",)),
+    KnownFailure(
+        "flashinfer-fa3-softcap-lse-after-empty-rows", "flashinfer", ("0.7.2.post1",),
+        "fa3 paged prefill, fp16 with a logits soft cap, causal: in a batch whose request 0 has more query rows "
+        "than keys (its top rows see nothing) followed by another request, the LSE of request 0's rows that do "
+        "see keys is written as -inf for one head; the output is right and each request alone passes",
+        "fail", "docs/evidence/probe_flashinfer_fa3_softcap_lse.py", confirmed=True,
+        seen="2026-12-01 H200, the probe (probe_flashinfer_fa3_softcap_lse.h200.txt): qo [300, 64] over kv [33, "
+             "1031], 64/8 heads, head dim 128: 33 LSE entries -inf (rows 267-299) in HND and NHD, page 1 and 16, "
+             "inputs N(0, 1) or N(0, 16^2), cap 50 or 1e4; fa2 and either request alone give none. Not measured: "
+             "bf16 and an fa3 module without the soft cap (the matrix's bf16 and fp8 batches of that shape pass)",
+        applies=_fa3_softcap_lse_after_empty_rows, archs=("sm90",)),
+    KnownFailure(
+        "flashinfer-decode-empty-batch-run", "flashinfer", ("0.7.2.post1",),
+        "BatchDecodeWithPagedKVCacheWrapper: plan() accepts a batch of no requests, then run() raises "
+        "ZeroDivisionError (decode.py:2855 `q_len_per_req = q.size(0) // actual_batch_size`; 0.7.4 has the same "
+        "line, decode.py:3362, not run there)",
+        "error", "docs/evidence/repro_flashinfer_decode_empty_batch_run.py", confirmed=True,
+        seen="2026-12-01 H200, found by `attncheck explore` (decode and decode-graph subjects, shrunk to plan + "
+             "run of an empty batch); its plain-flashinfer script (repro_flashinfer_decode_empty_batch_run.h200.txt)",
+        applies=lambda c, b: c["layout"] == "decode" and len(c["qo_lens"]) == 0 and b in ("fa2", "auto"),
+        options={"decode_tensor_cores": (False,)}),  # with tensor cores plan() raises first (the routing spec's row)
     KnownFailure(
         "torch-sdpa-empty-rows", "torch", ("2.11.0+cu130",),
         "cuDNN and memory-efficient SDPA write non-zero rows where the mask allows no key",
