@@ -137,8 +137,8 @@ class Step:
             text += f" {case_expr(self.case)}, seed={self.seed}"
         if self.observed is not None:
             text += f" -> {self.observed[0]}, reason {self.observed[1]!r}"
-        if self.outcome != "ok":
-            text += f"  [{self.outcome}: {self.note}]"
+        if self.outcome != "ok":  # one line: a note may be a many-line CUDA error, the line a script's comment
+            text += f"  [{self.outcome}: {' '.join(self.note.split())}]"
         return text
 
 

@@ -161,6 +161,7 @@ from scenarios.tensors import materialize
 $imports
 
 DATA = torch.load(Path(__file__).with_suffix(".pt"), weights_only=True)
+DEVICE = $device  # where the subject ran: the cases are materialised there
 EXACT = $exact
 GRAPH = $graph
 LAST = $last
@@ -199,7 +200,7 @@ def main():
     for n, call, backend, case, seed in CALLS:
         adapter = adapters.setdefault(backend, make(backend))
         if call == "plan":
-            inputs = materialize(case, seed)
+            inputs = materialize(case, seed, DEVICE)
             raises = DATA["raises"].get(n)
             try:
                 adapter.plan(inputs)
@@ -250,7 +251,8 @@ def _library_script(failure: ScenarioFailure, subject: Subject, name: str) -> tu
     graph = bool(getattr(subject.make(subject.backend), "graph", False))
     body = Template(_LIBRARY_BODY).substitute(
         repo_root=repr(REPO_ROOT), imports=subject.recipe.imports, make=subject.recipe.make, checks=SCRIPT_CHECKS,
-        exact=repr(subject.exact_history), graph=repr(graph), last=failure.steps[-1].n, calls="\n".join(calls))
+        exact=repr(subject.exact_history), graph=repr(graph), last=failure.steps[-1].n, calls="\n".join(calls),
+        device=repr(subject.device))
     how = ("Replays the calls on the library through its own API, then checks each run against the saved\n"
            "oracle reference, a fresh adapter given the same plan, and the route the spec expects.")
     return _header(failure, name, how) + body, {"refs": refs, "expect": expect, "raises": raises}

@@ -124,3 +124,34 @@ def test_a_case_the_ledger_says_crashes_is_not_launched(fake: Any) -> None:
     (step,) = inst.steps
     assert step.outcome == "not-launched" and "kills the process" in step.note and not step.library_calls
     assert len(ff.STATE.calls) == calls_before and "auto" not in inst.planned  # the library was never called
+
+
+CUDA_ERROR = ("AcceleratorError: CUDA error: an illegal memory access was encountered\n"
+              "Search for `cudaErrorIllegalAddress' in https://docs.nvidia.com/cuda/ for more information.\n"
+              "For debugging consider passing CUDA_LAUNCH_BLOCKING=1")
+
+
+def test_scripts_of_a_many_line_raise_parse_and_replay_on_the_subjects_device(fake: Any, tmp_path: Path) -> None:
+    """On the H200 a raise's note was a CUDA error of several lines: the eager script put it in a one-line
+    comment (a SyntaxError), and the graph script materialised the cases on the CPU for a CUDA adapter."""
+    import ast
+
+    from scenarios.machines import ScenarioFailure, Step, Violation
+    from scenarios.repro import write_repro
+
+    subs = _subjects()
+    eager = machine_for(subs["flashinfer-sm90-ragged"])()
+    case = eager.profile.probe("ragged")
+    eager.plan_case("plan", case, 0)
+    (planned,) = eager.steps
+    assert planned.library_calls  # the eager script writes its comment from a step with library calls
+    raised = replace(planned, outcome="raise", note=CUDA_ERROR)
+    assert "\n" not in raised.line() and "Search for" in raised.line()
+    for name, step in (("flashinfer-sm90-ragged", raised),
+                       ("flashinfer-sm90-ragged-graph", replace(raised, library_calls=[]))):
+        subject = replace(subs[name], device="cuda:1") if name.endswith("graph") else subs[name]
+        failure = ScenarioFailure(name, [step], [Violation("no_unexpected_error", CUDA_ERROR)])
+        text = write_repro(failure, subject, tmp_path / name).read_text()
+        ast.parse(text)  # the script is Python whatever the note held
+        if name.endswith("graph"):
+            assert "DEVICE = 'cuda:1'" in text and "materialize(case, seed, DEVICE)" in text
