@@ -1,4 +1,8 @@
-"""Check a parity run's `auto` records against a routing spec: verdicts and coverage, both ways.
+"""Check a parity run's records against a routing spec: verdicts and coverage, both ways.
+
+The `auto` records are checked against what the library's own choice must be; under a FlashInfer
+spec the records of an explicit backend are checked too (its rows: upstream runs it as asked, the
+fork redirects with a reason), which is how the explicit rows get observed.
 
     python -m routing.from_records RESULTS.jsonl --spec flashinfer_cuda --arch sm90 [--out DIR]
 
@@ -52,6 +56,9 @@ JSON_FILE = "routing.json"
 MD_FILE = "routing.md"
 # The harness target each spec judges (records of another target cannot be checked against it).
 SPEC_TARGETS = {"flashinfer-cuda": "flashinfer", "flashinfer-rocm": "flashinfer", "torch": "torch"}
+# Specs with rows for explicit requests (FlashInfer's: an explicit backend runs as asked, or the fork's
+# reasons); the torch spec models SDPA's own choice only, so its explicit backends' records are left out.
+EXPLICIT_ROWS = frozenset({"flashinfer-cuda", "flashinfer-rocm"})
 _EXC = re.compile(r"^([A-Za-z_][\w.]*): ")
 
 
@@ -180,19 +187,22 @@ def _observe(rec: ParityRecord, expected: ExpectedRoute) -> tuple[Optional[Obser
 
 def check_records(records: Sequence[Any], spec: RoutingSpec, arch: str, *, cudnn_direct_seqlens: bool = False,
                   options: Optional[AdapterOptions] = None) -> RecordsReport:
-    """Verdicts for every planned `auto` / `auto+graph` record, and coverage of the spec both ways."""
+    """Verdicts for every planned record, `auto` and explicit backends alike (an explicit request has its
+    rows too: upstream never redirects one), and coverage of the spec both ways."""
     header = next((r for r in records if isinstance(r, RunHeader)), None)
     options = options if options is not None else adapter_options_of(header)
     parity = [r for r in records if isinstance(r, ParityRecord)]
     auto = [r for r in parity if split_backend(r.backend)[0] == AUTO]
-    planned = [r for r in auto if r.status in PLANNED]
+    checked = parity if spec.library in EXPLICIT_ROWS else auto
+    planned = [r for r in checked if r.status in PLANNED]
     cases = [Case.from_json(r.case) for r in planned]
     seqs = plan_sequences([(r.run_id, r.backend, c) for r, c in zip(planned, cases)], options)
     queries = []
     for r, c in zip(planned, cases):
-        env = RoutingEnv(arch=arch, graph_mode=split_backend(r.backend)[1], device=r.device.split(":")[0],
+        requested, graph = split_backend(r.backend)
+        env = RoutingEnv(arch=arch, graph_mode=graph, device=r.device.split(":")[0],
                          cudnn_direct_seqlens=cudnn_direct_seqlens)
-        queries.append(query_from_case(c, env, requested=AUTO, use_tensor_cores=options.decode_tensor_cores))
+        queries.append(query_from_case(c, env, requested=requested, use_tensor_cores=options.decode_tensor_cores))
     expected: list[Optional[ExpectedRoute]] = [None] * len(planned)
     for s in sorted(set(seqs)):
         idx = [i for i, k in enumerate(seqs) if k == s]
@@ -204,8 +214,8 @@ def check_records(records: Sequence[Any], spec: RoutingSpec, arch: str, *, cudnn
         obs, note = _observe(r, e)
         out.append(RecordVerdict(r, q, e, check(e, obs) if obs is not None else None, note))
     cov = coverage(spec, [v.verdict for v in out if v.verdict is not None])
-    counts = {"parity records": len(parity), "auto records": len(auto),
-              "skipped (not planned)": len(auto) - len(planned), "planned": len(planned),
+    counts = {"parity records": len(parity), "auto records": len(auto), "explicit records": len(checked) - len(auto),
+              "skipped (not planned)": len(checked) - len(planned), "planned": len(planned),
               "observed": sum(v.verdict is not None for v in out), "unobserved": sum(v.verdict is None for v in out)}
     return RecordsReport(spec.library, arch, out, cov, counts)
 
@@ -332,11 +342,12 @@ def _check_input(records: list[Any], spec: RoutingSpec, path: str) -> None:
         fits = sorted(name for name, target in SPEC_TARGETS.items() if target == other[0]) or ["(none written)"]
         raise BadInput("--spec", spec.library, f"a spec of target {other[0]!r}, the target of {path}",
                        f"pass --spec {' or '.join(fits)}, or results of target {want!r}")
-    if not any(split_backend(r.backend)[0] == AUTO for r in parity):
-        raise BadInput("RESULTS", path, "records of backend auto or auto+graph",
+    explicit_too = spec.library in EXPLICIT_ROWS
+    if not any(explicit_too or split_backend(r.backend)[0] == AUTO for r in parity):
+        raise BadInput("RESULTS", path, "records of backend auto or auto+graph" + (" or any other" if explicit_too else ""),
                        "run attncheck with --backend auto (and/or auto+graph)")
     for r in parity:
-        if split_backend(r.backend)[0] == AUTO:
+        if explicit_too or split_backend(r.backend)[0] == AUTO:
             try:
                 Case.from_json(r.case)
             except (InvalidValue, TypeError) as e:
@@ -346,7 +357,8 @@ def _check_input(records: list[Any], spec: RoutingSpec, path: str) -> None:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="python -m routing.from_records",
-                                description="Check the auto records of a parity run against a routing spec.")
+                                description="Check the auto (and, under a FlashInfer spec, explicit) records of a parity run "
+                                            "against a routing spec.")
     p.add_argument("results", help="results.jsonl written by `attncheck run`")
     p.add_argument("--spec", required=True, help=f"spec name: {', '.join(sorted(set(SPECS) | set(BY_MODULE)))}")
     p.add_argument("--arch", default=None, help="architecture the run used, e.g. sm90 (CUDA) or gfx942 (ROCm)")

@@ -218,6 +218,13 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
              "            inputs = materialize(case, seed)\n",
              "an adapter-driven script materialises its cases on the CPU for a CUDA adapter, which refuses them",
              (_FI_SUBJ + "test_scripts_of_a_many_line_raise_parse_and_replay_on_the_subjects_device",)),
+    _harness("from-records-explicit-left-out", "routing/from_records.py",
+             "    checked = parity if spec.library in EXPLICIT_ROWS else auto\n",
+             "    checked = auto\n",
+             "the records check leaves explicit backends out: their rows are never observed, a redirect never seen",
+             ("tests/routing/test_from_records.py::"
+              "test_fresh_decisions_pass_explicit_requests_are_checked_and_skips_are_left_out",
+              "tests/routing/test_from_records.py::test_an_explicit_request_that_ran_another_backend_fails")),
     _harness("spec-held-backend-refusals-ignored", "routing/spec.py",
              "            out.append(held if held is not None and held.raises is not None else fixed)\n",
              "            out.append(fixed)\n",

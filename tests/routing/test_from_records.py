@@ -66,12 +66,19 @@ def outcomes(report: fr.RecordsReport) -> list[tuple[Optional[str], Optional[str
 
 # ---- what counts -------------------------------------------------------------------------------
 
-def test_fresh_decisions_pass_and_other_targets_backends_and_skips_are_left_out():
+def test_fresh_decisions_pass_explicit_requests_are_checked_and_skips_are_left_out():
     records = [header(), rec(PAGED, "fa3"), rec(PAGED, "fa3", backend="fa3"), rec(RAGGED, None, status="skip"),
-               rec(RAGGED_MASK, "fa2")]
+               rec(RAGGED_MASK, "fa2"), rec(PAGED_MASK, "fa2", backend="fa2+graph")]
     r = fr.check_records(records, SPEC, "sm90")
-    assert outcomes(r) == [("fa3", "pass"), ("fa3_custom_mask", "pass")]
-    assert r.counts["auto records"] == 3 and r.counts["planned"] == 2 and r.ok
+    assert outcomes(r) == [("fa3", "pass"), ("explicit_fa3", "pass"), ("fa3_custom_mask", "pass"),
+                           ("explicit_fa2", "pass")]
+    assert r.counts["auto records"] == 3 and r.counts["explicit records"] == 2 and r.counts["planned"] == 4 and r.ok
+
+
+def test_an_explicit_request_that_ran_another_backend_fails():
+    """Upstream never redirects an explicit backend: a record of backend fa3 that ran fa2 is a wrong route."""
+    r = fr.check_records([header(), rec(PAGED, "fa2", backend="fa3")], SPEC, "sm90")
+    assert outcomes(r) == [("explicit_fa3", "wrong_backend")] and not r.ok
 
 
 def test_a_wrong_backend_fails_and_a_gap_is_unexplained():
@@ -174,8 +181,8 @@ def test_cli_exits_2_naming_the_bad_value_and_the_fix(tmp_path, capsys, args, fi
 
 
 @pytest.mark.parametrize("content", [None, "not json\n{}\n", json.dumps({"schema": 99, "kind": "run"}) + "\n",
-                                     to_line(rec(PAGED, "fa3", backend="fa2")) + "\n"],
-                         ids=["missing", "garbage", "other-schema", "no-auto-records"])
+                                     to_line(header()) + "\n"],
+                         ids=["missing", "garbage", "other-schema", "no-parity-records"])
 def test_cli_exits_2_on_a_file_it_cannot_check(tmp_path, capsys, content):
     path = tmp_path / "results.jsonl"
     if content is not None:
