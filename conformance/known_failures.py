@@ -53,9 +53,27 @@ def _empty_batch(c: dict[str, Any], backend: str) -> bool:
     return c["layout"] in ("paged", "ragged") and len(c["qo_lens"]) == 0
 
 
+def _page_mask_bytes(c: dict[str, Any]) -> list[int]:
+    """The bytes plan() packs each request's mask into: (len + 7) // 8 of len = qo_len * ((pages - 1) *
+    page_size + last_page_len) (_compute_page_mask_indptr, prefill.py:1595-1615; segment_packbits,
+    packbits.py:121-125), which is -qo_len * page_size for a request with no pages."""
+    ps = c["page_size"]
+    return [(q * (k if k > 0 else -ps) + 7) // 8 for q, k in zip(c["qo_lens"], c["kv_lens"])]
+
+
 def _mask_over_zero_pages(c: dict[str, Any], backend: str) -> bool:
+    """A request with queries and no pages drives the packed mask's size below zero: plan() raises."""
     return (c["layout"] == "paged" and c["mask"] == "custom"
-            and any(q > 0 and k == 0 for q, k in zip(c["qo_lens"], c["kv_lens"])))
+            and any(q > 0 and k == 0 for q, k in zip(c["qo_lens"], c["kv_lens"]))
+            and sum(_page_mask_bytes(c)) < 0)
+
+
+def _mask_short_of_zero_pages(c: dict[str, Any], backend: str) -> bool:
+    """A request with queries and no pages shortens the packed mask without making its size negative:
+    plan() returns, and the requests before it read bits the buffer does not hold."""
+    return (c["layout"] == "paged" and c["mask"] == "custom"
+            and any(q > 0 and k == 0 for q, k in zip(c["qo_lens"], c["kv_lens"]))
+            and sum(_page_mask_bytes(c)) >= 0)
 
 
 def _mask_after_mask_bits(c: dict[str, Any], backend: str) -> bool:
@@ -143,11 +161,22 @@ LEDGER: tuple[KnownFailure, ...] = (
     KnownFailure(
         "flashinfer-paged-mask-zero-pages", "flashinfer", ("0.7.2.post1", "0.7.4"),
         "paged plan() with a custom mask: a request with queries and no KV pages gets a negative mask "
-        "length (_compute_page_mask_indptr ignores the kernels' zero-page rule)",
+        "length (_compute_page_mask_indptr ignores the kernels' zero-page rule); where that takes the packed "
+        "mask's size below zero, plan() raises",
         "error", "docs/evidence/repro_flashinfer_paged_mask_zero_pages.py", confirmed=True,
         seen="2026-12-01 H200, the script (repro_flashinfer_paged_mask_zero_pages.h200.txt); 0.7.4 alike through "
              "the adapter",
         applies=_mask_over_zero_pages, options={"mask_form": ("bool",)}),
+    KnownFailure(
+        "flashinfer-paged-mask-zero-pages-graph-wrong", "flashinfer", ("0.7.2.post1",),
+        "the same negative mask length where the packed size stays >= 0: plan() returns with a mask shorter "
+        "than the requests before the empty one need; in CUDA-graph mode the output is wrong (eager passes)",
+        "fail", "docs/evidence/repro_flashinfer_paged_mask_zero_pages_graph.py", confirmed=False,
+        seen="2026-12-01 H200, through the adapter: paged page 5 NHD, bf16 q over e4m3 KV, qo [3, 3] over kv "
+             "[128, 0]: fa2+graph and auto+graph (fa2) output error 0.479 against 0.041, fresh wrappers too; "
+             "eager fa2 passes; the script is not yet run",
+        applies=lambda c, b: _mask_short_of_zero_pages(c, b) and _runs_on(c, b, "fa2"), archs=("sm90",),
+        modes=("graph",), options={"mask_form": ("bool",)}),
     KnownFailure(
         "flashinfer-ragged-stale-mask", "flashinfer", ("0.7.2.post1", "0.7.4"),
         "eager ragged plan() never clears a previous custom mask: an unmasked re-plan runs the old mask "

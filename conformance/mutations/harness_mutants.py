@@ -225,6 +225,11 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
              ("tests/routing/test_from_records.py::"
               "test_fresh_decisions_pass_explicit_requests_are_checked_and_skips_are_left_out",
               "tests/routing/test_from_records.py::test_an_explicit_request_that_ran_another_backend_fails")),
+    _harness("ledger-zero-pages-any-size", "conformance/known_failures.py",
+             "            and sum(_page_mask_bytes(c)) < 0)\n",
+             "            )\n",
+             "the zero-pages entry claims every batch with a request over no pages, eager ones that pass too",
+             (_LEDGER + "test_the_zero_pages_entries_split_on_the_packed_masks_size",)),
     _harness("spec-held-backend-refusals-ignored", "routing/spec.py",
              "            out.append(held if held is not None and held.raises is not None else fixed)\n",
              "            out.append(fixed)\n",

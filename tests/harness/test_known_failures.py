@@ -90,7 +90,7 @@ def test_the_second_h200_runs_failures_are_each_a_ledger_entry_a_lifecycle_defec
     assert None not in why.values(), why
     assert sorted(set(why.values())) == ["flashinfer-empty-batch-plan", "flashinfer-fa2-window-noncausal-split-kv",
                                          "flashinfer-graph-no-query-rows", "flashinfer-paged-mask-zero-pages",
-                                         "harness", "lifecycle"]
+                                         "flashinfer-paged-mask-zero-pages-graph-wrong", "harness", "lifecycle"]
 
 
 def test_the_window_graph_and_head_dim_entries_match_only_what_was_shown() -> None:
@@ -146,7 +146,7 @@ def test_the_ledgers_default_options_are_the_adapters() -> None:
 
     defaults = {f.name: f.default for f in fields(AdapterOptions)}
     assert {k: defaults[k] for k in DEFAULT_OPTIONS} == DEFAULT_OPTIONS
-    zero_pages = {"layout": "paged", "mask": "custom", "qo_lens": [3, 0, 64], "kv_lens": [300, 128, 0]}
+    zero_pages = {"layout": "paged", "mask": "custom", "qo_lens": [3, 0, 64], "kv_lens": [300, 128, 0], "page_size": 16}
     assert known_for("flashinfer", zero_pages, "fa2", "0.7.2.post1") == "flashinfer-paged-mask-zero-pages"
     assert known_for("flashinfer", zero_pages, "fa2", "0.7.2.post1", options={"mask_form": "packed"}) is None
 
@@ -186,7 +186,8 @@ def test_the_third_h200_runs_failures_are_each_a_ledger_entry_or_a_lifecycle_def
     assert sorted(set(why.values())) == [
         "flashinfer-empty-batch-plan", "flashinfer-fa3-hnd-kv-heads-wrong", "flashinfer-fa3-paged-192-128",
         "flashinfer-fa3-softcap-lse-after-empty-rows", "flashinfer-graph-no-query-rows",
-        "flashinfer-paged-mask-zero-pages", "flashinfer-ragged-stale-mask", "lifecycle"]
+        "flashinfer-paged-mask-zero-pages", "flashinfer-paged-mask-zero-pages-graph-wrong",
+        "flashinfer-ragged-stale-mask", "lifecycle"]
 
 
 def test_the_ledger_claims_no_record_of_the_third_sitting_that_ran_its_kernel_and_passed() -> None:
@@ -228,3 +229,19 @@ def test_the_third_sittings_entries_match_only_what_was_shown() -> None:
     assert known_for("flashinfer", decode, "fa2", "0.7.2.post1", "sm90",
                      {"decode_tensor_cores": True}) is None  # plan() raises first there
     assert known_for("flashinfer", dict(decode, qo_lens=[1], kv_lens=[3]), "auto", "0.7.2.post1") is None
+
+
+def test_the_zero_pages_entries_split_on_the_packed_masks_size() -> None:
+    """plan() raises where the packed mask's size goes below zero (the script's batch); where it stays >= 0
+    plan() returns and only graph mode was seen wrong: eager fa2 passed qo [3, 3] over kv [128, 0], page 5."""
+    raises = {"layout": "paged", "mask": "custom", "qo_lens": [3, 0, 64], "kv_lens": [300, 128, 0], "page_size": 16,
+              "head_dim_qk": 64, "head_dim_vo": 64, "q_dtype": "fp16", "kv_dtype": "fp16", "causal": True,
+              "window_left": -1, "logits_soft_cap": 0.0, "return_lse": True, "kv_layout": "NHD"}
+    short = dict(raises, qo_lens=[3, 3], kv_lens=[128, 0], page_size=5, head_dim_qk=128, head_dim_vo=128,
+                 q_dtype="bf16", kv_dtype="e4m3fn")
+    for backend in ("fa2", "fa2+graph", "auto", "auto+graph"):
+        assert known_for("flashinfer", raises, backend, "0.7.2.post1", "sm90") == "flashinfer-paged-mask-zero-pages"
+    assert known_for("flashinfer", short, "fa2", "0.7.2.post1", "sm90") is None  # eager passes
+    for backend in ("fa2+graph", "auto+graph"):
+        assert (known_for("flashinfer", short, backend, "0.7.2.post1", "sm90")
+                == "flashinfer-paged-mask-zero-pages-graph-wrong")
