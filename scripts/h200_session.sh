@@ -8,8 +8,8 @@
 #   OUT=dir bash scripts/h200_session.sh wait SECONDS             # every later command
 #   OUT=dir bash scripts/h200_session.sh wheels074 SECONDS        # hands .whl074/ (0.7.4) over, then waits
 #
-# Needs .whl/ (flashinfer-python 0.7.2.post1 and apache-tvm-ffi; ../shared/tools/flashinfer-wheels)
-# carried by the `start` command; with ATTNCHECK_TIMING=1 (the sweep and the upgrade diff, measured
+# Needs .whl/ (flashinfer-python 0.7.2.post1 and apache-tvm-ffi from ../shared/tools/flashinfer-wheels,
+# and nvidia-cudnn-frontend for the cuDNN backend: docs/h200-runner.md) carried by the `start` command; with ATTNCHECK_TIMING=1 (the sweep and the upgrade diff, measured
 # on 2026-12-01) also .whl074/ (the same tool with 0.7.4), carried by the `wheels074` command.
 # Steps run in order of what the issues need most; each is logged to $R/NAME.log with its exit
 # status and seconds in $R/steps.txt, and whatever a step writes is packed as it stands.
@@ -53,17 +53,16 @@ site_for() {  # site_for DIR WHEEL...: install wheels into DIR (no registry on t
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$dir" "$@"
 }
 
-side_lane() {  # correctness work that shares the GPU with the matrix: the machines, then the mutants
-  # 3. the scenario machines against the library (issue 5), inside the modules step 0 built; one
-  #    process per subject on a GPU, six at once (they are host-bound), so a subject that kills its
-  #    process or context costs only itself
-  step explore 420 "${run[@]}" explore --target flashinfer --device cuda --budget runner --examples 40 --steps 20 \
-      --jobs 6 --out "$R/explore"
-  for s in $(ls "$R"/explore/failures/repro-*.py 2>/dev/null | head -n 8); do
+side_lane() {  # after the prebuild: the mutants, then the machines (issues 6 and 5)
+  # 3. the FlashInfer mutant catalogue on the GPU: on 2026-12-01 (third sitting) its control passed in 458 s
+  #    with every module compiled cold and 50 of 88 mutants ran before the limit (all killed)
+  step mutate 720 "${run[@]}" mutate --target flashinfer --device cuda --workers 6 --out "$R/mutate"
+  # 4. the ragged graph subject alone, which ended Flaky with a capture left open (third sitting)
+  step explore_ragged_graph 240 "${run[@]}" explore --target flashinfer --device cuda --budget runner --examples 40 \
+      --steps 20 --subject flashinfer-sm90-ragged-graph --out "$R/explore"
+  for s in $(ls "$R"/explore/failures/repro-*.py 2>/dev/null | head -n 4); do
     step "script_$(basename "$s" .py | cut -c7-70)" 90 python3 "$s"
   done
-  # 4. the FlashInfer mutant catalogue on the GPU (issue 6)
-  step mutate 300 "${run[@]}" mutate --target flashinfer --device cuda --out "$R/mutate"
 }
 
 timing_lane() {  # ATTNCHECK_TIMING=1: the fa2/fa3 sweep and the 0.7.2.post1 -> 0.7.4 upgrade (issue 7)
@@ -96,36 +95,31 @@ pipeline() {
   export FLASHINFER_WORKSPACE_BASE=$A/jit-0.7.2 PYTHONPATH="$A/site072:$A/src"
   { date -u; nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; echo "cores $(nproc)"
     python3 -c "import torch, flashinfer; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version(), 'flashinfer', flashinfer.__version__)"
+    python3 -c "from kernels import flashinfer_lib as f; print('lib facts', f.lib_facts('cuda'))"
   } > "$R/env.txt" 2>&1
   cat "$R/env.txt"
   run=(python3 -m conformance)
-  # 0. every module the runs below load, built first with every core (2026-12-01: built while the
-  #    matrix, the machines and the mutants ran, the fa3 prebuild outlasted its 660 s and the
-  #    machines spent theirs waiting on build locks). 36 modules: 22 fa2 (~180 s alone), 14 fa3.
-  step prebuild 780 python3 -m kernels.flashinfer_prebuild --budget quick --backend fa2 --backend fa3 \
+  local ma=(--target flashinfer --device cuda --budget quick --isolate)
+  # 1. FlashInfer's cuDNN backend (issue 3): offered once the cuDNN frontend wheel is in .whl/
+  #    (docs/h200-runner.md); it compiles no JIT module, so it runs beside the prebuild
+  ( step matrix_cudnn 600 "${run[@]}" run "${ma[@]}" --time-budget 480 --backend cudnn --out "$R/matrix_cudnn" ) &
+  local cudnn=$!
+  # 0. every module the runs below load, built first (2026-12-01, third sitting: 36 modules did not all
+  #    finish in 780 s alone; fa3 modules 60-150 s each)
+  step prebuild 900 python3 -m kernels.flashinfer_prebuild --budget quick --backend fa2 --backend fa3 \
       --backend auto --out "$R/prebuild.json"
   side_lane > "$A/side.log" 2>&1 &
   local side=$!
-  # 2. the ledger's scripts not yet run on the runner, beside the rest (short, each call in a child)
-  ( step repro_head_dim_96 150 python3 docs/evidence/repro_flashinfer_ragged_head_dim_96.py
-    step repro_packbits_empty 90 python3 docs/evidence/repro_flashinfer_packbits_empty.py
-    step repro_stale_mask_crash 120 python3 docs/evidence/repro_flashinfer_ragged_stale_mask_crash.py
+  # 2. the scripts of ledger entries not yet run on the runner
+  ( step repro_zero_pages_graph 150 python3 docs/evidence/repro_flashinfer_paged_mask_zero_pages_graph.py
   ) > "$A/scripts.log" 2>&1 &
   local scripts=$!
-  # 1. the quick FlashInfer matrix on what the 2026-12-01 sittings left (fa2 and fa2+graph ran then,
-  #    docs/evidence/2026-12-01-h200-2/): fa3 and auto, eager and graph (issue 3; auto's records feed
-  #    issue 4's routing check); --isolate: a SIGFPE or a dead context costs one record. Two processes
-  #    at once: host work bounds a record, not the GPU.
-  local mb=${ATTNCHECK_MATRIX_S:-420} ma=(--target flashinfer --device cuda --budget quick --isolate)
-  ( step matrix_eager $((mb + 120)) "${run[@]}" run "${ma[@]}" --time-budget "$mb" \
-        --backend fa3 --backend auto --out "$R/matrix_eager" ) &
-  local pa=$!
-  step matrix_graph $((mb + 120)) "${run[@]}" run "${ma[@]}" --time-budget "$mb" \
-      --backend fa3+graph --backend auto+graph --out "$R/matrix_graph"
-  wait "$pa"
-  cat "$R"/matrix_eager/results.jsonl "$R"/matrix_graph/results.jsonl > "$R/matrix_auto.jsonl" 2>/dev/null
-  step routing 120 python3 -m routing.from_records "$R/matrix_auto.jsonl" --spec flashinfer_cuda --arch sm90 \
-      --out "$R/routing"
+  # 5. auto with tensor-core decode, for the routing spec's decode rows (issue 4)
+  step matrix_decode_tc 420 "${run[@]}" run "${ma[@]}" --time-budget 300 --backend auto --backend auto+graph \
+      --adapter-option decode_tensor_cores=true --out "$R/matrix_decode_tc"
+  wait "$cudnn"
+  step routing 120 python3 -m routing.from_records "$R/matrix_decode_tc/results.jsonl" --spec flashinfer_cuda \
+      --arch sm90 --out "$R/routing"
   wait "$scripts" "$side"
   [ "${ATTNCHECK_TIMING:-0}" = 1 ] && timing_lane
   touch "$A/DONE"
