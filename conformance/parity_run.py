@@ -81,6 +81,10 @@ def evaluate(adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Ca
     except Exception as e:  # the library raised: an error, reported with its type and text
         rec.status = "error"
         rec.reason = f"{type(e).__name__}: {e}"[:2000]
+        route = getattr(adapter, "route_after_failed_run", None)
+        planned = route(inputs) if route is not None else None
+        if planned is not None:  # plan() returned and said which backend: the record keeps it
+            rec.resolved_backend, rec.fallback_reason = planned[0], reason_to_json(planned[1])
         return rec
     rec.plan_s, rec.run_s = t1 - t0, t2 - t1
     timing = getattr(adapter, "last_timing", None)

@@ -590,6 +590,19 @@ class FlashInferKernel:
         return KernelOutput(out=out, lse=lse if want_lse else None, lse_base=lse_base, resolved_backend=resolved,
                             fallback_reason=reason)
 
+    def route_after_failed_run(self, inputs: Inputs) -> Optional[tuple[str, Reason]]:
+        """What plan() resolved `inputs` to, when plan() returned and run() then raised; None otherwise.
+
+        Upstream resolves `auto` in plan() and run() uses it (prefill.py:3669-3678, decode.py:2375), so the
+        backend read after plan is the one the failed run meant; a record of the failure can then still be
+        checked against the routing spec. The ROCm fork re-checks in run() (rocm_fork.md section 7): what
+        plan() chose there is not what run() would have used, and nothing is claimed.
+        """
+        p = self._planned
+        if p is None or not p.resolved_after_plan or not _same_inputs(p.inputs, inputs) or self._facts().fork:
+            return None
+        return p.resolved_after_plan, NOT_REPORTED
+
     def bench_call(self, inputs: Inputs) -> Callable[[], Any]:
         """The library's run() alone, for timing (conformance/sweep.py): planned once, out= allocated once.
 

@@ -228,3 +228,44 @@ def test_records_of_long_lived_auto_adapters_on_the_fake_pass_and_exercise_the_l
     sticky = [v for v in report.verdicts
               if v.expected.rule != expected_route(SPEC, replace(v.query, graph_mode=False)).rule]
     assert sticky, "no record's expectation differed from its fresh route: the lifecycle was not exercised"
+
+
+def test_a_run_that_raises_after_plan_keeps_the_backend_plan_chose_and_is_observed(monkeypatch):
+    """On the H200, 19 records that raised in run() (a sticky fa3 meeting a mask, a module that failed to
+    build) said nothing of the backend; plan() had chosen it, and the record now keeps that choice."""
+    ff.install(monkeypatch)
+    fl.lib_facts.cache_clear()
+    reset_seen()
+    a = fi.FlashInferKernel("auto", "cpu", options=fi.AdapterOptions(workspace_bytes=1024), graphs=ff.FakeGraphs())
+    base = dict(run_id="r1", target="flashinfer", device="cpu", seed=0)
+
+    def boom(self, *args, **kwargs):
+        raise RuntimeError("BatchPrefillWithPagedKVCacheSM90Run failed with error: operation not supported")
+
+    monkeypatch.setattr(ff.BatchPrefillWithPagedKVCacheWrapper, "run", boom)
+    failed = parity_run.evaluate(a, PAGED, materialize(PAGED, 0, "cpu"), lambda: None, base)
+    assert failed.status == "error" and failed.resolved_backend == "fa3"
+    assert failed.fallback_reason == NOT_REPORTED_JSON
+    empty = Case("paged", (), (), page_size=5, **_H)  # plan() itself raises: nothing was chosen
+    before_plan = parity_run.evaluate(a, empty, materialize(empty, 0, "cpu"), lambda: None, base)
+    fl.lib_facts.cache_clear()
+    assert before_plan.status == "error" and before_plan.resolved_backend is None
+    report = fr.check_records([header(), failed, before_plan], SPEC, "sm90")
+    assert report.counts["observed"] == 2 and report.ok  # the fa3 route, and empty_batch's expected raise
+
+
+def test_on_the_fork_a_failed_run_claims_no_backend(monkeypatch):
+    """The fork re-checks its choice in run(): what plan() chose is not what the failed run would have used."""
+    ff.install(monkeypatch, fork=True)
+    fl.lib_facts.cache_clear()
+    reset_seen()
+    a = fi.FlashInferKernel("auto", "cpu", options=fi.AdapterOptions(workspace_bytes=1024), graphs=ff.FakeGraphs())
+
+    def boom(self, *args, **kwargs):
+        raise RuntimeError("run failed")
+
+    monkeypatch.setattr(ff.ForkBatchPrefillWithPagedKVCacheWrapper, "run", boom)
+    rec = parity_run.evaluate(a, PAGED, materialize(PAGED, 0, "cpu"), lambda: None,
+                              dict(run_id="r1", target="flashinfer", device="cpu", seed=0))
+    fl.lib_facts.cache_clear()
+    assert rec.status == "error" and rec.resolved_backend is None
