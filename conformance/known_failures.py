@@ -278,8 +278,8 @@ LEDGER: tuple[KnownFailure, ...] = (
     KnownFailure(
         "flashinfer-fa3-softcap-lse-after-empty-rows", "flashinfer", ("0.7.2.post1",),
         "fa3 paged prefill, fp16 with a logits soft cap, causal: in a batch whose request 0 has more query rows "
-        "than keys (its top rows see nothing) followed by another request, the LSE of request 0's rows that do "
-        "see keys is written as -inf for one head; the output is right and each request alone passes",
+        "than keys (its top rows see nothing) followed by another request, LSE entries of request 0's rows that "
+        "do see keys are written as -inf; the output is right and each request alone passes",
         "fail", "docs/evidence/probe_flashinfer_fa3_softcap_lse.py", confirmed=True,
         seen="2026-12-01 H200, the probe (probe_flashinfer_fa3_softcap_lse.h200.txt): qo [300, 64] over kv [33, "
              "1031], 64/8 heads, head dim 128: 33 LSE entries -inf (rows 267-299) in HND and NHD, page 1 and 16, "

@@ -344,8 +344,8 @@ def _check_input(records: list[Any], spec: RoutingSpec, path: str) -> None:
                        f"pass --spec {' or '.join(fits)}, or results of target {want!r}")
     explicit_too = spec.library in EXPLICIT_ROWS
     if not any(explicit_too or split_backend(r.backend)[0] == AUTO for r in parity):
-        raise BadInput("RESULTS", path, "records of backend auto or auto+graph" + (" or any other" if explicit_too else ""),
-                       "run attncheck with --backend auto (and/or auto+graph)")
+        wanted = "records of backend auto or auto+graph" + (" or any other" if explicit_too else "")
+        raise BadInput("RESULTS", path, wanted, "run attncheck with --backend auto (and/or auto+graph)")
     for r in parity:
         if explicit_too or split_backend(r.backend)[0] == AUTO:
             try:
@@ -357,8 +357,8 @@ def _check_input(records: list[Any], spec: RoutingSpec, path: str) -> None:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="python -m routing.from_records",
-                                description="Check the auto (and, under a FlashInfer spec, explicit) records of a parity run "
-                                            "against a routing spec.")
+                                description="Check the auto (and, under a FlashInfer spec, explicit) records of "
+                                            "a parity run against a routing spec.")
     p.add_argument("results", help="results.jsonl written by `attncheck run`")
     p.add_argument("--spec", required=True, help=f"spec name: {', '.join(sorted(set(SPECS) | set(BY_MODULE)))}")
     p.add_argument("--arch", default=None, help="architecture the run used, e.g. sm90 (CUDA) or gfx942 (ROCm)")

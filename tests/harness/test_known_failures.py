@@ -210,7 +210,8 @@ def test_the_third_sittings_entries_match_only_what_was_shown() -> None:
     for backend in ("fa3", "auto", "fa3+graph"):
         assert known_for("flashinfer", base, backend, "0.7.2.post1", "sm90") == lse
     for case, backend in ((base, "fa2"), (dict(base, qo_lens=[300], kv_lens=[33]), "fa3"),
-                          (dict(base, q_dtype="bf16", kv_dtype="bf16"), "fa3"), (dict(base, logits_soft_cap=0.0), "fa3"),
+                          (dict(base, q_dtype="bf16", kv_dtype="bf16"), "fa3"),
+                          (dict(base, logits_soft_cap=0.0), "fa3"),
                           (dict(base, return_lse=False), "fa3"), (dict(base, layout="ragged", kv_layout="NHD"), "fa3"),
                           (dict(base, mask="custom"), "auto")):
         assert known_for("flashinfer", case, backend, "0.7.2.post1", "sm90") is None, (case, backend)
