@@ -169,6 +169,8 @@ RULES: tuple[RouteRule, ...] = (
               source="prefill.py:3669, :5527, decode.py:2375 resolve only `auto`"),
     RouteRule("explicit_fa3", lambda q, c: q.requested == "fa3", "fa3", NOT_REPORTED,
               source="prefill.py:3669, :5527, decode.py:2375 resolve only `auto`"),
+    RouteRule("explicit_cudnn", lambda q, c: q.requested == "cudnn", "cudnn", NOT_REPORTED,
+              source="prefill.py:3669, :5527, decode.py:2375 resolve only `auto`"),
     # -- decode: which kernel family, before any selector call --
     RouteRule("decode_cuda_cores", _auto(lambda q, c: q.api == "decode" and not q.use_tensor_cores),
               "fa2", NOT_REPORTED,

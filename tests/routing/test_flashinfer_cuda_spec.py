@@ -75,12 +75,12 @@ def _no_fake_left_behind() -> Iterator[None]:
     fl.lib_facts.cache_clear()
 
 
-def _install_fake(mp: pytest.MonkeyPatch, arch: str) -> None:
+def _install_fake(mp: pytest.MonkeyPatch, arch: str, cudnn: bool = False) -> None:
     """The fake, with its is_sm90a_supported reading the (patched) compute capability as upstream's does."""
     cap = CAPABILITY[arch]
     mp.setattr(env, "device_capability", lambda device: cap)
     mp.setattr(ff, "is_sm90a_supported", lambda device: (env.device_capability(device) or (0, 0))[0] == 9)
-    ff.install(mp)
+    ff.install(mp, cudnn=cudnn)
     fl.lib_facts.cache_clear()
     reset_seen()
 
@@ -135,6 +135,17 @@ def observed() -> list[tuple[str, RoutingQuery, ObservedRoute]]:
                     q = query_from_case(case, RoutingEnv(arch=arch), requested=backend,
                                         use_tensor_cores=backend == "fa3")
                     out.append((f"{arch} explicit {backend} {case.layout}", q, _observe(a, case)))
+        fl.lib_facts.cache_clear()
+        with pytest.MonkeyPatch.context() as mp:  # the cuDNN backend where its frontend imports
+            _install_fake(mp, arch, cudnn=True)
+            seen: set[str] = set()
+            for label, case in _cases():
+                a = _adapter(backend="cudnn")
+                if case.layout in seen or not a.supports(case).ok:
+                    continue
+                seen.add(case.layout)
+                q = query_from_case(case, RoutingEnv(arch=arch), requested="cudnn")
+                out.append((f"{arch} explicit cudnn {case.layout}", q, _observe(a, case)))
         fl.lib_facts.cache_clear()
     return out
 
