@@ -52,6 +52,7 @@ def directed_cases() -> list[Case]:
     return [
         Case("ragged", (), (), label="empty batch", **base),
         Case("paged", (), (), page_size=16, label="empty paged batch", **base),
+        Case("decode", (), (), page_size=16, label="empty decode batch", **base),
         Case("ragged", (0, 5, 0), (7, 0, 0), label="zero-length requests", **base),
         Case("paged", (3, 2), (0, 9), page_size=4, causal=True, label="kv_len 0 beside a real request", **base),
         Case("ragged", (9,), (4,), causal=True, label="causal with qo > kv: top rows attend nothing", **base),

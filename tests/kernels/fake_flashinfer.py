@@ -844,6 +844,9 @@ class BatchDecodeWithPagedKVCacheWrapper:
         self._cached_kv_data_type = kv_data_type
         self._cached_o_data_type = o_data_type
         self._batch_size = batch_size
+        if self._use_tensor_cores and batch_size == 0 and not STATE.fork:  # decode.py:2371 kv_lens_arr_host.max()
+            raise RuntimeError("max(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+                               "reduction dim with the 'dim' argument.")
         if self._use_tensor_cores and self._backend == "auto":
             if {torch.float8_e4m3fn, torch.float8_e5m2} & {q_data_type, kv_data_type}:
                 self._backend = determine_attention_backend(self.device, 0, False, False, q_data_type, kv_data_type,
@@ -881,6 +884,8 @@ class BatchDecodeWithPagedKVCacheWrapper:
              dict(q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, out=out, lse=lse, return_lse=return_lse))
         k_cache, v_cache = paged_kv_cache
         _check_cached_qkv_data_type(q, k_cache, self._cached_q_data_type, self._cached_kv_data_type)
+        if q_len_per_req is None and not STATE.fork:  # decode.py:2835, :2855 infer it, dividing by the batch size
+            q.size(0) // len(self._paged_kv_last_page_len_buf)  # ZeroDivisionError on an empty batch, as upstream
         sm_scale = self._sm_scale if self._sm_scale is not None else 1.0 / math.sqrt(q.shape[-1])
         if q_scale is not None:
             sm_scale *= q_scale  # decode.py:2908

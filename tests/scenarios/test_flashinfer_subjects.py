@@ -86,12 +86,33 @@ def test_exploration_finds_the_lifecycle_defect_and_writes_a_plain_script(fake: 
     assert code == 1 and "REPRODUCED" in out, out
 
 
+def _with_ledger_at(subject: Any, version: str) -> Any:
+    """The subject with the real ledger read as if `version` were installed (the fake reports its own)."""
+    from conformance.known_failures import entry_for
+
+    def known(case: Any, backend: str) -> Any:
+        e = entry_for("flashinfer", case.to_json(), backend, version, "sm90")
+        return (e.id, e.status) if e is not None else None
+    return replace(subject, known=known)
+
+
 def test_graph_and_decode_subjects_hold(fake: Any, tmp_path: Path) -> None:
     subs = _subjects()
-    for name in ("flashinfer-sm90-ragged-graph", "flashinfer-sm90-paged-graph", "flashinfer-sm90-decode"):
+    for name in ("flashinfer-sm90-ragged-graph", "flashinfer-sm90-paged-graph"):
         r = explore_subject(subs[name], BUDGETS["ci"], tmp_path)
         assert r.failure is None and not r.directed_failures, (name, r.failure, r.directed)
         assert r.stats.runs > 0
+
+
+def test_the_decode_subject_finds_runs_empty_batch_defect_and_holds_once_it_is_known(fake: Any, tmp_path: Path) -> None:
+    """The fake copies decode.py:2855 (run() divides by the batch size): exploration finds it as it did on the
+    H200, shrunk to plan and run of an empty batch; with the ledger's entry for it, the subject holds."""
+    decode = _subjects()["flashinfer-sm90-decode"]
+    r = explore_subject(decode, BUDGETS["ci"], tmp_path)
+    assert r.failure is not None and r.failure["invariant"] == "no_unexpected_error"
+    assert "ZeroDivisionError" in r.failure["details"]["no_unexpected_error"]
+    known = explore_subject(_with_ledger_at(decode, "0.7.2.post1"), BUDGETS["ci"], tmp_path / "known")
+    assert known.failure is None and known.stats.runs > 0, known.failure
 
 
 def test_a_raise_the_ledger_explains_is_known_not_a_finding(fake: Any) -> None:
