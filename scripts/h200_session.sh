@@ -102,7 +102,10 @@ pipeline() {
   local ma=(--target flashinfer --device cuda --budget quick --isolate)
   # 1. FlashInfer's cuDNN backend (issue 3): offered once the cuDNN frontend wheel is in .whl/
   #    (docs/h200-runner.md); it compiles no JIT module, so it runs beside the prebuild
-  ( step matrix_cudnn 600 "${run[@]}" run "${ma[@]}" --time-budget 480 --backend cudnn --out "$R/matrix_cudnn" ) &
+  ( step matrix_cudnn 600 "${run[@]}" run "${ma[@]}" --time-budget 480 --backend cudnn --out "$R/matrix_cudnn"
+    # the torch target on CUDA, its records kept: the torch spec's CUDA rows are a named gap (issue 4)
+    step matrix_torch_cuda 300 "${run[@]}" run --target torch --device cuda --budget quick --out "$R/matrix_torch_cuda"
+  ) &
   local cudnn=$!
   # 0. every module the runs below load, built first (2026-12-01, third sitting: 36 modules did not all
   #    finish in 780 s alone; fa3 modules 60-150 s each)
@@ -112,6 +115,7 @@ pipeline() {
   local side=$!
   # 2. the scripts of ledger entries not yet run on the runner
   ( step repro_zero_pages_graph 150 python3 docs/evidence/repro_flashinfer_paged_mask_zero_pages_graph.py
+    step probe_graph_zero_rows 300 python3 docs/evidence/probe_flashinfer_graph_zero_rows_capture.py
   ) > "$A/scripts.log" 2>&1 &
   local scripts=$!
   # 5. auto with tensor-core decode, for the routing spec's decode rows (issue 4)
