@@ -305,11 +305,23 @@ LEDGER: tuple[KnownFailure, ...] = (
 )
 
 
+# Kernels an `auto` record may have resolved to; the rules are then asked about the kernel that ran.
+RESOLVED_KERNELS = frozenset({"fa2", "fa3", "cudnn", "trtllm-gen", "aiter"})
+
+
 def entry_for(target: str, case: dict[str, Any], backend: str, version: Optional[str] = None,
-              arch: Optional[str] = None, options: Optional[dict[str, Any]] = None) -> Optional[KnownFailure]:
+              arch: Optional[str] = None, options: Optional[dict[str, Any]] = None,
+              resolved: Optional[str] = None) -> Optional[KnownFailure]:
     """The ledger entry that predicts `case` on `backend` fails (or crashes) at `version` on `arch`, with the
-    run's adapter `options` (None: the adapters' defaults), if any."""
+    run's adapter `options` (None: the adapters' defaults), if any.
+
+    `resolved`: the kernel an `auto` record ran, where it is known. A long-lived wrapper may hold another
+    kernel than a fresh one would pick (sticky paged auto, graph mode's first plan), and the rules model the
+    fresh pick; given what ran, they are asked about that instead (else an entry would claim a record that
+    ran a kernel without the defect, and the gate would call its pass unexpected)."""
     base, mode = backend.split("+", 1)[0], "graph" if backend.endswith("+graph") else "eager"
+    if base == "auto" and resolved in RESOLVED_KERNELS:
+        base = resolved
     for e in LEDGER:
         if e.target != target or e.applies is None:
             continue
@@ -327,9 +339,10 @@ def entry_for(target: str, case: dict[str, Any], backend: str, version: Optional
 
 
 def known_for(target: str, case: dict[str, Any], backend: str, version: Optional[str] = None,
-              arch: Optional[str] = None, options: Optional[dict[str, Any]] = None) -> Optional[str]:
+              arch: Optional[str] = None, options: Optional[dict[str, Any]] = None,
+              resolved: Optional[str] = None) -> Optional[str]:
     """The id of the ledger entry that explains a failing record of `case` on `backend`, if any."""
-    e = entry_for(target, case, backend, version, arch, options)
+    e = entry_for(target, case, backend, version, arch, options, resolved)
     return e.id if e is not None else None
 
 

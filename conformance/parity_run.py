@@ -197,7 +197,7 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
     def emit(rec: ParityRecord) -> None:
         if rec.status in FAILING:
             rec.known = known_for(target_name, rec.case, rec.backend, versions.get(target_name), arch,
-                                  adapter_options)
+                                  adapter_options, rec.resolved_backend)
         sink.write(rec)
         outcome.records.append(rec)
         progress(rec, len(outcome.records), total)

@@ -1,0 +1,62 @@
+"""The ledger asked about the kernel an `auto` record ran: the parity run's annotation and the gate's verdict."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import conformance.known_failures as kf
+import conformance.parity_run as pr
+from conformance.grid_run import GridRun
+from reports.records import ParityRecord
+from scenarios.case import Case
+
+CASE = Case("ragged", (3, 2), (7, 4), 4, 2, head_dim_qk=16, head_dim_vo=16, q_dtype="fp32", kv_dtype="fp32",
+            o_dtype="fp32")
+TORCH_VERSION = __import__("torch").__version__
+# A defect of fa3 that a fresh auto wrapper would run into here (as the FlashInfer entries model it).
+FA3_ONLY = kf.KnownFailure("fake-fa3-defect", "torch", (TORCH_VERSION,), "fa3 only", "fail", "docs/evidence/none.py",
+                           confirmed=False, seen="test", applies=lambda c, b: b in ("fa3", "auto"))
+
+
+def _record(status: str, resolved: str) -> ParityRecord:
+    return ParityRecord(run_id="r", target="torch", backend="auto", device="cpu", case_id=CASE.id, case=CASE.to_json(),
+                        seed=0, status=status, resolved_backend=resolved)
+
+
+def test_an_auto_record_that_ran_another_kernel_is_not_claimed() -> None:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(kf, "LEDGER", (FA3_ONLY,))
+        assert kf.known_for("torch", CASE.to_json(), "auto", TORCH_VERSION) == "fake-fa3-defect"  # the fresh pick
+        assert kf.known_for("torch", CASE.to_json(), "auto", TORCH_VERSION, resolved="fa3") == "fake-fa3-defect"
+        assert kf.known_for("torch", CASE.to_json(), "auto+graph", TORCH_VERSION, resolved="fa2") is None
+        assert kf.known_for("torch", CASE.to_json(), "auto", TORCH_VERSION, resolved="unobserved") == "fake-fa3-defect"
+
+
+def test_the_gate_does_not_call_a_pass_on_the_held_kernel_unexpected(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long-lived auto wrapper held fa2 (sticky, or graph mode's first plan) and passed: no entry, so the gate
+    sees a plain pass; on fa3 the same pass is the entry's unexpected pass."""
+    monkeypatch.setattr(kf, "LEDGER", (FA3_ONLY,))
+    run = GridRun("torch", "cpu", "quick", 0, "w0")
+    rec, entry = run.evaluate(CASE, "auto", lambda: _record("pass", "fa2"))
+    assert entry is None and rec.known is None
+    rec, entry = run.evaluate(CASE, "auto", lambda: _record("pass", "fa3"))
+    assert entry is not None and entry.id == "fake-fa3-defect"
+    rec, entry = run.evaluate(CASE, "auto", lambda: _record("fail", "fa3"))
+    assert rec.known == "fake-fa3-defect"
+
+
+def test_the_parity_run_annotates_a_failing_record_by_the_kernel_it_ran(monkeypatch: pytest.MonkeyPatch,
+                                                                        tmp_path: Any) -> None:
+    monkeypatch.setattr(kf, "LEDGER", (FA3_ONLY,))
+    ran = iter(["fa2", "fa3"])
+
+    def failing(adapter: Any, case: Case, *a: Any, **k: Any) -> tuple[ParityRecord, bool]:
+        rec = _record("fail", next(ran))
+        rec.backend = adapter.backend
+        return rec, True
+
+    monkeypatch.setattr(pr, "evaluate_with_control", failing)
+    out = pr.run_parity("torch", "cpu", "quick", str(tmp_path / "a"), cases=[CASE, CASE.replace(causal=True)],
+                        backends=["auto"])
+    assert [r.known for r in out.records] == [None, "fake-fa3-defect"]
