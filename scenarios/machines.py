@@ -108,6 +108,7 @@ class Subject:
     # The known-failure ledger's (id, status) for a case it already explains (case-level entries of
     # conformance/known_failures.py), or None: a raise it explains is logged as "known", not a new
     # finding; a "crash" entry's case is not launched at all (it would kill the process).
+    # After a run that raised, asked about the kernel plan() chose (an auto wrapper's held one) where known.
     known: Optional[Callable[[Case, str], Optional[tuple[str, str]]]] = None
 
 
@@ -434,7 +435,9 @@ class ScenarioMachine(RuleBasedStateMachine):
             return
         except Exception as e:  # noqa: BLE001
             step.library_calls = log[mark:]
-            if self._known(step, case, backend, e):
+            route = getattr(adapter, "route_after_failed_run", None)
+            held = route(p.inputs) if route is not None else None  # what plan() chose, where the run meant it
+            if self._known(step, case, backend, e, held[0] if held is not None else None):
                 self.planned.pop(backend, None)
                 self._context(step)
                 return
@@ -463,9 +466,12 @@ class ScenarioMachine(RuleBasedStateMachine):
         if not alive:
             raise ContextLost(self.subject.name, self.steps, step.note)
 
-    def _known(self, step: Step, case: Case, backend: str, e: Exception) -> bool:
-        """Log a raise the ledger already explains as "known" (True); False for anything else."""
-        entry = self.subject.known(case, backend) if self.subject.known is not None else None
+    def _known(self, step: Step, case: Case, backend: str, e: Exception, resolved: Optional[str] = None) -> bool:
+        """Log a raise the ledger already explains as "known" (True); False for anything else. `resolved`: the
+        kernel a failed run meant (an auto wrapper's held choice), which the ledger is then asked about."""
+        if self.subject.known is None:
+            return False
+        entry = self.subject.known(case, resolved or backend)
         if entry is None:
             return False
         step.outcome, step.note = "known", f"{entry[0]}: {type(e).__name__}: {e}"[:300]

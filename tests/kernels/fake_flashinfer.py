@@ -483,6 +483,9 @@ class BatchPrefillWithPagedKVCacheWrapper:
             mask_mode = CUSTOM
         else:
             mask_mode = CAUSAL if self._causal else NON_CAUSAL
+        if mask_mode == CUSTOM and self._backend == "fa3" and not STATE.fork:  # a held fa3 meets a mask (the
+            raise RuntimeError("Check failed: (status == cudaSuccess) is false: BatchPrefillWithPagedKVCacheSM90Run "
+                               "failed with error: operation not supported")  # __init__ docstring; seen on the H200
         layout, window, cap, batch = self._kv_layout, self._window_left, self._logits_soft_cap, self._batch_size
 
         def kv_index(t: torch.Tensor, b: int, kv: int) -> torch.Tensor:

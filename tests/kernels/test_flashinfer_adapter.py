@@ -392,12 +392,17 @@ def test_a_declined_case_is_refused_by_plan(fake: Any) -> None:
 
 def test_paged_auto_is_read_from_the_wrapper_and_stays_sticky_as_the_library_makes_it(fake: Any) -> None:
     """paged `_backend` after plan: fa3 for an unmasked case; the same wrapper keeps fa3 for a masked one
-    (the library never re-resolves), while a fresh wrapper resolves fa2. The adapter reports both as they are."""
+    (the library never re-resolves) and its run fails as on the H200 ("operation not supported"), while a
+    fresh wrapper resolves fa2. The adapter reports both as they are, the failed run's by what plan() chose."""
     a = adapter("auto")
     _, r1 = run_case(a, PAGED)
-    _, r2 = run_case(a, PAGED_MASK)
+    masked = materialize(PAGED_MASK, 0, "cpu")
+    a.plan(masked)
+    with pytest.raises(RuntimeError, match="operation not supported"):
+        a.run(masked)
+    assert a.route_after_failed_run(masked) == ("fa3", NOT_REPORTED)
     _, r3 = run_case(a.fresh(), PAGED_MASK)
-    assert (r1.resolved_backend, r2.resolved_backend, r3.resolved_backend) == ("fa3", "fa3", "fa2")
+    assert (r1.resolved_backend, r3.resolved_backend) == ("fa3", "fa2")
     assert a.last_run["resolved_after_plan"] == "fa3"
 
 

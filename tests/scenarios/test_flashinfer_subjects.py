@@ -176,3 +176,24 @@ def test_scripts_of_a_many_line_raise_parse_and_replay_on_the_subjects_device(fa
         ast.parse(text)  # the script is Python whatever the note held
         if name.endswith("graph"):
             assert "DEVICE = 'cuda:1'" in text and "materialize(case, seed, DEVICE)" in text
+
+
+def test_a_held_fa3_meeting_a_mask_is_known_by_the_kernel_the_run_meant(fake: Any) -> None:
+    """Sticky paged auto: after an unmasked plan picked fa3, a masked plan's run fails ("operation not
+    supported", as on the H200). The ledger is asked about fa3, what plan() held, and knows it; exploration
+    then goes on past it instead of stopping at the same known defect every sitting."""
+    subject = _with_ledger_at(_subjects()["flashinfer-sm90-paged"], "0.7.2.post1")
+    inst = machine_for(subject)()
+    case = inst.profile.probe("paged")
+    inst.plan_case("plan", case, 0)
+    inst._run("auto", "run")
+    inst.plan_case("plan", case.replace(mask="custom"), 0)
+    inst._run("auto", "run")
+    last = inst.steps[-1]
+    assert last.outcome == "known" and last.note.startswith("flashinfer-sticky-paged-auto: RuntimeError"), last.line()
+    unknown = machine_for(replace(subject, known=lambda case, b: None))()
+    unknown.plan_case("plan", case, 0)
+    unknown._run("auto", "run")
+    unknown.plan_case("plan", case.replace(mask="custom"), 0)
+    with pytest.raises(Exception, match="operation not supported"):
+        unknown._run("auto", "run")
