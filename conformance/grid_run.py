@@ -62,7 +62,7 @@ class GridRun:
             rec = in_process()
             if rec.status == "error" and not note_context(rec, self.device, CONTEXT_LOST):
                 self.evaluator = self._isolated()  # this process's GPU is unusable from here on
-        if rec.resolved_backend is not None:  # an auto record: the ledger is asked about the kernel that ran
+        if rec.resolved_backend is not None:  # asked again about the kernel that ran (differs for an auto record)
             entry = entry_for(self.target, case.to_json(), backend, self.version, arch_here(self.device),
                               resolved=rec.resolved_backend)
         if rec.status in FAILING and entry is not None:

@@ -21,7 +21,7 @@ from conformance.known_failures import entry_for, known_for
 from conformance.markers import arch_here
 from kernels import get_target, skips
 from kernels.errors import KernelUnavailable, LibraryRefused
-from kernels.protocol import AttentionKernel, Stage, reason_to_json
+from kernels.protocol import AttentionKernel, Stage, reason_to_json, route_of_failed_run
 from kernels.standins import standin_from_versions
 from oracle.judge import Truth, judge, truth
 from reports.parity import render_markdown
@@ -81,8 +81,7 @@ def evaluate(adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Ca
     except Exception as e:  # the library raised: an error, reported with its type and text
         rec.status = "error"
         rec.reason = f"{type(e).__name__}: {e}"[:2000]
-        route = getattr(adapter, "route_after_failed_run", None)
-        planned = route(inputs) if route is not None else None
+        planned = route_of_failed_run(adapter, inputs)
         if planned is not None:  # plan() returned and said which backend: the record keeps it
             rec.resolved_backend, rec.fallback_reason = planned[0], reason_to_json(planned[1])
         return rec

@@ -102,6 +102,13 @@ class AttentionKernel(Protocol):
     def fresh(self) -> "AttentionKernel": ...
 
 
+def route_of_failed_run(adapter: AttentionKernel, inputs: Inputs) -> Optional[tuple[str, Reason]]:
+    """What plan() chose for `inputs` when run() then raised, from an adapter that can say
+    (`route_after_failed_run`, FlashInfer upstream); None from any other, or when it cannot."""
+    route = getattr(adapter, "route_after_failed_run", None)
+    return route(inputs) if route is not None else None
+
+
 @dataclass(frozen=True)
 class Stage:
     """A slice of a run: backends evaluated together over every case, after `prepare` has run.

@@ -39,7 +39,7 @@ from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
 from kernels._env import context_after_error, device_type
 from kernels.errors import LibraryRefused
-from kernels.protocol import AttentionKernel, KernelOutput, Reason
+from kernels.protocol import AttentionKernel, KernelOutput, Reason, route_of_failed_run
 from oracle.compare import unwritten_mask
 from oracle.judge import Truth, judge, truth
 from routing.check import ObservedRoute, check
@@ -435,8 +435,7 @@ class ScenarioMachine(RuleBasedStateMachine):
             return
         except Exception as e:  # noqa: BLE001
             step.library_calls = log[mark:]
-            route = getattr(adapter, "route_after_failed_run", None)
-            held = route(p.inputs) if route is not None else None  # what plan() chose, where the run meant it
+            held = route_of_failed_run(adapter, p.inputs)  # what plan() chose, where the run meant it
             if self._known(step, case, backend, e, held[0] if held is not None else None):
                 self.planned.pop(backend, None)
                 self._context(step)

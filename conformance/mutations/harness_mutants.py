@@ -231,7 +231,7 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
              "the zero-pages entry claims every batch with a request over no pages, eager ones that pass too",
              (_LEDGER + "test_the_zero_pages_entries_split_on_the_packed_masks_size",)),
     _harness("parity-failed-run-route-dropped", "conformance/parity_run.py",
-             "        planned = route(inputs) if route is not None else None\n",
+             "        planned = route_of_failed_run(adapter, inputs)\n",
              "        planned = None\n",
              "a run that raises after plan() keeps no backend: its route cannot be checked against the spec",
              ("tests/routing/test_from_records.py::"
@@ -248,8 +248,8 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
              ("tests/gate/test_ledger_resolved.py::test_an_auto_record_that_ran_another_kernel_is_not_claimed",
               _LEDGER + "test_the_ledger_claims_no_passing_record_of_the_third_sitting")),
     _harness("grid-run-resolved-ignored", "conformance/grid_run.py",
-             "        if rec.resolved_backend is not None:  # an auto record",
-             "        if False:  # an auto record",
+             "        if rec.resolved_backend is not None:  # asked again",
+             "        if False:  # asked again",
              "the gate judges an auto record by the fresh pick: a pass on the held kernel reads as unexpected",
              ("tests/gate/test_ledger_resolved.py::test_the_gate_does_not_call_a_pass_on_the_held_kernel_unexpected",)),
     _harness("parity-known-by-fresh-pick", "conformance/parity_run.py",
@@ -258,7 +258,7 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
              "the parity run annotates a failing auto record by the fresh pick, not the kernel it ran",
              ("tests/gate/test_ledger_resolved.py::test_the_parity_run_annotates_a_failing_record_by_the_kernel_it_ran",)),
     _harness("machines-failed-run-route-ignored", "scenarios/machines.py",
-             "            held = route(p.inputs) if route is not None else None",
+             "            held = route_of_failed_run(adapter, p.inputs)",
              "            held = None",
              "a run that raised is judged by the wrapper's requested backend, not the kernel plan() held: the "
              "sticky defect is reported again every sitting",

@@ -230,13 +230,18 @@ def test_records_of_long_lived_auto_adapters_on_the_fake_pass_and_exercise_the_l
     assert sticky, "no record's expectation differed from its fresh route: the lifecycle was not exercised"
 
 
+def _fake_auto(monkeypatch, **install: Any) -> fi.FlashInferKernel:
+    """A fresh `auto` adapter on the fake (installed with `install`), its facts and variants reset."""
+    ff.install(monkeypatch, **install)
+    fl.lib_facts.cache_clear()
+    reset_seen()
+    return fi.FlashInferKernel("auto", "cpu", options=fi.AdapterOptions(workspace_bytes=1024), graphs=ff.FakeGraphs())
+
+
 def test_a_run_that_raises_after_plan_keeps_the_backend_plan_chose_and_is_observed(monkeypatch):
     """On the H200, 19 records that raised in run() (a sticky fa3 meeting a mask, a module that failed to
     build) said nothing of the backend; plan() had chosen it, and the record now keeps that choice."""
-    ff.install(monkeypatch)
-    fl.lib_facts.cache_clear()
-    reset_seen()
-    a = fi.FlashInferKernel("auto", "cpu", options=fi.AdapterOptions(workspace_bytes=1024), graphs=ff.FakeGraphs())
+    a = _fake_auto(monkeypatch)
     base = dict(run_id="r1", target="flashinfer", device="cpu", seed=0)
 
     def boom(self, *args, **kwargs):
@@ -256,10 +261,7 @@ def test_a_run_that_raises_after_plan_keeps_the_backend_plan_chose_and_is_observ
 
 def test_on_the_fork_a_failed_run_claims_no_backend(monkeypatch):
     """The fork re-checks its choice in run(): what plan() chose is not what the failed run would have used."""
-    ff.install(monkeypatch, fork=True)
-    fl.lib_facts.cache_clear()
-    reset_seen()
-    a = fi.FlashInferKernel("auto", "cpu", options=fi.AdapterOptions(workspace_bytes=1024), graphs=ff.FakeGraphs())
+    a = _fake_auto(monkeypatch, fork=True)
 
     def boom(self, *args, **kwargs):
         raise RuntimeError("run failed")
