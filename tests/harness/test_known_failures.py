@@ -161,11 +161,17 @@ def _session_3_records() -> list[ParityRecord]:
 
 
 def _follows_a_masked_plan(recs: list[ParityRecord], i: int) -> bool:
-    """The plan before record i on the same long-lived eager wrapper (backend, API, KV layout) was masked."""
-    r = recs[i]
-    same = [p for p in recs[:i] if p.backend == r.backend and p.status != "skip"
-            and (p.case["layout"], p.case["kv_layout"]) == (r.case["layout"], r.case["kv_layout"])]
-    return bool(same) and same[-1].case["mask"] == "custom"
+    """The plan before record i on the same long-lived wrapper (the run's keying, as routing.from_records
+    rebuilds it) was masked."""
+    from kernels.flashinfer import AdapterOptions
+    from routing.from_records import PLANNED, plan_sequences
+    from scenarios.case import Case
+
+    planned = [j for j, p in enumerate(recs) if p.status in PLANNED]
+    seqs = dict(zip(planned, plan_sequences([(recs[j].run_id, recs[j].backend, Case.from_json(recs[j].case))
+                                             for j in planned], AdapterOptions())))
+    before = [j for j in planned if j < i and seqs[j] == seqs[i]]
+    return bool(before) and recs[before[-1]].case["mask"] == "custom"
 
 
 def test_the_third_h200_runs_failures_are_each_a_ledger_entry_or_a_lifecycle_defect() -> None:
