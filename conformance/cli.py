@@ -7,7 +7,6 @@ are reported in one line naming the value and the fix, before any result file is
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -20,8 +19,8 @@ from conformance.mutations import cli_mutate
 from kernels.errors import KernelUnavailable, UnknownBackend, UnknownTarget
 from reports.parity import COUNT_HEADERS, counts_by_backend, failure_line, failures, skips_by_reason
 from reports.records import ParityRecord, StageRecord
-from scenarios.case import FEATURES, Case
-from scenarios.errors import InvalidCase, InvalidInputs, InvalidValue
+from scenarios.case import FEATURES, load_cases
+from scenarios.errors import InvalidInputs, InvalidValue
 from scenarios.matrix import BUDGETS, parse_budget
 
 USAGE_ERRORS = (UnknownTarget, UnknownBackend, KernelUnavailable, InvalidValue, InvalidInputs)
@@ -58,30 +57,6 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("explore", help="drive the stateful scenario machines (its options: attncheck explore --help)",
                    add_help=False)  # parsed by scenarios/explore.py itself: see main()
     return p
-
-
-def _load_cases(text: str) -> list[Case]:
-    """One Case (a JSON object) or several (a JSON list of objects), as text or @file.json."""
-    src = text
-    if text.startswith("@"):
-        try:
-            with open(text[1:], encoding="utf-8") as f:
-                src = f.read()
-        except OSError as e:
-            raise InvalidValue("--case @", text[1:], "a readable JSON file", f"check the path ({e.strerror})") from None
-    try:
-        obj = json.loads(src)
-    except json.JSONDecodeError as e:
-        raise InvalidCase("<json>", text[:80], "a JSON object of Case fields", f"fix the JSON ({e.msg})") from None
-    objs = obj if isinstance(obj, list) else [obj]
-    if not objs or not all(isinstance(o, dict) for o in objs):
-        raise InvalidCase("<json>", text[:80], "a JSON object of Case fields, or a non-empty list of them",
-                          "wrap the fields in {...}")
-    try:
-        return [Case.from_json(o) for o in objs]
-    except TypeError as e:
-        raise InvalidCase("<json>", text[:80], "every required Case field (layout, qo_lens, kv_lens, "
-                          "num_qo_heads, num_kv_heads)", f"add the missing field ({e})") from None
 
 
 def _stage(st: StageRecord) -> None:
@@ -137,7 +112,7 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     for f in args.features or []:
         if f not in FEATURES:
             raise InvalidValue("--feature", f, f"one of {', '.join(FEATURES)}", "pass a feature name from that list")
-    cases = [c for text in args.cases for c in _load_cases(text)] if args.cases else None
+    cases = [c for text in args.cases for c in load_cases(text)] if args.cases else None
     inputs = load(args.inputs) if args.inputs else None
     if args.jit_cache:
         _set_jit_cache(args.jit_cache)

@@ -167,7 +167,7 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
     chosen = list(backends) if backends else list(offered)
     adapters = {b: _make(target, b, device, adapter_options or {}) for b in chosen}  # usage errors: before any file
     staged = getattr(target, "stages", None)
-    stages = staged(cases, chosen, device) if callable(staged) else [Stage("all", tuple(chosen))]
+    stages = staged(cases, chosen, device, adapter_options or {}) if callable(staged) else [Stage("all", tuple(chosen))]
     run_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, RESULTS_FILE)

@@ -815,11 +815,13 @@ class FlashInferTarget:
 
         return flashinfer_matrix.build(budget, seed)
 
-    def stages(self, cases: list[Case], backends: list[str], device: str) -> list[Stage]:
+    def stages(self, cases: list[Case], backends: list[str], device: str,
+               options: Optional[dict] = None) -> list[Stage]:
         """One stage per library backend family (fa2, fa3, auto, others), each with a parallel prebuild.
 
         fa2 first (cheapest modules, so results start early), then fa3, then auto (whose modules
-        are mostly built by then); "+graph" joins its eager backend, sharing its modules.
+        are mostly built by then); "+graph" joins its eager backend, sharing its modules. `options`
+        are the run's adapter options: with decode_tensor_cores a decode case loads a prefill module.
         """
         from kernels import flashinfer_prebuild as pb
 
@@ -827,11 +829,12 @@ class FlashInferTarget:
         families: dict[str, list[str]] = {}
         for b in backends:
             families.setdefault(split_backend(b)[0], []).append(b)
-        supports = pb.supports_fn(self, device)
+        supports = pb.supports_fn(self, device, options)
+        tc = bool((options or {}).get("decode_tensor_cores", False))
         jit = fl.loaded_standin() is None  # a stand-in compiles nothing
         out = []
         for fam in sorted(families, key=lambda f: (order.get(f, 3), f)):
-            reqs = pb.requests_for(cases, families[fam], device, supports) if jit else []
+            reqs = pb.requests_for(cases, families[fam], device, supports, decode_tensor_cores=tc) if jit else []
             out.append(Stage(fam, tuple(families[fam]),
                              prepare=(lambda r=reqs: pb.prebuild(r).to_json()) if jit else None))
         return out

@@ -88,14 +88,30 @@ def module_request(case: Case, backend: str, device: str, *, decode_tensor_cores
     return ModuleRequest(gen, resolved, (*dt, "int32", case.head_dim_qk, case.head_dim_vo, window, cap))
 
 
+# Build order, slowest first: on the H200 fa3 batch prefill modules took 60-150 s each, four at a time
+# (docs/evidence/2026-12-01-flashinfer-h200-session-3.md), while every fa2 module of the quick matrix
+# built in ~110 s together (2026-11-30-flashinfer-h200-matrix.md). Queued last, as the matrix's
+# first-seen order put them, the fa3 modules alone decided when a prebuild ended, the other cores idle.
+BUILD_ORDER: tuple[tuple[str, str], ...] = (("batch_prefill", "fa3"), ("single_prefill", "fa3"),
+                                            ("batch_prefill_fa2", "fa2"), ("single_prefill", "fa2"))
+
+
+def build_rank(req: ModuleRequest) -> int:
+    """Where `req` goes in the build queue (BUILD_ORDER; anything else after it)."""
+    key = (req.generator, req.backend)
+    return BUILD_ORDER.index(key) if key in BUILD_ORDER else len(BUILD_ORDER)
+
+
 # packbits/segment_packbits, which the adapter and plan() call for custom masks, are a JIT module
 # of their own (quantization/packbits.py:28); seen built on first use in the middle of a run.
 QUANTIZATION = ModuleRequest("quantization", "", ())
 
 
 def requests_for(cases: Iterable[Case], backends: Iterable[str], device: str,
-                 supports: Callable[[Case, str], bool]) -> list[ModuleRequest]:
-    """Unique module requests of every (case, backend) the adapter supports, in first-seen order."""
+                 supports: Callable[[Case, str], bool], *, decode_tensor_cores: bool = False
+                 ) -> list[ModuleRequest]:
+    """Unique module requests of every (case, backend) the adapter supports, in first-seen order;
+    `decode_tensor_cores` as the adapters' option of that name (decode then loads a prefill module)."""
     out: dict[ModuleRequest, None] = {}
     for b in backends:
         for c in cases:
@@ -103,7 +119,7 @@ def requests_for(cases: Iterable[Case], backends: Iterable[str], device: str,
                 continue
             if c.mask == "custom":
                 out.setdefault(QUANTIZATION, None)
-            r = module_request(c, b, device)
+            r = module_request(c, b, device, decode_tensor_cores=decode_tensor_cores)
             if r is not None:
                 out.setdefault(r, None)
     return list(out)
@@ -172,7 +188,8 @@ def prebuild(requests: list[ModuleRequest], *, cores: Optional[int] = None) -> B
     # Daemon threads, not a ThreadPoolExecutor: the interpreter joins an executor's workers at exit, so
     # a run whose time budget ran out during a prebuild sat until the build ended (seen on the H200:
     # killed by its step's timeout 120 s after its records and report were written).
-    todo, answers, lock = list(enumerate(requests)), [None] * len(requests), threading.Lock()
+    todo = sorted(enumerate(requests), key=lambda ir: build_rank(ir[1]))  # longest first: the last to end sets the time
+    answers, lock = [None] * len(requests), threading.Lock()
 
     def worker() -> None:
         while True:
@@ -199,13 +216,14 @@ def prebuild(requests: list[ModuleRequest], *, cores: Optional[int] = None) -> B
     return res
 
 
-def supports_fn(target: Any, device: str) -> Callable[[Case, str], bool]:
-    """`supports(case, backend)` answered by the adapter's own decision, without making wrappers."""
+def supports_fn(target: Any, device: str, options: Optional[dict] = None) -> Callable[[Case, str], bool]:
+    """`supports(case, backend)` answered by the adapter's own decision (made with the run's adapter
+    `options`), without making wrappers."""
     made: dict[str, Any] = {}
 
     def supports(case: Case, backend: str) -> bool:
         if backend not in made:
-            made[backend] = target.make(backend, device)
+            made[backend] = target.make(backend, device, **(options or {}))
         return bool(made[backend].supports(case).ok)
 
     return supports
@@ -220,11 +238,17 @@ def main(argv: Optional[list[str]] = None) -> int:
     import json
 
     from kernels.flashinfer import TARGET
+    from scenarios.case import load_cases
     from scenarios.errors import InvalidValue
 
     p = argparse.ArgumentParser(prog="python -m kernels.flashinfer_prebuild", description=main.__doc__)
     p.add_argument("--budget", default="quick", help="the matrix budget whose cases decide the modules")
     p.add_argument("--backend", action="append", help="backends of the coming runs (repeatable; default: all)")
+    p.add_argument("--case", action="append", dest="cases", default=None,
+                   help="these cases instead of the budget's matrix: a JSON object or list, or @file.json "
+                        "(repeatable), as `attncheck run --case` takes them")
+    p.add_argument("--decode-tensor-cores", action="store_true",
+                   help="the run will pass --adapter-option decode_tensor_cores=true (decode loads prefill modules)")
     p.add_argument("--device", default="cuda")
     p.add_argument("--out", help="write the build summary here as JSON")
     a = p.parse_args(argv)
@@ -238,19 +262,22 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"error: --backend {unknown[0]}: expected one of {', '.join(offered)}", file=sys.stderr)
         return 2
     try:
-        cases = TARGET.matrix(a.budget)
+        cases = ([c for text in a.cases for c in load_cases(text)] if a.cases else TARGET.matrix(a.budget))
     except InvalidValue as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     families = list(dict.fromkeys(split_backend(b)[0] for b in (a.backend or offered)))
-    reqs = requests_for(cases, families, a.device, supports_fn(TARGET, a.device))
+    tc = a.decode_tensor_cores
+    reqs = requests_for(cases, families, a.device, supports_fn(TARGET, a.device, {"decode_tensor_cores": tc}),
+                        decode_tensor_cores=tc)
     print(f"{len(reqs)} modules for {len(cases)} cases on {', '.join(families)}", flush=True)
     res = prebuild(reqs)
     print(f"{len(res.requested)} modules built or found cached in {res.seconds:.1f} s"
           + (f"; failed: {res.error}" if res.error else ""), flush=True)
     if a.out:
         with open(a.out, "w", encoding="utf-8") as f:
-            json.dump({**res.to_json(), "families": families, "budget": a.budget}, f, indent=2)
+            json.dump({**res.to_json(), "families": families, "budget": None if a.cases else a.budget,
+                       "cases": len(cases), "decode_tensor_cores": tc}, f, indent=2)
     return 1 if res.error else 0
 
 

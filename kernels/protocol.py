@@ -128,8 +128,8 @@ class Target(Protocol):
     """A library: which backends it offers on a device, and adapters for them.
 
     Optional hooks the runner uses where present: `matrix(budget, seed) -> list[Case]` (a matrix
-    designed for this target, e.g. around its compile costs) and `stages(cases, backends, device)
-    -> list[Stage]`.
+    designed for this target, e.g. around its compile costs) and `stages(cases, backends, device,
+    adapter_options) -> list[Stage]`.
     """
 
     name: str

@@ -23,7 +23,7 @@ from typing import Any, Literal, Optional
 
 from scenarios import axes
 from scenarios.dtypes import DTYPE_NAMES, OUTPUT_DTYPE_NAMES, is_fp8
-from scenarios.errors import InvalidCase
+from scenarios.errors import InvalidCase, InvalidValue
 
 Layout = Literal["ragged", "paged", "decode", "single"]
 KVLayout = Literal["NHD", "HND"]
@@ -222,3 +222,27 @@ def _validate(c: Case) -> None:
 # Every name Case.features can return (the CLI's --feature choices).
 FEATURES: tuple[str, ...] = ("causal", "custom_mask", "window", "soft_cap", "gqa", "mqa", "fp8", "empty_batch",
                              "zero_len", "plain")
+
+
+def load_cases(text: str) -> list[Case]:
+    """One Case (a JSON object) or several (a JSON list of objects), as text or @file.json."""
+    src = text
+    if text.startswith("@"):
+        try:
+            with open(text[1:], encoding="utf-8") as f:
+                src = f.read()
+        except OSError as e:
+            raise InvalidValue("--case @", text[1:], "a readable JSON file", f"check the path ({e.strerror})") from None
+    try:
+        obj = json.loads(src)
+    except json.JSONDecodeError as e:
+        raise InvalidCase("<json>", text[:80], "a JSON object of Case fields", f"fix the JSON ({e.msg})") from None
+    objs = obj if isinstance(obj, list) else [obj]
+    if not objs or not all(isinstance(o, dict) for o in objs):
+        raise InvalidCase("<json>", text[:80], "a JSON object of Case fields, or a non-empty list of them",
+                          "wrap the fields in {...}")
+    try:
+        return [Case.from_json(o) for o in objs]
+    except TypeError as e:
+        raise InvalidCase("<json>", text[:80], "every required Case field (layout, qo_lens, kv_lens, "
+                          "num_qo_heads, num_kv_heads)", f"add the missing field ({e})") from None

@@ -53,12 +53,16 @@ site_for() {  # site_for DIR WHEEL...: install wheels into DIR (no registry on t
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$dir" "$@"
 }
 
-side_lane() {  # after the prebuild: the mutants, then the machines (issues 6 and 5)
-  # 3. the FlashInfer mutant catalogue on the GPU: on 2026-12-01 (third sitting) its control passed in 458 s
-  #    with every module compiled cold and 50 of 88 mutants ran before the limit (all killed)
+side_lane() {  # after the prebuild: the FlashInfer mutant catalogue on the GPU (issue 6); on 2026-12-01
+  # (third sitting) its control passed in 458 s with its modules compiled cold, and 50 of 88 mutants ran
   step mutate 720 "${run[@]}" mutate --target flashinfer --device cuda --workers 6 --out "$R/mutate"
-  # 4. the ragged graph subject alone, which ended Flaky with a capture left open (third sitting)
-  step explore_ragged_graph 240 "${run[@]}" explore --target flashinfer --device cuda --budget runner --examples 40 \
+}
+
+scripts_lane() {  # after the prebuild: the scripts not yet run on the runner, then the machines (issues 3, 5)
+  step repro_zero_pages_graph 150 python3 docs/evidence/repro_flashinfer_paged_mask_zero_pages_graph.py
+  step probe_graph_zero_rows 300 python3 docs/evidence/probe_flashinfer_graph_zero_rows_capture.py
+  # the ragged graph subject alone, which ended Flaky with a capture left open (third sitting)
+  step explore_ragged_graph 300 "${run[@]}" explore --target flashinfer --device cuda --budget runner --examples 40 \
       --steps 20 --subject flashinfer-sm90-ragged-graph --out "$R/explore"
   for s in $(ls "$R"/explore/failures/repro-*.py 2>/dev/null | head -n 4); do
     step "script_$(basename "$s" .py | cut -c7-70)" 90 python3 "$s"
@@ -99,31 +103,45 @@ pipeline() {
   } > "$R/env.txt" 2>&1
   cat "$R/env.txt"
   run=(python3 -m conformance)
-  local ma=(--target flashinfer --device cuda --budget quick --isolate)
-  # 1. FlashInfer's cuDNN backend (issue 3): offered once the cuDNN frontend wheel is in .whl/
-  #    (docs/h200-runner.md); it compiles no JIT module, so it runs beside the prebuild
-  ( step matrix_cudnn 600 "${run[@]}" run "${ma[@]}" --time-budget 480 --backend cudnn --out "$R/matrix_cudnn"
-    # the torch target on CUDA, its records kept: the torch spec's CUDA rows are a named gap (issue 4)
+  local ma=(--target flashinfer --device cuda --isolate)
+  # The sitting's cases (the whole quick matrix needs 36 modules, more than a sitting builds: third sitting):
+  # core = profiles bf16-128, bf16-128-window and fp8-kv, whose modules the mutant suite's library tests,
+  # the machines' draws (scenarios/subjects.py FLASHINFER_LIMITS) and the two scripts load;
+  # decode = every decode case, for auto with tensor-core decode (issue 4's decode rows).
+  python3 - "$R" <<'PY'
+import json, sys
+from kernels import flashinfer_matrix as m
+core = ("bf16-128", "bf16-128-window", "fp8-kv")
+cases = m.build("quick")
+pick = {"core": [c for c in cases if (p := m.profile_of(c)) is not None and p.name in core],
+        "decode": [c for c in cases if c.layout == "decode"]}
+for name, cs in pick.items():
+    json.dump([c.to_json() for c in cs], open(f"{sys.argv[1]}/{name}-cases.json", "w"))
+    print(len(cs), name, "cases")
+PY
+  # 1. FlashInfer's cuDNN backend (issue 3), offered once the cuDNN frontend wheel is in .whl/
+  #    (docs/h200-runner.md), and the torch target on CUDA with its records (the torch spec's CUDA
+  #    rows, issue 4): neither compiles a FlashInfer module, so both run beside the prebuild
+  ( step matrix_cudnn 420 "${run[@]}" run "${ma[@]}" --budget quick --time-budget 330 --backend cudnn \
+        --out "$R/matrix_cudnn"
     step matrix_torch_cuda 300 "${run[@]}" run --target torch --device cuda --budget quick --out "$R/matrix_torch_cuda"
   ) &
-  local cudnn=$!
-  # 0. every module the runs below load, built first (2026-12-01, third sitting: 36 modules did not all
-  #    finish in 780 s alone; fa3 modules 60-150 s each)
-  step prebuild 900 python3 -m kernels.flashinfer_prebuild --budget quick --backend fa2 --backend fa3 \
-      --backend auto --out "$R/prebuild.json"
+  local gpu_only=$!
+  # 0. the core cases' modules, fa3 first (kernels/flashinfer_prebuild.py BUILD_ORDER)
+  step prebuild 480 python3 -m kernels.flashinfer_prebuild --case "@$R/core-cases.json" --backend fa2 \
+      --backend fa3 --out "$R/prebuild.json"
   side_lane > "$A/side.log" 2>&1 &
   local side=$!
-  # 2. the scripts of ledger entries not yet run on the runner
-  ( step repro_zero_pages_graph 150 python3 docs/evidence/repro_flashinfer_paged_mask_zero_pages_graph.py
-    step probe_graph_zero_rows 300 python3 docs/evidence/probe_flashinfer_graph_zero_rows_capture.py
-  ) > "$A/scripts.log" 2>&1 &
+  scripts_lane > "$A/scripts.log" 2>&1 &
   local scripts=$!
-  # 5. auto with tensor-core decode, for the routing spec's decode rows (issue 4)
-  step matrix_decode_tc 420 "${run[@]}" run "${ma[@]}" --time-budget 300 --backend auto --backend auto+graph \
-      --adapter-option decode_tensor_cores=true --out "$R/matrix_decode_tc"
-  wait "$cudnn"
+  # 2. auto with tensor-core decode over every decode case; the run prebuilds its own (prefill) modules
+  step matrix_decode_tc 420 "${run[@]}" run "${ma[@]}" --case "@$R/decode-cases.json" --time-budget 300 \
+      --backend auto --backend auto+graph --adapter-option decode_tensor_cores=true --out "$R/matrix_decode_tc"
   step routing 120 python3 -m routing.from_records "$R/matrix_decode_tc/results.jsonl" --spec flashinfer_cuda \
       --arch sm90 --out "$R/routing"
+  wait "$gpu_only"
+  [ -s "$R/matrix_cudnn/results.jsonl" ] && step routing_cudnn 120 python3 -m routing.from_records \
+      "$R/matrix_cudnn/results.jsonl" --spec flashinfer_cuda --arch sm90 --out "$R/routing_cudnn"
   wait "$scripts" "$side"
   [ "${ATTNCHECK_TIMING:-0}" = 1 ] && timing_lane
   touch "$A/DONE"

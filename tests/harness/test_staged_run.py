@@ -44,7 +44,7 @@ class StagedTorch:
             self.events.append(("prepare-end", name))
         return {"requested": [f"{name}-module"], "seconds": self.prepare_s, "error": None}
 
-    def stages(self, cases: list[Case], backends: list[str], device: str) -> list[Stage]:
+    def stages(self, cases: list[Case], backends: list[str], device: str, options: dict) -> list[Stage]:
         return [Stage("first", ("math",), prepare=lambda: self._prepare("first")),
                 Stage("second", ("flash",), prepare=lambda: self._prepare("second"))]
 

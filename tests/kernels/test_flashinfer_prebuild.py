@@ -214,3 +214,59 @@ def test_the_command_builds_every_module_of_the_matrix_before_a_run(fake: Any, m
     assert pb.main(["--device", "cpu", "--backend", "cudnn"]) == 2 and "--backend cudnn" in capsys.readouterr().err
     assert pb.main(["--device", "cpu", "--budget", "huge"]) == 2 and "huge" in capsys.readouterr().err
     assert _Spec.built == []
+
+
+def test_the_slowest_modules_are_queued_first(fake: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """fa3 batch prefill modules took 60-150 s each on the H200: queued last (the matrix's first-seen order),
+    they alone decided when the prebuild ended; one worker shows the queue's order."""
+    _fake_generators(monkeypatch)
+    reqs = [pb.module_request(DECODE, "fa2", "cpu"), pb.module_request(SINGLE, "fa2", "cpu"),
+            pb.module_request(PAGED, "fa2", "cpu"), pb.module_request(SINGLE, "fa3", "cpu"),
+            pb.module_request(PAGED, "fa3", "cpu")]
+    res = pb.prebuild(reqs, cores=pb.JOBS_PER_BUILD)  # one worker
+    assert res.requested == [r.label for r in reqs]  # the summary keeps the asked order
+    assert [n for n, _, _ in _Spec.built] == ["prefill", "single", "prefill_fa2_primary", "single", "decode"]
+    assert [a[0] for n, a, _ in _Spec.built if n == "single"] == ["fa3", "fa2"]
+
+
+def test_tensor_core_decode_prebuilds_the_prefill_module_the_run_loads(fake: Any,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--adapter-option decode_tensor_cores=true` makes decode plan a prefill module (decode.py:2397): the run's
+    stages must prebuild that one, not the CUDA-core decode module the run never loads."""
+    import kernels.flashinfer as fi
+
+    monkeypatch.setattr(fi.TARGET, "backends", lambda device: ("fa2", "fa3", "auto"))
+    plain = pb.requests_for([DECODE], ["fa2"], "cpu", lambda c, b: True)
+    tc = pb.requests_for([DECODE], ["fa2"], "cpu", lambda c, b: True, decode_tensor_cores=True)
+    assert [r.generator for r in plain] == ["batch_decode"] and [r.generator for r in tc] == ["batch_prefill_fa2"]
+    monkeypatch.setattr(pb, "prebuild", lambda reqs: pb.BuildResult(requested=[r.label for r in reqs]))
+    (stage,) = fi.TARGET.stages([DECODE], ["fa2"], "cpu", {"decode_tensor_cores": True})
+    assert stage.prepare()["requested"] == [tc[0].label]
+    (stage,) = fi.TARGET.stages([DECODE], ["fa2"], "cpu", {})
+    assert stage.prepare()["requested"] == [plain[0].label]
+
+
+def test_the_command_prebuilds_given_cases_with_tensor_core_decode(fake: Any, monkeypatch: pytest.MonkeyPatch,
+                                                                  tmp_path: Any,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """`--case @file` narrows the prebuild to a sitting's cases (a runner's 30 minutes do not hold the whole
+    matrix's 36 modules); `--decode-tensor-cores` matches a run with that adapter option; a bad file exits 2."""
+    import json
+
+    import kernels.flashinfer as fi
+    from kernels.protocol import Support
+
+    _fake_generators(monkeypatch)
+    monkeypatch.setattr(fi.TARGET, "backends", lambda device: ("fa2", "fa3", "auto"))
+    monkeypatch.setattr(fi.TARGET, "available", lambda device: Support.yes())
+    cases = tmp_path / "cases.json"
+    cases.write_text(json.dumps([DECODE.to_json(), PAGED.to_json()]))
+    out = tmp_path / "prebuild.json"
+    assert pb.main(["--device", "cpu", "--backend", "fa2", "--case", f"@{cases}", "--decode-tensor-cores",
+                    "--out", str(out)]) == 0
+    summary = json.loads(out.read_text())
+    assert summary["cases"] == 2 and summary["decode_tensor_cores"] is True and summary["budget"] is None
+    assert summary["requested"] == ["batch_prefill_fa2:fa2:bf16,bf16,bf16,int32,128,128,True,False",
+                                    "batch_prefill_fa2:fa2:bf16,bf16,bf16,int32,128,128,False,False"]
+    assert pb.main(["--device", "cpu", "--case", f"@{tmp_path / 'missing.json'}"]) == 2
+    assert "missing.json" in capsys.readouterr().err
