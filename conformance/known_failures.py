@@ -24,8 +24,11 @@ from kernels.flashinfer_support import FA3_HEAD_DIMS
 from scenarios.dtypes import is_fp8
 
 Applies = Optional[Callable[[dict[str, Any], str], bool]]
-# What a record of the defect shows; "crash": the process or its CUDA context dies (never launched).
-ENTRY_STATUSES: tuple[str, ...] = ("error", "fail", "crash")
+# What a record of the defect shows; "crash": the process or its CUDA context dies (never launched);
+# "undefined": the library reads memory it does not own, so a record fails or passes by what that memory
+# holds (a pass is then not unexpected).
+ENTRY_STATUSES: tuple[str, ...] = ("error", "fail", "crash", "undefined")
+UNDEFINED = "undefined"
 NOT_FILED = "not filed upstream yet"
 # The adapter options a run has when it names none, for `options` rules.
 DEFAULT_OPTIONS: dict[str, Any] = {f.name: f.default for f in fields(AdapterOptions)}
@@ -168,15 +171,18 @@ LEDGER: tuple[KnownFailure, ...] = (
              "the adapter",
         applies=_mask_over_zero_pages, options={"mask_form": ("bool",)}),
     KnownFailure(
-        "flashinfer-paged-mask-zero-pages-graph-wrong", "flashinfer", ("0.7.2.post1",),
-        "the same negative mask length where the packed size stays >= 0: plan() returns with a mask shorter "
-        "than the requests before the empty one need; in CUDA-graph mode the output is wrong (eager passes)",
-        "fail", "docs/evidence/repro_flashinfer_paged_mask_zero_pages_graph.py", confirmed=False,
-        seen="2026-12-01 H200, through the adapter: paged page 5 NHD, bf16 q over e4m3 KV, qo [3, 3] over kv "
-             "[128, 0]: fa2+graph and auto+graph (fa2) output error 0.479 against 0.041, fresh wrappers too; "
-             "eager fa2 passes; the script is not yet run",
+        "flashinfer-paged-mask-zero-pages-short-mask", "flashinfer", ("0.7.2.post1",),
+        "the same negative mask length where the packed size stays >= 0: plan() returns with a packed mask "
+        "shorter than the requests before the empty one need, and their last mask bits are read from whatever "
+        "follows the buffer: wrong output in CUDA-graph mode (a fixed, zeroed buffer) and, by what lies past "
+        "the allocation, in eager mode",
+        UNDEFINED, "docs/evidence/repro_flashinfer_paged_mask_zero_pages_graph.py", confirmed=True,
+        seen="2026-12-01 H200: through the adapter, paged page 5 NHD, bf16 q over e4m3 KV, qo [3, 3] over kv "
+             "[128, 0]: fa2+graph and auto+graph (fa2) output error 0.479 against 0.041, fresh wrappers too, eager "
+             "fa2 passed (second and third sittings); the script (fourth sitting, "
+             "repro_flashinfer_paged_mask_zero_pages_graph.h200.txt): eager 0.183 and graph 0.421 against 0.05",
         applies=lambda c, b: _mask_short_of_zero_pages(c, b) and _runs_on(c, b, "fa2"), archs=("sm90",),
-        modes=("graph",), options={"mask_form": ("bool",)}),
+        options={"mask_form": ("bool",)}),
     KnownFailure(
         "flashinfer-ragged-stale-mask", "flashinfer", ("0.7.2.post1", "0.7.4"),
         "eager ragged plan() never clears a previous custom mask: an unmasked re-plan runs the old mask "
@@ -300,6 +306,45 @@ LEDGER: tuple[KnownFailure, ...] = (
         applies=lambda c, b: c["layout"] == "decode" and len(c["qo_lens"]) == 0 and b in ("fa2", "auto"),
         options={"decode_tensor_cores": (False,)}),  # with tensor cores plan() raises first (the routing spec's row)
     KnownFailure(
+        "flashinfer-decode-tensor-cores-empty-batch-plan", "flashinfer", ("0.7.2.post1",),
+        "BatchDecodeWithPagedKVCacheWrapper with tensor cores (use_tensor_cores=True; fa3 always): plan() of a "
+        "batch with no requests raises torch's max() error (decode.py:2371 `kv_lens_arr_host.max()`)",
+        "error", "docs/evidence/repro_flashinfer_decode_empty_batch_plan.py", confirmed=False,
+        seen="2026-12-01 H200, through the adapter (fourth sitting): auto and auto+graph with --adapter-option "
+             "decode_tensor_cores=true on the directed empty decode batch; the script is not yet run",
+        applies=lambda c, b: c["layout"] == "decode" and len(c["qo_lens"]) == 0 and b in ("fa2", "auto", "fa3"),
+        options={"decode_tensor_cores": (True,)}),  # fa3 counts as tensor cores (entry_for)
+    KnownFailure(
+        "flashinfer-cudnn-decode-empty-batch-plan", "flashinfer", ("0.7.2.post1",),
+        "BatchDecodeWithPagedKVCacheWrapper on the cudnn backend: plan() of a batch with no requests raises "
+        "torch's max() error (decode.py:2547 `int(kv_lens_arr_host.max())`)",
+        "error", "docs/evidence/repro_flashinfer_decode_empty_batch_plan.py", confirmed=False,
+        seen="2026-12-01 H200, through the adapter (fourth sitting, --backend cudnn): the directed empty decode "
+             "batch; the script is not yet run",
+        applies=lambda c, b: c["layout"] == "decode" and len(c["qo_lens"]) == 0 and b == "cudnn"),
+    KnownFailure(
+        "flashinfer-cudnn-empty-kv-rows-unwritten", "flashinfer", ("0.7.2.post1",),
+        "the cudnn backend, paged and ragged prefill: rows of a request with queries and no keys are left "
+        "unwritten (the output buffer keeps its contents, LSE NaN) where another request has keys; every other "
+        "backend writes 0 and LSE -inf there",
+        "fail", "docs/evidence/repro_flashinfer_cudnn_empty_kv_rows.py", confirmed=False,
+        seen="2026-12-01 H200, through the adapter (fourth sitting, --backend cudnn): paged qo [3, 2] over kv "
+             "[0, 9], ragged [0, 5, 0] over [7, 0, 0], ragged d256 [17, 64] over [33, 0], paged (192, 128) "
+             "[1, 1, 300] over [4099, 4099, 0]: exactly the rows of the empty requests unwritten, the rest within "
+             "bounds; fresh wrappers alike; the script is not yet run",
+        applies=lambda c, b: (b == "cudnn" and c["layout"] in ("paged", "ragged")
+                              and any(q > 0 and k == 0 for q, k in zip(c["qo_lens"], c["kv_lens"]))
+                              and any(k > 0 for k in c["kv_lens"]))),
+    KnownFailure(
+        "flashinfer-cudnn-paged-all-kv-empty-raises", "flashinfer", ("0.7.2.post1",),
+        "the cudnn backend, paged prefill of a batch with queries where no request has keys: run() raises "
+        "CUDNN_STATUS_BAD_PARAM_NULL_POINTER (no KV page to bind) instead of writing 0 and LSE -inf",
+        "error", "docs/evidence/repro_flashinfer_cudnn_empty_kv_rows.py", confirmed=False,
+        seen="2026-12-01 H200, through the adapter (fourth sitting, --backend cudnn): paged page 1, qo [300, 1, "
+             "127] over kv [0, 0, 0], fresh wrapper alike; the script is not yet run",
+        applies=lambda c, b: (b == "cudnn" and c["layout"] == "paged" and sum(c["qo_lens"]) > 0
+                              and len(c["kv_lens"]) > 0 and not any(c["kv_lens"]))),
+    KnownFailure(
         "torch-sdpa-empty-rows", "torch", ("2.11.0+cu130",),
         "cuDNN and memory-efficient SDPA write non-zero rows where the mask allows no key",
         "fail", "docs/evidence/repro_torch_sdpa_empty_rows.py", confirmed=True,
@@ -325,12 +370,15 @@ def entry_for(target: str, case: dict[str, Any], backend: str, version: Optional
     base, mode = backend.split("+", 1)[0], "graph" if backend.endswith("+graph") else "eager"
     if base == "auto" and resolved in RESOLVED_KERNELS:
         base = resolved
+    opts = {**DEFAULT_OPTIONS, **(options or {})}
+    if base == "fa3":  # the adapter's decode on fa3 always takes tensor cores (FlashInferKernel._decode_tensor_cores)
+        opts["decode_tensor_cores"] = True
     for e in LEDGER:
         if e.target != target or e.applies is None:
             continue
         if e.modes and mode not in e.modes:
             continue
-        if any({**DEFAULT_OPTIONS, **(options or {})}.get(k) not in allowed for k, allowed in e.options.items()):
+        if any(opts.get(k) not in allowed for k, allowed in e.options.items()):
             continue
         if version is not None and version not in e.versions:
             continue

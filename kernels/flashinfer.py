@@ -375,7 +375,8 @@ class FlashInferKernel:
                                            f"{facts.eager_backends()} on {self.device}"))
         try:
             return decide(case, self.library_backend, graph=self.graph, facts=facts, auto_pick=self._auto_pick,
-                          decode_tensor_cores=self._decode_tensor_cores())
+                          decode_tensor_cores=self._decode_tensor_cores(),
+                          capability=_env.device_capability(self.device))
         except Exception as e:  # supports() never raises
             return Support.no(skips.detail(skips.LIBRARY_REFUSED, f"support check failed: {type(e).__name__}: {e}"))
 

@@ -61,6 +61,8 @@ SIXTEEN_BIT = ("fp16", "bf16")
 UPSTREAM_DTYPES = ("fp16", "bf16", "e4m3fn", "e5m2")  # jit/utils.py:33 dtype_map (+ kv-only uint8/fp4)
 FORK_FP8 = ("e4m3fn", "e4m3fnuz")  # fork FP8_PREFILL_DTYPES (rocm_fork.md section 2, step 4)
 FA3_HEAD_DIMS = {(64, 64), (128, 128), (256, 256), (192, 128)}  # utils.py:504
+# cuDNN's fp8 SDPA forward: Blackwell on (the H200's cudnnGraphNotSupportedError, cuDNN 9.19, frontend 1.32)
+CUDNN_FP8_FROM = (10, 0)
 
 # Which APIs each library backend serves (adapter layouts).
 SERVES = {
@@ -80,8 +82,9 @@ def _no(constant: str, text: str) -> Support:
 
 
 def decide(case: Case, backend: str, *, graph: bool, facts: LibFacts, auto_pick: AutoPick,
-           decode_tensor_cores: bool = False) -> Support:
-    """Support for `case` on library backend `backend` ("fa2", "auto", ...; no "+graph" suffix)."""
+           decode_tensor_cores: bool = False, capability: Optional[tuple[int, int]] = None) -> Support:
+    """Support for `case` on library backend `backend` ("fa2", "auto", ...; no "+graph" suffix);
+    `capability`: the GPU's (major, minor), for limits of one architecture (None: not known, none applied)."""
     api = case.layout
     if graph and api == "single":
         return _no(skips.GRAPH_MODE, "single_prefill_with_kv_cache has no plan() and no fixed buffers to capture "
@@ -103,7 +106,7 @@ def decide(case: Case, backend: str, *, graph: bool, facts: LibFacts, auto_pick:
     resolved = backend
     if backend == "auto":
         resolved = auto_resolution(case, auto_pick, decode_tensor_cores)
-    why = _backend_rules(case, resolved)
+    why = _backend_rules(case, resolved, capability)
     if why is not None and backend == "auto":
         return Support.no(f"{why.reason} (auto resolves to {resolved} for this case)")
     return why or Support.yes()
@@ -148,7 +151,7 @@ def _dtype_rules(case: Case, facts: LibFacts) -> Optional[Support]:
     return None
 
 
-def _backend_rules(case: Case, backend: str) -> Optional[Support]:
+def _backend_rules(case: Case, backend: str, capability: Optional[tuple[int, int]] = None) -> Optional[Support]:
     api = case.layout
     q, kv, o = case.q_dtype, case.kv_dtype, case.o_dtype
     fp8_q = is_fp8(q)
@@ -188,6 +191,11 @@ def _backend_rules(case: Case, backend: str) -> Optional[Support]:
                 return _no(skips.LAYOUT, "cuDNN ragged prefill requires kv_layout='NHD' (run() NotImplementedError)")
             if q != kv:
                 return _no(skips.MIXED_QKV_DTYPE, f"q {q}, kv {kv}: the cuDNN graph takes one input dtype")
+            if fp8_q and capability is not None and capability < CUDNN_FP8_FROM:
+                return _no(skips.NO_FP8, f"cuDNN's fp8 SDPA forward runs from sm{CUDNN_FP8_FROM[0]}0 on, this GPU is "
+                                         f"sm{capability[0]}{capability[1]} (cudnnGraphNotSupportedError 'only "
+                                         "supported on Blackwell architecture and newer' on the H200: "
+                                         "docs/evidence/probe_flashinfer_cudnn_limits.py)")
             if (case.return_lse and case.batch_size > 0 and max(case.qo_lens) == 1
                     and case.num_qo_heads != case.num_kv_heads):
                 return _no(skips.LSE, "cuDNN single-token GQA prefill does not write every LSE head (run() "
@@ -201,6 +209,11 @@ def _backend_rules(case: Case, backend: str) -> Optional[Support]:
                 return _no(skips.OUTPUT_DTYPE, "cudnn decode takes fp16/bf16 q/kv/o of one dtype")
             if cap:
                 return _no(skips.NO_SOFT_CAP, "cudnn decode does not apply a soft cap (BatchDecode __init__ docstring)")
+            if case.page_size & (case.page_size - 1):
+                return _no(skips.PAGE_SIZE, f"page size {case.page_size}: cuDNN's paged SDPA takes a power-of-2 "
+                                            "block size (cudnnGraphNotSupportedError 'block size needs to be "
+                                            "non-zero and a power of 2' on the H200: "
+                                            "docs/evidence/probe_flashinfer_cudnn_limits.py)")
     elif backend == "trtllm-gen":
         if cap:
             return _no(skips.NO_SOFT_CAP, "trtllm-gen takes no logits_soft_cap (paged plan() ValueError, decode "

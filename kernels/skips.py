@@ -33,3 +33,6 @@ GRAPH_MODE = "adapter has no CUDA-graph mode for this layout"
 
 # Added with staged runs (conformance/parity_run.py --time-budget).
 TIME_BUDGET = "not run, the time budget of the run was spent"
+
+# Added with the cuDNN backend's runs on the H200 (docs/evidence/probe_flashinfer_cudnn_limits.py).
+PAGE_SIZE = "backend does not support this page size"

@@ -23,7 +23,7 @@ pack() {  # what exists now -> $OUT: steps, the pipeline log's tail, and $R as t
   [ -n "${OUT:-}" ] || return 0
   cp "$R/steps.txt" "$OUT/steps.txt" 2>/dev/null
   tail -n 400 "$A/pipeline.log" > "$OUT/pipeline-tail.log" 2>/dev/null
-  tar -C "$A" --exclude='R/explore/hypothesis-db' -czf - R side.log scripts.log 2>/dev/null | split -b 15m -d - "$OUT/results.tgz."
+  tar -C "$A" --exclude='R/explore/hypothesis-db' -czf - R side.log scripts.log gpu.log 2>/dev/null | split -b 15m -d - "$OUT/results.tgz."
   tar -C "$A" -czf "$OUT/hypothesis-db.tgz" R/explore/hypothesis-db 2>/dev/null
   ls -la "$OUT"
 }
@@ -54,14 +54,28 @@ site_for() {  # site_for DIR WHEEL...: install wheels into DIR (no registry on t
 }
 
 side_lane() {  # after the prebuild: the FlashInfer mutant catalogue on the GPU (issue 6); on 2026-12-01
-  # (third sitting) its control passed in 458 s with its modules compiled cold, and 50 of 88 mutants ran
+  # (fourth sitting) its control ran in 146 s with the core modules prebuilt
   step mutate 720 "${run[@]}" mutate --target flashinfer --device cuda --workers 6 --out "$R/mutate"
 }
 
-scripts_lane() {  # after the prebuild: the scripts not yet run on the runner, then the machines (issues 3, 5)
+gpu_lane() {  # beside the prebuild, no JIT module of its own: the cuDNN scripts and runs, torch on CUDA
+  step probe_cudnn_limits 120 python3 docs/evidence/probe_flashinfer_cudnn_limits.py
+  step repro_cudnn_empty_kv_rows 120 python3 docs/evidence/repro_flashinfer_cudnn_empty_kv_rows.py
+  step repro_decode_empty_batch_plan 180 python3 docs/evidence/repro_flashinfer_decode_empty_batch_plan.py
+  # FlashInfer's cuDNN backend (issue 3), offered once the cuDNN frontend wheel is in .whl/ (docs/h200-runner.md)
+  step matrix_cudnn 420 "${run[@]}" run "${ma[@]}" --budget quick --time-budget 330 --backend cudnn \
+      --out "$R/matrix_cudnn"
+  [ -s "$R/matrix_cudnn/results.jsonl" ] && step routing_cudnn 120 python3 -m routing.from_records \
+      "$R/matrix_cudnn/results.jsonl" --spec flashinfer_cuda --arch sm90 --out "$R/routing_cudnn"
+  # the torch target on CUDA with its records (the torch spec's CUDA rows, issue 4); four intra-op threads:
+  # beside the prebuild's nvcc jobs it wrote 150 of 558 records in 300 s with torch's default (fourth sitting)
+  ( export OMP_NUM_THREADS=4
+    step matrix_torch_cuda 360 "${run[@]}" run --target torch --device cuda --budget quick --out "$R/matrix_torch_cuda" )
+}
+
+scripts_lane() {  # after the prebuild (their modules are core modules): a script, then the machines (issues 3, 5)
   step repro_zero_pages_graph 150 python3 docs/evidence/repro_flashinfer_paged_mask_zero_pages_graph.py
-  step probe_graph_zero_rows 300 python3 docs/evidence/probe_flashinfer_graph_zero_rows_capture.py
-  # the ragged graph subject alone, which ended Flaky with a capture left open (third sitting)
+  # the ragged graph subject, whose known graph-mode raise the ledger now matches (fourth sitting's fix)
   step explore_ragged_graph 300 "${run[@]}" explore --target flashinfer --device cuda --budget runner --examples 40 \
       --steps 20 --subject flashinfer-sm90-ragged-graph --out "$R/explore"
   for s in $(ls "$R"/explore/failures/repro-*.py 2>/dev/null | head -n 4); do
@@ -106,43 +120,27 @@ pipeline() {
   local ma=(--target flashinfer --device cuda --isolate)
   # The sitting's cases (the whole quick matrix needs 36 modules, more than a sitting builds: third sitting):
   # core = profiles bf16-128, bf16-128-window and fp8-kv, whose modules the mutant suite's library tests,
-  # the machines' draws (scenarios/subjects.py FLASHINFER_LIMITS) and the two scripts load;
-  # decode = every decode case, for auto with tensor-core decode (issue 4's decode rows).
+  # the machines' draws (scenarios/subjects.py FLASHINFER_LIMITS) and the scripts load. (The fourth
+  # sitting's first machine also ran auto with tensor-core decode over every decode case of the matrix.)
   python3 - "$R" <<'PY'
 import json, sys
 from kernels import flashinfer_matrix as m
 core = ("bf16-128", "bf16-128-window", "fp8-kv")
 cases = m.build("quick")
-pick = {"core": [c for c in cases if (p := m.profile_of(c)) is not None and p.name in core],
-        "decode": [c for c in cases if c.layout == "decode"]}
+pick = {"core": [c for c in cases if (p := m.profile_of(c)) is not None and p.name in core]}
 for name, cs in pick.items():
     json.dump([c.to_json() for c in cs], open(f"{sys.argv[1]}/{name}-cases.json", "w"))
     print(len(cs), name, "cases")
 PY
-  # 1. FlashInfer's cuDNN backend (issue 3), offered once the cuDNN frontend wheel is in .whl/
-  #    (docs/h200-runner.md), and the torch target on CUDA with its records (the torch spec's CUDA
-  #    rows, issue 4): neither compiles a FlashInfer module, so both run beside the prebuild
-  ( step matrix_cudnn 420 "${run[@]}" run "${ma[@]}" --budget quick --time-budget 330 --backend cudnn \
-        --out "$R/matrix_cudnn"
-    step matrix_torch_cuda 300 "${run[@]}" run --target torch --device cuda --budget quick --out "$R/matrix_torch_cuda"
-  ) &
+  gpu_lane > "$A/gpu.log" 2>&1 &
   local gpu_only=$!
-  # 0. the core cases' modules, fa3 first (kernels/flashinfer_prebuild.py BUILD_ORDER)
+  # 0. the core cases' modules, fa3 first (kernels/flashinfer_prebuild.py BUILD_ORDER); 212 s (fourth sitting)
   step prebuild 480 python3 -m kernels.flashinfer_prebuild --case "@$R/core-cases.json" --backend fa2 \
       --backend fa3 --out "$R/prebuild.json"
-  side_lane > "$A/side.log" 2>&1 &
-  local side=$!
   scripts_lane > "$A/scripts.log" 2>&1 &
   local scripts=$!
-  # 2. auto with tensor-core decode over every decode case; the run prebuilds its own (prefill) modules
-  step matrix_decode_tc 420 "${run[@]}" run "${ma[@]}" --case "@$R/decode-cases.json" --time-budget 300 \
-      --backend auto --backend auto+graph --adapter-option decode_tensor_cores=true --out "$R/matrix_decode_tc"
-  step routing 120 python3 -m routing.from_records "$R/matrix_decode_tc/results.jsonl" --spec flashinfer_cuda \
-      --arch sm90 --out "$R/routing"
-  wait "$gpu_only"
-  [ -s "$R/matrix_cudnn/results.jsonl" ] && step routing_cudnn 120 python3 -m routing.from_records \
-      "$R/matrix_cudnn/results.jsonl" --spec flashinfer_cuda --arch sm90 --out "$R/routing_cudnn"
-  wait "$scripts" "$side"
+  side_lane
+  wait "$gpu_only" "$scripts"
   [ "${ATTNCHECK_TIMING:-0}" = 1 ] && timing_lane
   touch "$A/DONE"
 }

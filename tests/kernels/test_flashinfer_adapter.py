@@ -665,7 +665,8 @@ def test_auto_is_judged_as_the_backend_the_library_would_pick_for_a_fresh_wrappe
 @pytest.mark.parametrize("case,backend,facts", [
     (PAGED, "fa2", UP), (PAGED_MASK, "fa2", UP), (RAGGED_MASK, "fa2", UP), (DECODE, "fa2", UP), (SINGLE, "fa3", UP),
     (FP8_PAGED, "fa3", UP), (KV8_RAGGED, "fa2", UP), (FP8_DECODE, "fa2", UP), (PAGED, "cudnn", UP),
-    (PAGED, "trtllm-gen", UP), (DECODE, "cudnn", UP), (PAGED, "aiter", FORK), (PAGED_MASK, "fa2", FORK),
+    (PAGED, "trtllm-gen", UP), (DECODE.replace(page_size=16), "cudnn", UP), (PAGED, "aiter", FORK),
+    (PAGED_MASK, "fa2", FORK),
     (FP8_PAGED.replace(q_dtype="e4m3fnuz", kv_dtype="e4m3fnuz", o_dtype="bf16"), "aiter", FORK),
     (Case("paged", (), (), page_size=5, **H), "fa2", UP), (Case("ragged", (0, 3), (4, 0), **H), "fa3", UP),
 ], ids=lambda x: x.id if isinstance(x, Case) else (x if isinstance(x, str) else ("fork" if x.fork else "upstream")))
@@ -673,6 +674,23 @@ def test_supports_accepts_what_the_backend_takes(case: Case, backend: str, facts
     """No decline for cases the backend serves, zero lengths and empty batches included (the library decides)."""
     sup = decide(case, backend, graph=False, facts=facts, auto_pick=_pick)
     assert sup.ok, sup.reason
+
+
+def test_cudnn_declines_what_the_h200_showed_it_cannot_plan() -> None:
+    """On the H200 (sm90) cuDNN raised cudnnGraphNotSupportedError for fp8 SDPA ('only supported on Blackwell')
+    and for decode pages of 5 ('block size needs to be non-zero and a power of 2'): declined with the reason
+    where the GPU is known; an unknown GPU (None) is not judged by an architecture's limit."""
+    fp8 = FP8_PAGED.replace(o_dtype="bf16")
+    sup = decide(fp8, "cudnn", graph=False, facts=UP, auto_pick=_pick, capability=(9, 0))
+    assert not sup.ok and skips.constant_of(sup.reason) == skips.NO_FP8 and "sm90" in sup.reason, sup.reason
+    for cap in ((10, 0), None):
+        assert decide(fp8, "cudnn", graph=False, facts=UP, auto_pick=_pick, capability=cap).ok
+    sup = decide(DECODE, "cudnn", graph=False, facts=UP, auto_pick=_pick, capability=(9, 0))
+    assert not sup.ok and skips.constant_of(sup.reason) == skips.PAGE_SIZE and "page size 5" in sup.reason
+    for page in (1, 4, 16):
+        assert decide(DECODE.replace(page_size=page), "cudnn", graph=False, facts=UP, auto_pick=_pick,
+                      capability=(9, 0)).ok, page
+    assert decide(fp8, "fa3", graph=False, facts=UP, auto_pick=_pick, capability=(9, 0)).ok  # cuDNN's limit only
 
 
 def test_supports_never_raises_and_declines_a_missing_library(monkeypatch: pytest.MonkeyPatch) -> None:
