@@ -5,8 +5,7 @@ the same way, and so each decision is tested without a session:
 
 * a record a ledger entry predicts to fail, that fails: an expected failure (it does not fail
   the gate); that passes: an unexpected pass (it fails the gate, so the entry gets narrowed or
-  removed when the library is fixed), unless the entry's defect is undefined behaviour (a read of memory
-  the library does not own), whose records pass or fail by what that memory holds;
+  removed when the library is fixed);
 * a case a `crash` entry predicts is never launched: it is recorded as skipped with the entry id;
 * a case whose process died is an error whose reason starts with CRASHED (conformance/isolate.py);
 * on a runner that declares hardware (`--require`), a skip of a test needing it is a failure,
@@ -17,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Optional
 
-from conformance.known_failures import UNDEFINED, KnownFailure, upstream_of
+from conformance.known_failures import KnownFailure, upstream_of
 from kernels import skips
 from reports.records import FAILING, ParityRecord
 from scenarios.case import Case
@@ -41,7 +40,7 @@ def judge_record(rec: ParityRecord, entry: Optional[KnownFailure]) -> LedgerVerd
         if entry is None:
             return LedgerVerdict("fail")
         return LedgerVerdict("expected_failure", f"known failure {entry.id} ({upstream_of(entry)}): {entry.summary}")
-    if rec.status == "pass" and entry is not None and entry.status != UNDEFINED:
+    if rec.status == "pass" and entry is not None:
         return LedgerVerdict("unexpected_pass",
                              f"unexpected pass: ledger entry {entry.id} predicts a {entry.status} here "
                              f"({upstream_of(entry)}). Fix: narrow the entry's applies() or versions, or "

@@ -24,11 +24,8 @@ from kernels.flashinfer_support import FA3_HEAD_DIMS
 from scenarios.dtypes import is_fp8
 
 Applies = Optional[Callable[[dict[str, Any], str], bool]]
-# What a record of the defect shows; "crash": the process or its CUDA context dies (never launched);
-# "undefined": the library reads memory it does not own, so a record fails or passes by what that memory
-# holds (a pass is then not unexpected).
-ENTRY_STATUSES: tuple[str, ...] = ("error", "fail", "crash", "undefined")
-UNDEFINED = "undefined"
+# What a record of the defect shows; "crash": the process or its CUDA context dies (never launched).
+ENTRY_STATUSES: tuple[str, ...] = ("error", "fail", "crash")
 NOT_FILED = "not filed upstream yet"
 # The adapter options a run has when it names none, for `options` rules.
 DEFAULT_OPTIONS: dict[str, Any] = {f.name: f.default for f in fields(AdapterOptions)}
@@ -147,6 +144,23 @@ def _fa3_softcap_lse_after_empty_rows(c: dict[str, Any], backend: str) -> bool:
     return any(q[i] > k[i] > 0 and sum(q[i + 1:]) > 0 for i in range(len(q)))
 
 
+def _torch_rows_without_keys(c: dict[str, Any], backend: str) -> bool:
+    """A torch SDPA kernel that writes non-zero rows where no key is allowed, on a case that has such rows:
+    cuDNN for a custom mask (materialize gives every masked request a fully masked row,
+    scenarios/tensors.py `_custom_mask`) or causal with more queries than keys; memory-efficient for the
+    latter where it takes causal_lower_right itself (no custom mask, no window: with either the adapter
+    passes a materialised mask, whose empty rows it writes as 0). `backend` may be an auto record's
+    kernels joined with '+' (requests routed apart)."""
+    kernels = set(backend.split("+"))
+    if not kernels & {"cudnn", "efficient"}:
+        return False
+    pairs = list(zip(c["qo_lens"], c["kv_lens"]))
+    masked_rows = c["mask"] == "custom" and any(q > 0 and k > 0 for q, k in pairs)
+    causal_short = c["causal"] and any(q > k > 0 for q, k in pairs)
+    lower_right = causal_short and c["mask"] == "none" and c["window_left"] < 0
+    return ("cudnn" in kernels and (masked_rows or causal_short)) or ("efficient" in kernels and lower_right)
+
+
 def _fa3_hnd_group(c: dict[str, Any]) -> int:
     """The group size the kernel computes: num_qo_heads // (K's token count, read as its head count)."""
     kv = sum(c["kv_lens"]) if c["layout"] == "ragged" else c["kv_lens"][0]
@@ -171,18 +185,20 @@ LEDGER: tuple[KnownFailure, ...] = (
              "the adapter",
         applies=_mask_over_zero_pages, options={"mask_form": ("bool",)}),
     KnownFailure(
-        "flashinfer-paged-mask-zero-pages-short-mask", "flashinfer", ("0.7.2.post1",),
+        "flashinfer-paged-mask-zero-pages-graph-wrong", "flashinfer", ("0.7.2.post1",),
         "the same negative mask length where the packed size stays >= 0: plan() returns with a packed mask "
-        "shorter than the requests before the empty one need, and their last mask bits are read from whatever "
-        "follows the buffer: wrong output in CUDA-graph mode (a fixed, zeroed buffer) and, by what lies past "
-        "the allocation, in eager mode",
-        UNDEFINED, "docs/evidence/repro_flashinfer_paged_mask_zero_pages_graph.py", confirmed=True,
-        seen="2026-12-01 H200: through the adapter, paged page 5 NHD, bf16 q over e4m3 KV, qo [3, 3] over kv "
-             "[128, 0]: fa2+graph and auto+graph (fa2) output error 0.479 against 0.041, fresh wrappers too, eager "
-             "fa2 passed (second and third sittings); the script (fourth sitting, "
-             "repro_flashinfer_paged_mask_zero_pages_graph.h200.txt): eager 0.183 and graph 0.421 against 0.05",
+        "shorter than the requests before the empty one need; in CUDA-graph mode the output is wrong (eager "
+        "passed)",
+        "fail", "docs/evidence/repro_flashinfer_paged_mask_zero_pages_graph.py", confirmed=True,
+        seen="2026-12-01 H200, through the adapter: paged page 5 NHD, bf16 q over e4m3 KV, qo [3, 3] over kv "
+             "[128, 0]: fa2+graph and auto+graph (fa2) output error 0.479 against 0.041, fresh wrappers too; "
+             "eager fa2 passes (second and third sittings). The script (fourth sitting, "
+             "repro_flashinfer_paged_mask_zero_pages_graph.h200.txt): eager 0.0034, graph run as is and replayed "
+             "0.4205, request 0 alone 0.0034, against 0.05; its first two versions failed their own control (they "
+             "did not fold causal into the custom mask, under which FlashInfer ignores `causal`: "
+             "2026-12-01-h200-4/zero_pages_graph_script_v*.txt)",
         applies=lambda c, b: _mask_short_of_zero_pages(c, b) and _runs_on(c, b, "fa2"), archs=("sm90",),
-        options={"mask_form": ("bool",)}),
+        modes=("graph",), options={"mask_form": ("bool",)}),
     KnownFailure(
         "flashinfer-ragged-stale-mask", "flashinfer", ("0.7.2.post1", "0.7.4"),
         "eager ragged plan() never clears a previous custom mask: an unmasked re-plan runs the old mask "
@@ -309,29 +325,32 @@ LEDGER: tuple[KnownFailure, ...] = (
         "flashinfer-decode-tensor-cores-empty-batch-plan", "flashinfer", ("0.7.2.post1",),
         "BatchDecodeWithPagedKVCacheWrapper with tensor cores (use_tensor_cores=True; fa3 always): plan() of a "
         "batch with no requests raises torch's max() error (decode.py:2371 `kv_lens_arr_host.max()`)",
-        "error", "docs/evidence/repro_flashinfer_decode_empty_batch_plan.py", confirmed=False,
+        "error", "docs/evidence/repro_flashinfer_decode_empty_batch_plan.py", confirmed=True,
         seen="2026-12-01 H200, through the adapter (fourth sitting): auto and auto+graph with --adapter-option "
-             "decode_tensor_cores=true on the directed empty decode batch; the script is not yet run",
+             "decode_tensor_cores=true on the directed empty decode batch; the script "
+             "(repro_flashinfer_decode_empty_batch_plan.h200.txt): tensor-core plan() raises, CUDA-core returns",
         applies=lambda c, b: c["layout"] == "decode" and len(c["qo_lens"]) == 0 and b in ("fa2", "auto", "fa3"),
         options={"decode_tensor_cores": (True,)}),  # fa3 counts as tensor cores (entry_for)
     KnownFailure(
         "flashinfer-cudnn-decode-empty-batch-plan", "flashinfer", ("0.7.2.post1",),
         "BatchDecodeWithPagedKVCacheWrapper on the cudnn backend: plan() of a batch with no requests raises "
         "torch's max() error (decode.py:2547 `int(kv_lens_arr_host.max())`)",
-        "error", "docs/evidence/repro_flashinfer_decode_empty_batch_plan.py", confirmed=False,
+        "error", "docs/evidence/repro_flashinfer_decode_empty_batch_plan.py", confirmed=True,
         seen="2026-12-01 H200, through the adapter (fourth sitting, --backend cudnn): the directed empty decode "
-             "batch; the script is not yet run",
+             "batch; the script (repro_flashinfer_decode_empty_batch_plan.h200.txt)",
         applies=lambda c, b: c["layout"] == "decode" and len(c["qo_lens"]) == 0 and b == "cudnn"),
     KnownFailure(
         "flashinfer-cudnn-empty-kv-rows-unwritten", "flashinfer", ("0.7.2.post1",),
         "the cudnn backend, paged and ragged prefill: rows of a request with queries and no keys are left "
         "unwritten (the output buffer keeps its contents, LSE NaN) where another request has keys; every other "
         "backend writes 0 and LSE -inf there",
-        "fail", "docs/evidence/repro_flashinfer_cudnn_empty_kv_rows.py", confirmed=False,
+        "fail", "docs/evidence/repro_flashinfer_cudnn_empty_kv_rows.py", confirmed=True,
         seen="2026-12-01 H200, through the adapter (fourth sitting, --backend cudnn): paged qo [3, 2] over kv "
              "[0, 9], ragged [0, 5, 0] over [7, 0, 0], ragged d256 [17, 64] over [33, 0], paged (192, 128) "
              "[1, 1, 300] over [4099, 4099, 0]: exactly the rows of the empty requests unwritten, the rest within "
-             "bounds; fresh wrappers alike; the script is not yet run",
+             "bounds; fresh wrappers alike; the script (repro_flashinfer_cudnn_empty_kv_rows.h200.txt): paged "
+             "[3, 2]/[0, 9] and ragged [0, 5, 0]/[7, 0, 0] leave exactly those rows unwritten with LSE NaN, the "
+             "other rows within 0.005, each non-empty request alone clean",
         applies=lambda c, b: (b == "cudnn" and c["layout"] in ("paged", "ragged")
                               and any(q > 0 and k == 0 for q, k in zip(c["qo_lens"], c["kv_lens"]))
                               and any(k > 0 for k in c["kv_lens"]))),
@@ -339,22 +358,25 @@ LEDGER: tuple[KnownFailure, ...] = (
         "flashinfer-cudnn-paged-all-kv-empty-raises", "flashinfer", ("0.7.2.post1",),
         "the cudnn backend, paged prefill of a batch with queries where no request has keys: run() raises "
         "CUDNN_STATUS_BAD_PARAM_NULL_POINTER (no KV page to bind) instead of writing 0 and LSE -inf",
-        "error", "docs/evidence/repro_flashinfer_cudnn_empty_kv_rows.py", confirmed=False,
+        "error", "docs/evidence/repro_flashinfer_cudnn_empty_kv_rows.py", confirmed=True,
         seen="2026-12-01 H200, through the adapter (fourth sitting, --backend cudnn): paged page 1, qo [300, 1, "
-             "127] over kv [0, 0, 0], fresh wrapper alike; the script is not yet run",
+             "127] over kv [0, 0, 0], fresh wrapper alike; the script (repro_flashinfer_cudnn_empty_kv_rows.h200.txt)",
         applies=lambda c, b: (b == "cudnn" and c["layout"] == "paged" and sum(c["qo_lens"]) > 0
                               and len(c["kv_lens"]) > 0 and not any(c["kv_lens"]))),
     KnownFailure(
         "torch-sdpa-empty-rows", "torch", ("2.11.0+cu130",),
         "cuDNN and memory-efficient SDPA write non-zero rows where the mask allows no key",
         "fail", "docs/evidence/repro_torch_sdpa_empty_rows.py", confirmed=True,
-        seen="2026-11-29 H200 (docs/evidence/repro_torch_sdpa_empty_rows.h200.txt)",
-        applies=None),
+        seen="2026-11-29 H200 (docs/evidence/repro_torch_sdpa_empty_rows.h200.txt: cuDNN on a fully masked row and "
+             "on causal_lower_right with qo > kv, memory-efficient on the latter only); 2026-12-01 through the "
+             "quick matrix on CUDA (2026-12-01-h200-4/matrix_torch_cuda.jsonl): every failing record",
+        applies=lambda c, b: _torch_rows_without_keys(c, b)),
 )
 
 
-# Kernels an `auto` record may have resolved to; the rules are then asked about the kernel that ran.
-RESOLVED_KERNELS = frozenset({"fa2", "fa3", "cudnn", "trtllm-gen", "aiter"})
+# Kernels an `auto` record may have resolved to; the rules are then asked about the kernel that ran (torch
+# SDPA joins the kernels of requests routed apart with '+', e.g. "cudnn+math").
+RESOLVED_KERNELS = frozenset({"fa2", "fa3", "cudnn", "trtllm-gen", "aiter", "math", "flash", "efficient"})
 
 
 def entry_for(target: str, case: dict[str, Any], backend: str, version: Optional[str] = None,
@@ -368,7 +390,7 @@ def entry_for(target: str, case: dict[str, Any], backend: str, version: Optional
     fresh pick; given what ran, they are asked about that instead (else an entry would claim a record that
     ran a kernel without the defect, and the gate would call its pass unexpected)."""
     base, mode = backend.split("+", 1)[0], "graph" if backend.endswith("+graph") else "eager"
-    if base == "auto" and resolved in RESOLVED_KERNELS:
+    if base == "auto" and resolved and all(k in RESOLVED_KERNELS for k in resolved.split("+")):
         base = resolved
     opts = {**DEFAULT_OPTIONS, **(options or {})}
     if base == "fa3":  # the adapter's decode on fa3 always takes tensor cores (FlashInferKernel._decode_tensor_cores)

@@ -63,6 +63,9 @@ FORK_FP8 = ("e4m3fn", "e4m3fnuz")  # fork FP8_PREFILL_DTYPES (rocm_fork.md secti
 FA3_HEAD_DIMS = {(64, 64), (128, 128), (256, 256), (192, 128)}  # utils.py:504
 # cuDNN's fp8 SDPA forward: Blackwell on (the H200's cudnnGraphNotSupportedError, cuDNN 9.19, frontend 1.32)
 CUDNN_FP8_FROM = (10, 0)
+CUDNN_BLOCK_SIZE = ("cuDNN's paged SDPA takes a power-of-2 block size (cudnnGraphNotSupportedError 'block size needs "
+                    "to be non-zero and a power of 2' for pages of 5 and 12 on the H200, decode and paged prefill "
+                    "alike: docs/evidence/probe_flashinfer_cudnn_limits.py)")
 
 # Which APIs each library backend serves (adapter layouts).
 SERVES = {
@@ -191,6 +194,8 @@ def _backend_rules(case: Case, backend: str, capability: Optional[tuple[int, int
                 return _no(skips.LAYOUT, "cuDNN ragged prefill requires kv_layout='NHD' (run() NotImplementedError)")
             if q != kv:
                 return _no(skips.MIXED_QKV_DTYPE, f"q {q}, kv {kv}: the cuDNN graph takes one input dtype")
+            if api == "paged" and case.page_size & (case.page_size - 1):
+                return _no(skips.PAGE_SIZE, f"page size {case.page_size}: {CUDNN_BLOCK_SIZE}")
             if fp8_q and capability is not None and capability < CUDNN_FP8_FROM:
                 return _no(skips.NO_FP8, f"cuDNN's fp8 SDPA forward runs from sm{CUDNN_FP8_FROM[0]}0 on, this GPU is "
                                          f"sm{capability[0]}{capability[1]} (cudnnGraphNotSupportedError 'only "
@@ -210,10 +215,7 @@ def _backend_rules(case: Case, backend: str, capability: Optional[tuple[int, int
             if cap:
                 return _no(skips.NO_SOFT_CAP, "cudnn decode does not apply a soft cap (BatchDecode __init__ docstring)")
             if case.page_size & (case.page_size - 1):
-                return _no(skips.PAGE_SIZE, f"page size {case.page_size}: cuDNN's paged SDPA takes a power-of-2 "
-                                            "block size (cudnnGraphNotSupportedError 'block size needs to be "
-                                            "non-zero and a power of 2' on the H200: "
-                                            "docs/evidence/probe_flashinfer_cudnn_limits.py)")
+                return _no(skips.PAGE_SIZE, f"page size {case.page_size}: {CUDNN_BLOCK_SIZE}")
     elif backend == "trtllm-gen":
         if cap:
             return _no(skips.NO_SOFT_CAP, "trtllm-gen takes no logits_soft_cap (paged plan() ValueError, decode "

@@ -14,6 +14,10 @@ keeps its first answer). `plan_sequences` rebuilds those wrappers as kernels/fla
 them: eager per (API, KV layout); CUDA graph per (API, KV layout, batch size, masked), replaced
 by a new wrapper when a case needs more pages, mask bytes or query rows than the first plan fixed.
 
+A per-request library (torch SDPA: one SDPA call per request, `PER_REQUEST`) has rows that describe one
+request: a record's expectation is `batch_route`, its requests' backends sorted and joined with '+' as
+kernels/torch_sdpa.py names them, and every row that decided a request counts as reached when it passes.
+
 Which records count:
 
 * skip: supports() declined, so no plan() ran; not part of any sequence.
@@ -45,7 +49,8 @@ from kernels.flashinfer_variants import split_backend
 from kernels.protocol import reason_from_json
 from reports.records import IncompatibleRecord, ParityRecord, RunHeader, read_jsonl
 from routing.check import Coverage, ObservedRoute, RoutingVerdict, check, coverage
-from routing.spec import ExpectedRoute, RoutingEnv, RoutingQuery, RoutingSpec, expected_sequence, query_from_case
+from routing.spec import (ExpectedRoute, RoutingEnv, RoutingQuery, RoutingSpec, expected_route, expected_sequence,
+                          query_from_case)
 from routing.specs import BY_MODULE, SPECS
 from scenarios.case import Case
 from scenarios.errors import InvalidValue
@@ -59,6 +64,14 @@ SPEC_TARGETS = {"flashinfer-cuda": "flashinfer", "flashinfer-rocm": "flashinfer"
 # Specs with rows for explicit requests (FlashInfer's: an explicit backend runs as asked, or the fork's
 # reasons); the torch spec models SDPA's own choice only, so its explicit backends' records are left out.
 EXPLICIT_ROWS = frozenset({"flashinfer-cuda", "flashinfer-rocm"})
+# Specs of a library that runs each request of a batch on its own (torch SDPA has no batched API:
+# kernels/torch_sdpa.py calls it per request, reports the sorted '+'-join of the backends chosen, and
+# this name when no request ran one, kernels.torch_sdpa.EMPTY_PATH). Their rows describe one request.
+PER_REQUEST = {"torch": "empty"}
+JOIN = "+"
+# Specs whose CPU rows read no per-architecture table (torch's CPU rule does not vary by arch): a run
+# whose every record ran on the CPU needs no --arch there.
+ARCH_FREE_ON_CPU = frozenset({"torch"})
 _EXC = re.compile(r"^([A-Za-z_][\w.]*): ")
 
 
@@ -153,6 +166,38 @@ def plan_sequences(plans: Sequence[tuple[str, str, Case]], options: AdapterOptio
     return out
 
 
+# ---- per-request libraries ----------------------------------------------------------------------
+
+def request_queries(query: RoutingQuery) -> list[RoutingQuery]:
+    """One query per request of `query`'s batch; a batch with no request is `query` itself."""
+    return [query.replace(qo_lens=(qo,), kv_lens=(kv,), max_q_len=qo, max_kv_len=kv,
+                          all_requests_empty=qo == 0 or kv == 0)
+            for qo, kv in zip(query.qo_lens, query.kv_lens)] or [query]
+
+
+def batch_route(spec: RoutingSpec, query: RoutingQuery) -> ExpectedRoute:
+    """What a per-request library reports for `query`'s batch: its requests' backends, sorted and joined
+    with '+' (PER_REQUEST's name when none ran one); `rule` names the rows that decided, in spec order,
+    joined the same way. A request's gap or expected raise is the batch's."""
+    none_ran = PER_REQUEST[spec.library]
+    parts = [expected_route(spec, r) for r in request_queries(query)]
+    for p in parts:
+        if p.gap is not None or p.raises is not None:
+            return p
+    reasons = {p.reason for p in parts}
+    if len(reasons) != 1:
+        raise ValueError(f"spec {spec.library}: requests of one batch expect different reasons {reasons}")
+    ran = sorted({p.backend for p in parts if p.backend != none_ran})  # type: ignore[type-var]
+    decided = {p.rule for p in parts}
+    return ExpectedRoute(JOIN.join(ran) if ran else none_ran, reasons.pop(),
+                         JOIN.join(r.name for r in spec.rules if r.name in decided))
+
+
+def rows_of(expected: ExpectedRoute) -> tuple[str, ...]:
+    """The rows an expectation names: one, or several joined by `batch_route`."""
+    return tuple(expected.rule.split(JOIN)) if expected.rule else ()
+
+
 # ---- records -> verdicts ------------------------------------------------------------------------
 
 def adapter_options_of(header: Optional[RunHeader]) -> AdapterOptions:
@@ -206,14 +251,20 @@ def check_records(records: Sequence[Any], spec: RoutingSpec, arch: str, *, cudnn
     expected: list[Optional[ExpectedRoute]] = [None] * len(planned)
     for s in sorted(set(seqs)):
         idx = [i for i, k in enumerate(seqs) if k == s]
-        for i, e in zip(idx, expected_sequence(spec, [queries[i] for i in idx])):
+        seq = [queries[i] for i in idx]
+        # torch (the one per-request library) chooses afresh on every call: no lifecycle to apply.
+        routes = [batch_route(spec, q) for q in seq] if spec.library in PER_REQUEST else expected_sequence(spec, seq)
+        for i, e in zip(idx, routes):
             expected[i] = e
     out = []
     for r, q, e in zip(planned, queries, expected):
         assert e is not None
         obs, note = _observe(r, e)
         out.append(RecordVerdict(r, q, e, check(e, obs) if obs is not None else None, note))
-    cov = coverage(spec, [v.verdict for v in out if v.verdict is not None])
+    observed = [v.verdict for v in out if v.verdict is not None]
+    cov = coverage(spec, observed)
+    reached = {n for v in observed if v.passed for n in rows_of(v.expected)}  # a joined route reaches each row
+    cov = Coverage(tuple(r.name for r in spec.rules if r.name not in reached), cov.unexplained, cov.failed)
     counts = {"parity records": len(parity), "auto records": len(auto), "explicit records": len(checked) - len(auto),
               "skipped (not planned)": len(checked) - len(planned), "planned": len(planned),
               "observed": sum(v.verdict is not None for v in out), "unobserved": sum(v.verdict is None for v in out)}
@@ -237,7 +288,7 @@ def rule_rows(report: RecordsReport, spec: RoutingSpec) -> list[list[Any]]:
     """[rule, expects, observations, passed, failed] for every row, then one line per gap table."""
     rows = []
     for r in spec.rules:
-        vs = [v for v in report.observed if v.expected.rule == r.name]
+        vs = [v for v in report.observed if r.name in rows_of(v.expected)]
         exp = f"raises {r.expect_raises}" if r.expect_raises else f"{r.expect_backend}, {r.expect_reason!r}"
         rows.append([r.name, exp, len(vs), sum(v.passed for v in vs), sum(not v.passed for v in vs)])
     gaps: dict[str, int] = {}
@@ -368,12 +419,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = p.parse_args(argv)
     try:
         spec = resolve_spec(args.spec)
-        arch = args.arch or ("unknown" if not spec.archs else None)
+        records = load_records(args.results)
+        _check_input(records, spec, args.results)
+        cpu_only = spec.library in ARCH_FREE_ON_CPU and all(
+            r.device.split(":")[0] == "cpu" for r in records if isinstance(r, ParityRecord))
+        arch = args.arch or ("unknown" if not spec.archs or cpu_only else None)
         if arch is None:
             raise BadInput("--arch", None, f"the run's architecture, one of {', '.join(spec.archs)} (others: gaps)",
                            f"pass e.g. --arch {spec.archs[0]}")
-        records = load_records(args.results)
-        _check_input(records, spec, args.results)
         if args.out:
             try:
                 os.makedirs(args.out, exist_ok=True)
@@ -384,7 +437,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     report = check_records(records, spec, arch, cudnn_direct_seqlens=args.cudnn_direct_seqlens)
-    if spec.archs and arch not in spec.archs:
+    if spec.archs and arch not in spec.archs and not cpu_only:
         print(f"note: arch {arch!r} is not one of {', '.join(spec.archs)}: rows that read a per-arch table "
               "report a spec gap there")
     print(render_text(report, spec))

@@ -54,31 +54,28 @@ site_for() {  # site_for DIR WHEEL...: install wheels into DIR (no registry on t
 }
 
 side_lane() {  # after the prebuild: the FlashInfer mutant catalogue on the GPU (issue 6); on 2026-12-01
-  # (fourth sitting) its control ran in 146 s with the core modules prebuilt
+  # (fourth sitting) its control passed in 120.5 s with the core modules prebuilt, all 115 mutants in 482 s
   step mutate 720 "${run[@]}" mutate --target flashinfer --device cuda --workers 6 --out "$R/mutate"
 }
 
-gpu_lane() {  # beside the prebuild, no JIT module of its own: the cuDNN scripts and runs, torch on CUDA
-  step probe_cudnn_limits 120 python3 docs/evidence/probe_flashinfer_cudnn_limits.py
-  step repro_cudnn_empty_kv_rows 120 python3 docs/evidence/repro_flashinfer_cudnn_empty_kv_rows.py
-  step repro_decode_empty_batch_plan 180 python3 docs/evidence/repro_flashinfer_decode_empty_batch_plan.py
-  # FlashInfer's cuDNN backend (issue 3), offered once the cuDNN frontend wheel is in .whl/ (docs/h200-runner.md)
+gpu_lane() {  # beside the prebuild, no JIT module of its own: FlashInfer's cuDNN backend and torch on CUDA
   step matrix_cudnn 420 "${run[@]}" run "${ma[@]}" --budget quick --time-budget 330 --backend cudnn \
       --out "$R/matrix_cudnn"
   [ -s "$R/matrix_cudnn/results.jsonl" ] && step routing_cudnn 120 python3 -m routing.from_records \
       "$R/matrix_cudnn/results.jsonl" --spec flashinfer_cuda --arch sm90 --out "$R/routing_cudnn"
-  # the torch target on CUDA with its records (the torch spec's CUDA rows, issue 4); four intra-op threads:
-  # beside the prebuild's nvcc jobs it wrote 150 of 558 records in 300 s with torch's default (fourth sitting)
+  # torch on CUDA without flex: FlexAttention compiles per case shape there (~11 s a record beside the
+  # prebuild, fourth sitting); the five SDPA backends took 37.9 s for 465 records alone on the machine
   ( export OMP_NUM_THREADS=4
-    step matrix_torch_cuda 360 "${run[@]}" run --target torch --device cuda --budget quick --out "$R/matrix_torch_cuda" )
+    step matrix_torch_cuda 300 "${run[@]}" run --target torch --device cuda --budget quick --backend math \
+        --backend flash --backend efficient --backend cudnn --backend auto --out "$R/matrix_torch_cuda" )
+  step routing_torch 120 python3 -m routing.from_records "$R/matrix_torch_cuda/results.jsonl" --spec torch \
+      --arch sm90 --out "$R/routing_torch"
 }
 
-scripts_lane() {  # after the prebuild (their modules are core modules): a script, then the machines (issues 3, 5)
-  step repro_zero_pages_graph 150 python3 docs/evidence/repro_flashinfer_paged_mask_zero_pages_graph.py
-  # the ragged graph subject, whose known graph-mode raise the ledger now matches (fourth sitting's fix)
-  step explore_ragged_graph 300 "${run[@]}" explore --target flashinfer --device cuda --budget runner --examples 40 \
-      --steps 20 --subject flashinfer-sm90-ragged-graph --out "$R/explore"
-  for s in $(ls "$R"/explore/failures/repro-*.py 2>/dev/null | head -n 4); do
+scripts_lane() {  # after the prebuild (core modules): the machines, all six subjects, then their failures' scripts
+  step explore 480 "${run[@]}" explore --target flashinfer --device cuda --budget runner --examples 40 --steps 20 \
+      --jobs 2 --out "$R/explore"
+  for s in $(ls "$R"/explore/failures/repro-*.py 2>/dev/null | head -n 6); do
     step "script_$(basename "$s" .py | cut -c7-70)" 90 python3 "$s"
   done
 }
@@ -134,7 +131,7 @@ for name, cs in pick.items():
 PY
   gpu_lane > "$A/gpu.log" 2>&1 &
   local gpu_only=$!
-  # 0. the core cases' modules, fa3 first (kernels/flashinfer_prebuild.py BUILD_ORDER); 212 s (fourth sitting)
+  # 0. the core cases' modules, fa3 first (kernels/flashinfer_prebuild.py BUILD_ORDER); 212 and 235 s (fourth sitting)
   step prebuild 480 python3 -m kernels.flashinfer_prebuild --case "@$R/core-cases.json" --backend fa2 \
       --backend fa3 --out "$R/prebuild.json"
   scripts_lane > "$A/scripts.log" 2>&1 &

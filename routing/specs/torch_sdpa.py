@@ -1,13 +1,13 @@
-"""torch SDPA's own choice (`backend="auto"` of kernels/torch_sdpa.py) as data: torch 2.13, CPU.
+"""torch SDPA's own choice (`backend="auto"` of kernels/torch_sdpa.py) as data: torch 2.13 on the
+CPU, torch 2.11.0+cu130 on CUDA (sm90, cuDNN 9.19).
 
 Data only: rows in precedence order. The engine is `routing/spec.py`; the comparison is
 `routing/check.py`; the two-way check against torch is tests/routing/test_torch_spec.py.
 
 What is observed (kernels/torch_sdpa.py, "auto"): per request, the backend
-`torch._fused_sdp_choice` picks, joined with '+' when requests differ; "empty" when every
-request has a zero length (torch 2.13 answers zero-length q or k itself, before any backend:
-`empty_input_shortcut`, so such requests are never routed). torch gives no reason text, so every
-row expects `NOT_REPORTED` (explicitly: not None, which would claim "no fallback happened").
+`torch._fused_sdp_choice` picks, joined with '+' when requests differ; "empty" when no request
+ran a backend. torch gives no reason text, so every row expects `NOT_REPORTED` (explicitly: not
+None, which would claim "no fallback happened").
 
 The CPU rule (aten/src/ATen/native/transformers/sdp_utils_cpp.cpp `use_flash_attention_cpp`,
 read through its observable effect; the C++ is not in the wheel). Confirmed with
@@ -23,33 +23,171 @@ read through its observable effect; the C++ is not in the wheel). Confirmed with
 * math for dropout_p > 0, 3-D inputs and mixed q/k/v dtypes: unreachable through the adapter
   (it passes dropout 0, 4-D tensors, and declines mixed dtypes before running), so not rows.
 
-CUDA has its own rule (flash > efficient > cudnn > math with sm/head-dim/dtype limits) that is
-NOT written yet: the first row matches every non-CPU query and reads the table `cuda_rows`,
-which has no rows at all, so `expected_route` returns `SpecGap("cuda_rows", arch)`; the checker
-reports `spec_gap` and `coverage` counts the observation as unexplained, never as a pass.
+The CUDA rule: the rows `cuda_*`, ONE REQUEST per query. The adapter makes one SDPA call per
+request, so a batch's resolved name is the sorted '+'-join of its requests' rows
+(`routing.from_records.batch_route` splits a batch and joins; a CUDA query of several requests
+is refused with a ValueError, never answered by the maxima). Read from torch's
+aten/src/ATen/native/transformers/cuda/sdp_utils.cpp; `sdp_utils.cpp:N` below are the line
+numbers of the copy read (an annotated copy of the file in the public index: the pytorch
+snapshot is over the fetch limit, so the v2.11.0 tag itself was not opened). Where the newest
+upstream text in the index differs, torch 2.11.0+cu130 on the H200 did what that copy says: on
+sm90 with cuDNN 9.19 cuDNN takes head dims up to 256 (newest: 128 below cuDNN 9.22), and
+efficient takes no GQA (newest: it does). Re-check the line numbers against the tag when it can
+be opened. Checked on the H200 (2026-12-01, torch 2.11.0+cu130, cuDNN 91900, sm90): every auto record of
+the quick matrix without flex (docs/evidence/2026-12-01-h200-4/matrix_torch_cuda.jsonl, 71 routed) is
+explained and every CUDA row reached (`python -m routing.from_records ... --spec torch --arch sm90`,
+its output in docs/evidence/2026-12-01-h200-4/routing_torch_cuda/).
+
+Per request, in precedence order:
+
+1. a batch with no request: no SDPA call, "empty" (kernels/torch_sdpa.py:335);
+2. q or k of length 0: math. torch 2.11 has no empty-input shortcut (the adapter routes such
+   requests, kernels/torch_sdpa.py:329) and every fused backend refuses them
+   (`check_nonzero_sequence_lengths_dense`);
+3. causal alone with qo != kv (`causal_lower_right`): torch.nn.attention.bias.CausalBias._dispatch,
+   mirrored by kernels/torch_sdpa.py:142-151, calls flash, then efficient directly when their
+   can_use_* check (no mask, not causal) passes; otherwise SDPA gets the materialised mask;
+4. SDPA's selection, priority cudnn > flash > efficient > math (`check_prefer_cudnn_attention`:
+   cuDNN > 9.15 on sm90); a request is masked when it has a custom mask or a window (the adapter's
+   explicit bool mask) or is the materialised lower-right mask of 3; is_causal only with qo == kv:
+   * cudnn: fp16/bf16, both head dims <= 256 (`cudnn_max_head_dim[sm90]`) and multiples of 8,
+     kv_len != 1; masks, causal and GQA/MQA taken;
+   * flash: no mask, fp16/bf16, head dims equal and <= 256; GQA/MQA taken;
+   * efficient: fp16/bf16/fp32, head dims multiples of 8 (16-bit) or 4 (fp32), the same number of
+     q and kv heads (no GQA); masks taken;
+   * math otherwise.
+
+Not rows (the adapter cannot reach them): dropout (cuDNN's 1/16 resolution, 9.11-9.13 dropout),
+requires_grad (flash's sm86/89 head-dim limits, cuDNN's backward head dims), nested tensors, 3-D
+inputs, mixed dtypes, fp8, flash's is_causal with qo != kv (the adapter passes is_causal only
+when qo == kv), batch or heads > 65535, deterministic mode, sdpa_kernel contexts.
+
+Coverage on the CPU leaves exactly the CUDA rows unreached (`GAP_ROWS`); a CUDA arch other than
+sm90 reads MISSING in `cuda_rows`: a spec gap, never a guess.
 """
 from __future__ import annotations
 
-from kernels.protocol import NOT_REPORTED
-from routing.spec import Lifecycle, RouteRule, RoutingSpec, ThresholdTable, validate
+from typing import Callable
 
-# No architecture rows: the CPU rule does not vary by arch, and CUDA's is not written.
-ARCHS: tuple[str, ...] = ()
+from kernels.protocol import NOT_REPORTED
+from routing.spec import Ctx, Lifecycle, RouteRule, RoutingQuery, RoutingSpec, ThresholdTable, validate
+
+# The CPU rule does not vary by arch; the CUDA rows are written for sm90 only.
+ARCHS: tuple[str, ...] = ("sm90",)
 CPU_FLASH_DTYPES = frozenset({"fp16", "bf16", "fp32", "fp64"})
-# The adapter's name for a batch with no non-empty request (kernels.torch_sdpa.EMPTY_PATH).
+# The adapter's name for a batch with no request that ran a backend (kernels.torch_sdpa.EMPTY_PATH).
 EMPTY = "empty"
 
-# Empty on purpose: reading it for any arch is a spec gap, which is exactly the CUDA state.
-CUDA_ROWS = ThresholdTable("cuda_rows", {}, "CUDA SDPA selection: not written yet (a named gap)")
+# ---- CUDA facts (sdp_utils.cpp line numbers of the copy read; see the docstring) -----------------
+CUDA_SIXTEEN_BIT = frozenset({"fp16", "bf16"})  # check_dtypes_low_precision, sdp_utils.cpp:702-712 (sm80+)
+EFFICIENT_DTYPES = frozenset({"fp16", "bf16", "fp32"})  # sdp_utils.cpp:885-886, :948-950
+# minimum_gemm_alignment (sdp_utils.cpp:127-141) on sm80+: 128 bits / element size, at least 4.
+EFFICIENT_HEAD_DIM_MULTIPLE = {"fp16": 8, "bf16": 8, "fp32": 4}
+FLASH_MAX_HEAD_DIM = 256  # check_head_dim_size_flash, sdp_utils.cpp:171-178
+CUDNN_HEAD_DIM_MULTIPLE = 8  # check_cudnn_tensor_shapes, sdp_utils.cpp:550-555
+
+# What the CUDA rows were read and measured against, per arch: an arch absent is a gap.
+CUDA_ROWS = ThresholdTable("cuda_rows", {"sm90": "torch 2.11.0+cu130, cuDNN 9.19 (91900), NVIDIA H200"},
+                           "CUDA SDPA selection written for these archs only")
+CUDNN_MAX_HEAD_DIM = ThresholdTable("cudnn_max_head_dim", {"sm90": 256},
+                                    "check_cudnn_tensor_shapes, sdp_utils.cpp:528-535: 128; 256 on sm90 with "
+                                    "cuDNN >= 9.10")
+
+
+Pred = Callable[[RoutingQuery, Ctx], bool]
+
+
+def _cuda(p: Pred) -> Pred:
+    """A CUDA row: not the CPU, and an arch the CUDA rows are written for (else a gap)."""
+    return lambda q, c: q.device != "cpu" and bool(c.table("cuda_rows")) and p(q, c)
+
+
+def _request(q: RoutingQuery) -> tuple[int, int]:
+    """(qo_len, kv_len) of the one request a CUDA query describes."""
+    if q.batch_size != 1:
+        raise ValueError(f"torch CUDA rows describe one request, got qo_lens={q.qo_lens}: split the batch "
+                         "with routing.from_records.batch_route")
+    return q.qo_lens[0], q.kv_lens[0]
+
+
+def _lower_right(q: RoutingQuery) -> bool:
+    """Causal alone with qo != kv: the adapter passes causal_lower_right (kernels/torch_sdpa.py call_form)."""
+    qo, kv = _request(q)
+    return q.causal and not q.custom_mask and q.window_left < 0 and qo != kv
+
+
+def _masked(q: RoutingQuery) -> bool:
+    """SDPA gets an attn_mask: the explicit bool mask (custom mask or window), or the materialised
+    lower-right mask once the direct dispatch declined."""
+    return q.custom_mask or q.window_left >= 0 or _lower_right(q)
+
+
+def _gqa(q: RoutingQuery) -> bool:
+    return q.num_qo_heads != q.num_kv_heads  # the adapter passes enable_gqa exactly then
+
+
+def _cudnn_takes(q: RoutingQuery, c: Ctx) -> bool:
+    """can_use_cudnn_attention, sdp_utils.cpp:752-809."""
+    limit = c.table("cudnn_max_head_dim")
+    _, kv = _request(q)
+    return (q.q_dtype in CUDA_SIXTEEN_BIT and q.head_dim_qk <= limit and q.head_dim_vo <= limit
+            and q.head_dim_qk % CUDNN_HEAD_DIM_MULTIPLE == 0 and q.head_dim_vo % CUDNN_HEAD_DIM_MULTIPLE == 0
+            and kv != 1)
+
+
+def _flash_takes(q: RoutingQuery, masked: bool) -> bool:
+    """can_use_flash_attention, sdp_utils.cpp:819-869."""
+    return (not masked and q.q_dtype in CUDA_SIXTEEN_BIT and q.head_dim_qk == q.head_dim_vo
+            and q.head_dim_qk <= FLASH_MAX_HEAD_DIM)
+
+
+def _efficient_takes(q: RoutingQuery) -> bool:
+    """can_use_mem_efficient_attention, sdp_utils.cpp:871-954."""
+    if q.q_dtype not in EFFICIENT_DTYPES:
+        return False
+    m = EFFICIENT_HEAD_DIM_MULTIPLE[q.q_dtype]
+    return (q.head_dim_qk % m == 0 and q.head_dim_vo % m == 0 and not _gqa(q))
+
+
+CUDA_RULES: tuple[RouteRule, ...] = (
+    RouteRule("cuda_no_requests", _cuda(lambda q, c: q.batch_size == 0), EMPTY, NOT_REPORTED,
+              tables=("cuda_rows",),
+              source="kernels/torch_sdpa.py:335: no request, no SDPA call: EMPTY_PATH"),
+    RouteRule("cuda_zero_length", _cuda(lambda q, c: 0 in _request(q)), "math", NOT_REPORTED,
+              tables=("cuda_rows",),
+              source="torch 2.11: no empty-input shortcut (kernels/torch_sdpa.py:329 routes the request); "
+                     "check_nonzero_sequence_lengths_dense in cudnn, flash, efficient (sdp_utils.cpp:795, "
+                     ":859, :924) -> math (:989-991)"),
+    RouteRule("cuda_lower_right_flash", _cuda(lambda q, c: _lower_right(q) and _flash_takes(q, masked=False)),
+              "flash", NOT_REPORTED, tables=("cuda_rows",),
+              source="torch.nn.attention.bias.CausalBias._dispatch (kernels/torch_sdpa.py:142-148): "
+                     "can_use_flash_attention with no mask, sdp_utils.cpp:819-869"),
+    RouteRule("cuda_lower_right_efficient", _cuda(lambda q, c: _lower_right(q) and _efficient_takes(q)),
+              "efficient", NOT_REPORTED, tables=("cuda_rows",),
+              source="CausalBias._dispatch (kernels/torch_sdpa.py:149-150): then can_use_efficient_attention, "
+                     "sdp_utils.cpp:871-954"),
+    RouteRule("cuda_cudnn", _cuda(_cudnn_takes), "cudnn", NOT_REPORTED, tables=("cuda_rows", "cudnn_max_head_dim"),
+              source="select_sdp_backend sdp_utils.cpp:956-991, priority_order :104-116 cudnn first "
+                     "(check_prefer_cudnn_attention :78-101: cuDNN > 9.15, sm90); can_use_cudnn_attention "
+                     ":752-809: fp16/bf16 :783, head dims <= 256 :528-549 and % 8 :550-555, kv_len != 1 "
+                     ":577-582; masks :784 and GQA :797 taken"),
+    RouteRule("cuda_flash", _cuda(lambda q, c: _flash_takes(q, masked=_masked(q))), "flash", NOT_REPORTED,
+              tables=("cuda_rows",),
+              source="second in priority_order; can_use_flash_attention sdp_utils.cpp:819-869: no attn_mask "
+                     "(check_for_attn_mask :832), equal head dims <= 256 (:833, :171-178), fp16/bf16 (:837, "
+                     ":714-723); GQA taken (:855-858)"),
+    RouteRule("cuda_efficient", _cuda(lambda q, c: _efficient_takes(q)), "efficient", NOT_REPORTED,
+              tables=("cuda_rows",),
+              source="third; can_use_mem_efficient_attention sdp_utils.cpp:871-954: fp16/bf16/fp32 (:885-886, "
+                     ":948-950), head dims multiples of 8 / 4 (:247-270, :127-141), no GQA (:926); masks taken"),
+    RouteRule("cuda_math", _cuda(lambda q, c: True), "math", NOT_REPORTED, tables=("cuda_rows",),
+              source="select_sdp_backend sdp_utils.cpp:989-991: math when no fused backend takes the request"),
+)
 
 # Rows that no CPU run can reach, by design; coverage on CPU must leave exactly these unreached.
-GAP_ROWS: tuple[str, ...] = ("cuda_rows_not_written",)
+GAP_ROWS: tuple[str, ...] = tuple(r.name for r in CUDA_RULES)
 
-RULES: tuple[RouteRule, ...] = (
-    RouteRule("cuda_rows_not_written",
-              lambda q, c: q.device != "cpu" and c.table("cuda_rows") is not None,
-              "<cuda rows not written>", NOT_REPORTED, tables=("cuda_rows",),
-              source="gap: sdp_utils.cpp select_sdp_backend is not encoded"),
+RULES: tuple[RouteRule, ...] = CUDA_RULES + (
     RouteRule("cpu_all_requests_empty", lambda q, c: q.all_requests_empty,
               EMPTY, NOT_REPORTED,
               source="torch 2.13 empty-input shortcut: zero-length q or k answered before any backend"),
@@ -66,7 +204,7 @@ SPEC = RoutingSpec(
     library="torch",
     archs=ARCHS,
     rules=RULES,
-    thresholds={CUDA_ROWS.name: CUDA_ROWS},
+    thresholds={CUDA_ROWS.name: CUDA_ROWS, CUDNN_MAX_HEAD_DIM.name: CUDNN_MAX_HEAD_DIM},
     # torch has no plan stage: every call chooses afresh.
     lifecycle=Lifecycle(re_resolve_every_eager_plan=frozenset({"paged", "ragged", "single", "decode"}),
                         graph_mode_first_plan_decides=False, nonpositive_length_never_short=True,

@@ -92,7 +92,7 @@ def test_the_second_h200_runs_failures_are_each_a_ledger_entry_a_lifecycle_defec
     assert None not in why.values(), why
     assert sorted(set(why.values())) == ["flashinfer-empty-batch-plan", "flashinfer-fa2-window-noncausal-split-kv",
                                          "flashinfer-graph-no-query-rows", "flashinfer-paged-mask-zero-pages",
-                                         "flashinfer-paged-mask-zero-pages-short-mask", "harness", "lifecycle"]
+                                         "flashinfer-paged-mask-zero-pages-graph-wrong", "harness", "lifecycle"]
 
 
 def test_the_window_graph_and_head_dim_entries_match_only_what_was_shown() -> None:
@@ -195,7 +195,7 @@ def test_the_third_h200_runs_failures_are_each_a_ledger_entry_or_a_lifecycle_def
         "flashinfer-empty-batch-plan", "flashinfer-fa2-window-noncausal-split-kv",  # auto's sticky fa2: what ran
         "flashinfer-fa3-hnd-kv-heads-wrong", "flashinfer-fa3-paged-192-128",
         "flashinfer-fa3-softcap-lse-after-empty-rows", "flashinfer-graph-no-query-rows",
-        "flashinfer-paged-mask-zero-pages", "flashinfer-paged-mask-zero-pages-short-mask",
+        "flashinfer-paged-mask-zero-pages", "flashinfer-paged-mask-zero-pages-graph-wrong",
         "flashinfer-ragged-stale-mask", "lifecycle"]
 
 
@@ -248,8 +248,7 @@ def test_the_third_sittings_entries_match_only_what_was_shown() -> None:
 
 def test_the_zero_pages_entries_split_on_the_packed_masks_size() -> None:
     """plan() raises where the packed mask's size goes below zero (the script's batch); where it stays >= 0
-    plan() returns a mask one byte short, read past its end: graph mode was wrong through the adapter, eager
-    passed there and was wrong in the script (fourth sitting), so the entry is undefined in both modes."""
+    plan() returns and only graph mode was seen wrong: eager fa2 passed qo [3, 3] over kv [128, 0], page 5."""
     raises = {"layout": "paged", "mask": "custom", "qo_lens": [3, 0, 64], "kv_lens": [300, 128, 0], "page_size": 16,
               "head_dim_qk": 64, "head_dim_vo": 64, "q_dtype": "fp16", "kv_dtype": "fp16", "causal": True,
               "window_left": -1, "logits_soft_cap": 0.0, "return_lse": True, "kv_layout": "NHD"}
@@ -257,9 +256,10 @@ def test_the_zero_pages_entries_split_on_the_packed_masks_size() -> None:
                  q_dtype="bf16", kv_dtype="e4m3fn")
     for backend in ("fa2", "fa2+graph", "auto", "auto+graph"):
         assert known_for("flashinfer", raises, backend, "0.7.2.post1", "sm90") == "flashinfer-paged-mask-zero-pages"
-    for backend in ("fa2", "auto", "fa2+graph", "auto+graph"):
+    assert known_for("flashinfer", short, "fa2", "0.7.2.post1", "sm90") is None  # eager passes
+    for backend in ("fa2+graph", "auto+graph"):
         assert (known_for("flashinfer", short, backend, "0.7.2.post1", "sm90")
-                == "flashinfer-paged-mask-zero-pages-short-mask")
+                == "flashinfer-paged-mask-zero-pages-graph-wrong")
 
 
 SESSION_4 = os.path.join(ROOT, "docs", "evidence", "2026-12-01-h200-4")
@@ -300,6 +300,13 @@ def test_the_fourth_h200_runs_failures_are_each_a_ledger_entry_or_declined_now()
         "flashinfer-empty-batch-plan"]
     assert list(why.values()).count("declined now") == 6  # 3 fp8, 3 decode at page size 5
     assert len(passed) > 60 and not [p for p in passed if p[2]], [p for p in passed if p[2]]
+    # The second machine's cuDNN run, with those declines: its failing records are ledger entries alone.
+    second = [r for r in read_jsonl(os.path.join(SESSION_4, "matrix_cudnn_2.jsonl")) if isinstance(r, ParityRecord)]
+    known = [known_for("flashinfer", r.case, r.backend, "0.7.2.post1", "sm90") for r in second
+             if r.status in ("fail", "error")]
+    assert len(known) == 8 and None not in known
+    assert not [r.case_id for r in second if r.status == "pass"
+                and known_for("flashinfer", r.case, r.backend, "0.7.2.post1", "sm90")]
 
 
 def _options_of(name: str) -> dict:
@@ -327,3 +334,20 @@ def test_the_fourth_sittings_entries_match_only_what_was_shown() -> None:
     assert known("decode", (), (), "auto+graph", {"decode_tensor_cores": True}) == tc
     assert known("decode", (), (), "cudnn") == "flashinfer-cudnn-decode-empty-batch-plan"
     assert known("decode", (), (), "fa2") == "flashinfer-decode-empty-batch-run"
+
+
+def test_the_torch_cuda_runs_failures_are_the_empty_rows_entry_and_it_claims_no_pass() -> None:
+    """torch 2.11 on the H200, the quick matrix without flex (fourth sitting): cuDNN and memory-efficient SDPA
+    write rows that attend nothing; auto records are asked about the kernels their requests ran ("cudnn+math")."""
+    fails, claimed = [], []
+    for r in read_jsonl(os.path.join(SESSION_4, "matrix_torch_cuda.jsonl")):
+        if not isinstance(r, ParityRecord):
+            continue
+        known = known_for("torch", r.case, r.backend, "2.11.0+cu130", "sm90", resolved=r.resolved_backend)
+        if r.status in ("fail", "error"):
+            fails.append((r.backend, r.resolved_backend, known))
+        elif r.status == "pass" and known:
+            claimed.append((r.backend, r.resolved_backend, r.case_id))
+    assert len(fails) == 8 and {k for _, _, k in fails} == {"torch-sdpa-empty-rows"}, fails
+    assert ("auto", "cudnn+math", "torch-sdpa-empty-rows") in fails
+    assert not claimed, claimed

@@ -618,7 +618,8 @@ DECLINES = [
     ("window-cudnn", PAGED.replace(window_left=3), "cudnn", UP, False, skips.MASK),
     ("cap-cudnn", RAGGED, "cudnn", UP, False, skips.NO_SOFT_CAP),
     ("hnd-cudnn-ragged", RAGGED.replace(logits_soft_cap=0.0, kv_layout="HND"), "cudnn", UP, False, skips.LAYOUT),
-    ("lse-cudnn-1tok-gqa", PAGED.replace(qo_lens=(1, 1)), "cudnn", UP, False, skips.LSE),
+    ("lse-cudnn-1tok-gqa", PAGED.replace(qo_lens=(1, 1), page_size=4), "cudnn", UP, False, skips.LSE),
+    ("page-5-cudnn", PAGED, "cudnn", UP, False, skips.PAGE_SIZE),
     ("single-cudnn", SINGLE, "cudnn", UP, False, skips.LAYOUT),
     ("decode-cudnn-fp8", FP8_DECODE, "cudnn", UP, False, skips.NO_FP8),
     ("ragged-trtllm", RAGGED, "trtllm-gen", UP, False, skips.LAYOUT),
@@ -664,7 +665,7 @@ def test_auto_is_judged_as_the_backend_the_library_would_pick_for_a_fresh_wrappe
 
 @pytest.mark.parametrize("case,backend,facts", [
     (PAGED, "fa2", UP), (PAGED_MASK, "fa2", UP), (RAGGED_MASK, "fa2", UP), (DECODE, "fa2", UP), (SINGLE, "fa3", UP),
-    (FP8_PAGED, "fa3", UP), (KV8_RAGGED, "fa2", UP), (FP8_DECODE, "fa2", UP), (PAGED, "cudnn", UP),
+    (FP8_PAGED, "fa3", UP), (KV8_RAGGED, "fa2", UP), (FP8_DECODE, "fa2", UP), (PAGED.replace(page_size=4), "cudnn", UP),
     (PAGED, "trtllm-gen", UP), (DECODE.replace(page_size=16), "cudnn", UP), (PAGED, "aiter", FORK),
     (PAGED_MASK, "fa2", FORK),
     (FP8_PAGED.replace(q_dtype="e4m3fnuz", kv_dtype="e4m3fnuz", o_dtype="bf16"), "aiter", FORK),
@@ -690,6 +691,9 @@ def test_cudnn_declines_what_the_h200_showed_it_cannot_plan() -> None:
     for page in (1, 4, 16):
         assert decide(DECODE.replace(page_size=page), "cudnn", graph=False, facts=UP, auto_pick=_pick,
                       capability=(9, 0)).ok, page
+    sup = decide(PAGED.replace(window_left=-1), "cudnn", graph=False, facts=UP, auto_pick=_pick)  # page 5
+    assert not sup.ok and skips.constant_of(sup.reason) == skips.PAGE_SIZE
+    assert decide(PAGED.replace(page_size=8), "cudnn", graph=False, facts=UP, auto_pick=_pick).ok
     assert decide(fp8, "fa3", graph=False, facts=UP, auto_pick=_pick, capability=(9, 0)).ok  # cuDNN's limit only
 
 
