@@ -14,9 +14,10 @@ keeps its first answer). `plan_sequences` rebuilds those wrappers as kernels/fla
 them: eager per (API, KV layout); CUDA graph per (API, KV layout, batch size, masked), replaced
 by a new wrapper when a case needs more pages, mask bytes or query rows than the first plan fixed.
 
-A per-request library (torch SDPA: one SDPA call per request, `PER_REQUEST`) has rows that describe one
-request: a record's expectation is `batch_route`, its requests' backends sorted and joined with '+' as
-kernels/torch_sdpa.py names them, and every row that decided a request counts as reached when it passes.
+A per-request library (torch SDPA: one SDPA call per request, routing/per_request.py) has rows that
+describe one request: a record's expectation is `batch_route`, its requests' backends sorted and joined
+with '+' as kernels/torch_sdpa.py names them, and every row that decided a request counts as reached
+when it passes.
 
 Which records count:
 
@@ -49,8 +50,8 @@ from kernels.flashinfer_variants import split_backend
 from kernels.protocol import reason_from_json
 from reports.records import IncompatibleRecord, ParityRecord, RunHeader, read_jsonl
 from routing.check import Coverage, ObservedRoute, RoutingVerdict, check, coverage
-from routing.spec import (ExpectedRoute, RoutingEnv, RoutingQuery, RoutingSpec, expected_route, expected_sequence,
-                          query_from_case)
+from routing.per_request import routes_for, rows_of
+from routing.spec import ExpectedRoute, RoutingEnv, RoutingQuery, RoutingSpec, query_from_case
 from routing.specs import BY_MODULE, SPECS
 from scenarios.case import Case
 from scenarios.errors import InvalidValue
@@ -64,11 +65,6 @@ SPEC_TARGETS = {"flashinfer-cuda": "flashinfer", "flashinfer-rocm": "flashinfer"
 # Specs with rows for explicit requests (FlashInfer's: an explicit backend runs as asked, or the fork's
 # reasons); the torch spec models SDPA's own choice only, so its explicit backends' records are left out.
 EXPLICIT_ROWS = frozenset({"flashinfer-cuda", "flashinfer-rocm"})
-# Specs of a library that runs each request of a batch on its own (torch SDPA has no batched API:
-# kernels/torch_sdpa.py calls it per request, reports the sorted '+'-join of the backends chosen, and
-# this name when no request ran one, kernels.torch_sdpa.EMPTY_PATH). Their rows describe one request.
-PER_REQUEST = {"torch": "empty"}
-JOIN = "+"
 # Specs whose CPU rows read no per-architecture table (torch's CPU rule does not vary by arch): a run
 # whose every record ran on the CPU needs no --arch there.
 ARCH_FREE_ON_CPU = frozenset({"torch"})
@@ -166,38 +162,6 @@ def plan_sequences(plans: Sequence[tuple[str, str, Case]], options: AdapterOptio
     return out
 
 
-# ---- per-request libraries ----------------------------------------------------------------------
-
-def request_queries(query: RoutingQuery) -> list[RoutingQuery]:
-    """One query per request of `query`'s batch; a batch with no request is `query` itself."""
-    return [query.replace(qo_lens=(qo,), kv_lens=(kv,), max_q_len=qo, max_kv_len=kv,
-                          all_requests_empty=qo == 0 or kv == 0)
-            for qo, kv in zip(query.qo_lens, query.kv_lens)] or [query]
-
-
-def batch_route(spec: RoutingSpec, query: RoutingQuery) -> ExpectedRoute:
-    """What a per-request library reports for `query`'s batch: its requests' backends, sorted and joined
-    with '+' (PER_REQUEST's name when none ran one); `rule` names the rows that decided, in spec order,
-    joined the same way. A request's gap or expected raise is the batch's."""
-    none_ran = PER_REQUEST[spec.library]
-    parts = [expected_route(spec, r) for r in request_queries(query)]
-    for p in parts:
-        if p.gap is not None or p.raises is not None:
-            return p
-    reasons = {p.reason for p in parts}
-    if len(reasons) != 1:
-        raise ValueError(f"spec {spec.library}: requests of one batch expect different reasons {reasons}")
-    ran = sorted({p.backend for p in parts if p.backend != none_ran})  # type: ignore[type-var]
-    decided = {p.rule for p in parts}
-    return ExpectedRoute(JOIN.join(ran) if ran else none_ran, reasons.pop(),
-                         JOIN.join(r.name for r in spec.rules if r.name in decided))
-
-
-def rows_of(expected: ExpectedRoute) -> tuple[str, ...]:
-    """The rows an expectation names: one, or several joined by `batch_route`."""
-    return tuple(expected.rule.split(JOIN)) if expected.rule else ()
-
-
 # ---- records -> verdicts ------------------------------------------------------------------------
 
 def adapter_options_of(header: Optional[RunHeader]) -> AdapterOptions:
@@ -251,10 +215,7 @@ def check_records(records: Sequence[Any], spec: RoutingSpec, arch: str, *, cudnn
     expected: list[Optional[ExpectedRoute]] = [None] * len(planned)
     for s in sorted(set(seqs)):
         idx = [i for i, k in enumerate(seqs) if k == s]
-        seq = [queries[i] for i in idx]
-        # torch (the one per-request library) chooses afresh on every call: no lifecycle to apply.
-        routes = [batch_route(spec, q) for q in seq] if spec.library in PER_REQUEST else expected_sequence(spec, seq)
-        for i, e in zip(idx, routes):
+        for i, e in zip(idx, routes_for(spec, [queries[i] for i in idx])):
             expected[i] = e
     out = []
     for r, q, e in zip(planned, queries, expected):

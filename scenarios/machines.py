@@ -19,7 +19,8 @@ Invariants after every run, in the order a failure names them (INVARIANTS):
                               under graph mode only the output (DESIGN.md: the first plan may fix
                               the backend)
   agrees_with_routing_spec    routing.check of the spec's expectation for this wrapper's plan
-                              sequence (routing.spec.expected_sequence), or, without a spec, the
+                              sequence (routing.per_request.routes_for: the spec's lifecycle, or
+                              per batch for torch's per-request SDPA), or, without a spec, the
                               backend the adapter was asked for
 
 A failure raises ScenarioFailure carrying the whole sequence of calls (Steps); after Hypothesis
@@ -43,7 +44,8 @@ from kernels.protocol import AttentionKernel, KernelOutput, Reason, route_of_fai
 from oracle.compare import unwritten_mask
 from oracle.judge import Truth, judge, truth
 from routing.check import ObservedRoute, check
-from routing.spec import ExpectedRoute, RoutingEnv, RoutingQuery, RoutingSpec, expected_sequence, query_from_case
+from routing.per_request import routes_for
+from routing.spec import ExpectedRoute, RoutingEnv, RoutingQuery, RoutingSpec, query_from_case
 from scenarios import strategies as S
 from scenarios.case import Case
 from scenarios.tensors import Inputs, materialize
@@ -417,7 +419,7 @@ class ScenarioMachine(RuleBasedStateMachine):
         spec = self.subject.specs.get(backend)
         if spec is None:
             return None
-        return expected_sequence(spec, self.histories.get(key, []) + [self._query(backend, case)])[-1]
+        return routes_for(spec, self.histories.get(key, []) + [self._query(backend, case)])[-1]
 
     def _run(self, backend: str, rule_name: str) -> None:
         p = self.planned[backend]
@@ -448,7 +450,7 @@ class ScenarioMachine(RuleBasedStateMachine):
         step.observed = (out.resolved_backend, out.fallback_reason)
         spec = self.subject.specs.get(backend)
         if spec is not None:
-            step.expected = expected_sequence(spec, self.histories[p.history][:p.index])[-1]
+            step.expected = routes_for(spec, self.histories[p.history][:p.index])[-1]
         self._log(step)
         type(self).stats.runs += 1
         violations = self._check(backend, adapter, p, out, step)

@@ -38,7 +38,9 @@ def torch_subjects(device: str) -> list[Subject]:
                     explicit=tuple(b for b in target.backends(device) if b != "auto"),
                     # flex compiles once per shape (about a second on a CPU): only the exploration asks
                     directed_backend="flash",
-                    specs={"auto": TORCH_SDPA}, env=RoutingEnv(arch="unknown", device=_env.device_type(device)),
+                    # torch's CPU rule reads no arch; on CUDA its rows are per arch (sm90 written)
+                    specs={"auto": TORCH_SDPA}, env=RoutingEnv(arch="unknown" if _env.device_type(device) == "cpu"
+                                                               else arch_here(device), device=_env.device_type(device)),
                     device=device, recipe=Recipe("torch"), exact_history=_env.device_type(device) == "cpu")]
 
 

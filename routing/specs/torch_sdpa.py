@@ -25,7 +25,7 @@ read through its observable effect; the C++ is not in the wheel). Confirmed with
 
 The CUDA rule: the rows `cuda_*`, ONE REQUEST per query. The adapter makes one SDPA call per
 request, so a batch's resolved name is the sorted '+'-join of its requests' rows
-(`routing.from_records.batch_route` splits a batch and joins; a CUDA query of several requests
+(`routing.per_request.batch_route` splits a batch and joins; a CUDA query of several requests
 is refused with a ValueError, never answered by the maxima). Read from torch's
 aten/src/ATen/native/transformers/cuda/sdp_utils.cpp; `sdp_utils.cpp:N` below are the line
 numbers of the copy read (an annotated copy of the file in the public index: the pytorch
@@ -106,7 +106,7 @@ def _request(q: RoutingQuery) -> tuple[int, int]:
     """(qo_len, kv_len) of the one request a CUDA query describes."""
     if q.batch_size != 1:
         raise ValueError(f"torch CUDA rows describe one request, got qo_lens={q.qo_lens}: split the batch "
-                         "with routing.from_records.batch_route")
+                         "with routing.per_request.batch_route")
     return q.qo_lens[0], q.kv_lens[0]
 
 

@@ -11,7 +11,7 @@ CUDA: the rows describe one request (the adapter makes one SDPA call per request
 names); tests/routing/data/torch_cuda_h200_records.jsonl holds auto records of `attncheck run
 --target torch --device cuda --budget quick` on an NVIDIA H200 (torch 2.11.0+cu130, cuDNN 91900,
 run 20261201T145700Z-0eb944, 2026-12-01), one per CUDA row at least, replayed through
-routing.from_records (`batch_route`); the precedence edges are pinned on plain queries.
+routing.per_request (`batch_route`); the precedence edges are pinned on plain queries.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import torch
 from kernels import get_target
 from kernels.protocol import NOT_REPORTED
 from kernels.torch_sdpa import _choice_name, empty_input_shortcut
-from routing import from_records
+from routing import from_records, per_request
 from routing.check import ObservedRoute, check, coverage
 from routing.spec import RoutingEnv, RoutingQuery, SpecGap, expected_route, query_from_case
 from routing.specs import SPECS
@@ -176,7 +176,7 @@ def test_a_batch_is_the_sorted_join_of_its_requests_rows():
     """MQA decode over kv_lens (1, 33, 130): flash for the kv_len-1 request, cudnn for the others."""
     batch = _cuda(1, 1, dims=(128, 128), heads=(8, 1)).replace(qo_lens=(1, 1, 1), kv_lens=(1, 33, 130),
                                                                max_kv_len=130)
-    e = from_records.batch_route(SPEC, batch)
+    e = per_request.batch_route(SPEC, batch)
     assert (e.backend, e.rule, e.reason) == ("cudnn+flash", "cuda_cudnn+cuda_flash", NOT_REPORTED)
 
 
@@ -207,7 +207,7 @@ def test_cuda_zero_length_requests_go_to_math_and_a_batch_of_none_is_empty():
         assert _route(_cuda(qo, kv, causal=True)) == ("math", "cuda_zero_length")
     none = _cuda(1, 1).replace(qo_lens=(), kv_lens=(), max_q_len=0, max_kv_len=0, all_requests_empty=True)
     assert _route(none) == ("empty", "cuda_no_requests")
-    assert from_records.batch_route(SPEC, none).backend == "empty"
+    assert per_request.batch_route(SPEC, none).backend == "empty"
 
 
 def test_cuda_arch_without_rows_is_a_named_gap_and_its_decisions_are_unexplained():
@@ -225,7 +225,7 @@ def test_a_cuda_query_of_several_requests_is_refused_not_answered_by_its_maxima(
     batch = _cuda(1, 1).replace(qo_lens=(1, 5), kv_lens=(1, 5), max_q_len=5, max_kv_len=5)
     with pytest.raises(ValueError, match="one request"):
         expected_route(SPEC, batch)
-    assert from_records.batch_route(SPEC, batch).backend == "cudnn+flash"
+    assert per_request.batch_route(SPEC, batch).backend == "cudnn+flash"
 
 
 # --- the rule on raw tensors -------------------------------------------------------------------
@@ -271,3 +271,19 @@ def test_cpu_rule_facts_on_raw_tensors():
     assert _choice(x, x, x, mask=torch.zeros(5, 5)) == "flash"  # float mask
     t = torch.zeros(1, 5, 2, 8).transpose(1, 2)  # non-contiguous, last-dim stride 1
     assert _choice(t, t, t) == "flash"
+
+
+def test_successive_plans_of_a_per_request_library_are_each_their_batchs_route():
+    """The scenario machines ask `routes_for` about a wrapper's plans (scenarios/machines.py): for torch each
+    CUDA batch is its requests' join (a batch of several requests was a ValueError for the spec alone), for a
+    batched library the spec's lifecycle."""
+    from routing.specs.flashinfer_cuda import SPEC as FLASHINFER_CUDA
+    from routing.spec import expected_sequence
+
+    two = _cuda(5, 9, dims=(64, 64)).replace(qo_lens=(5, 0), kv_lens=(9, 3), max_q_len=5, max_kv_len=9,
+                                              all_requests_empty=False)
+    routes = per_request.routes_for(SPEC, [two, _cuda(3, 3)])
+    assert [r.backend for r in routes] == [per_request.batch_route(SPEC, two).backend, _route(_cuda(3, 3))[0]]
+    assert "+" in routes[0].backend  # the zero-length request runs math beside the other's kernel
+    fi = [q.replace(api="paged", arch="sm90", device="cuda") for q in (_cuda(5, 9), _cuda(3, 3))]
+    assert per_request.routes_for(FLASHINFER_CUDA, fi) == expected_sequence(FLASHINFER_CUDA, fi)
