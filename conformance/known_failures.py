@@ -20,8 +20,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Optional
 
 from kernels.flashinfer import AdapterOptions
-from kernels.flashinfer_support import FA3_HEAD_DIMS
-from scenarios.dtypes import is_fp8
+from routing.spec import RoutingQuery, expected_route
+from routing.specs.flashinfer_cuda import SPEC as FLASHINFER_CUDA
 
 Applies = Optional[Callable[[dict[str, Any], str], bool]]
 # What a record of the defect shows; "crash": the process or its CUDA context dies (never launched).
@@ -109,11 +109,15 @@ def _fa2_ragged_head_dim_96(c: dict[str, Any], backend: str) -> bool:
 
 
 def _sm90_auto_picks_fa3(c: dict[str, Any]) -> bool:
-    """What a fresh wrapper's auto resolves a prefill case to on sm90 is fa3: no custom mask, head dims fa3
-    has, not an fp8 KV under a 16-bit query (utils.py:616-628; routing/specs/flashinfer_cuda.py)."""
-    fa3_dims = (c["head_dim_qk"], c["head_dim_vo"]) in FA3_HEAD_DIMS
-    kv_only_fp8 = is_fp8(c["kv_dtype"]) and not is_fp8(c["q_dtype"])
-    return c["mask"] != "custom" and fa3_dims and not kv_only_fp8
+    """What a fresh wrapper's auto resolves a prefill case to on sm90 is fa3, asked of the FlashInfer CUDA
+    routing spec (its rows read the library's selector, utils.py:616-628: no custom mask, fa3's head dims,
+    not an fp8 KV under a 16-bit query) with the record's fields the selector reads."""
+    qo, kv = tuple(c["qo_lens"]), tuple(c["kv_lens"])
+    query = RoutingQuery(api=c["layout"], arch="sm90", q_dtype=c["q_dtype"], kv_dtype=c["kv_dtype"],
+                         custom_mask=c["mask"] == "custom", head_dim_qk=c["head_dim_qk"],
+                         head_dim_vo=c["head_dim_vo"], qo_lens=qo, kv_lens=kv,
+                         max_q_len=max(qo, default=0), max_kv_len=max(kv, default=0))
+    return expected_route(FLASHINFER_CUDA, query).backend == "fa3"
 
 
 def _runs_on(c: dict[str, Any], backend: str, kernel: str) -> bool:
