@@ -305,6 +305,14 @@ def _copy_kv(dst: torch.Tensor, src: torch.Tensor, case: Case) -> None:
         dst[:, :n].copy_(src)
 
 
+def _widest_request_pages(inputs: Inputs) -> int:
+    """The most KV pages one request of a paged batch holds (0 without a page table or requests)."""
+    ip = inputs.kv_page_indptr
+    if ip is None or ip.numel() < 2:
+        return 0
+    return int((ip[1:] - ip[:-1]).max())
+
+
 class FlashInferKernel:
     """One FlashInfer backend on one device, eager or CUDA graph, serving all four layouts."""
 
@@ -457,6 +465,12 @@ class FlashInferKernel:
             fixed = getattr(slot.wrapper, "_max_total_num_rows", None)
             if c.layout != "decode" and fixed is not None and c.total_qo > fixed:
                 why.append(f"{c.total_qo} query rows > the {fixed} the wrapper's first plan fixed")
+            # cuDNN paged prefill builds a [batch, widest request's pages] block table at the first plan and
+            # raises when a later one needs it wider (prefill.py:3872-3890; seen on the H200, fourth sitting)
+            table = getattr(slot.wrapper, "_cudnn_block_tables", None)
+            widest = _widest_request_pages(inputs)
+            if c.layout == "paged" and table is not None and widest > table.shape[1]:
+                why.append(f"a request of {widest} pages > the cuDNN block table's {table.shape[1]} the first plan fixed")
         if slot is None or why:
             max_pages = max(self.options.graph_max_pages, slot.max_pages if slot else 0)
             max_mask = max(self.options.graph_max_mask_bytes, slot.max_mask_bytes if slot else 0)

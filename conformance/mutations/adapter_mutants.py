@@ -135,6 +135,11 @@ FLASHINFER_ADAPTER_MUTANTS: tuple[Mutant, ...] = (
              (_T_FI + "test_cudnn_declines_what_the_h200_showed_it_cannot_plan",
               "tests/harness/test_known_failures.py::"
               "test_the_fourth_h200_runs_failures_are_each_a_ledger_entry_or_declined_now")),
+    _adapter("fi-cudnn-block-table-regrowth-missed", "kernels/flashinfer.py",
+             "            if c.layout == \"paged\" and table is not None and widest > table.shape[1]:\n",
+             "            if False:\n",
+             "a cudnn+graph wrapper is reused for a request wider than its captured block table, which raises",
+             (_T_FI + "test_a_cudnn_graph_wrapper_is_replaced_when_a_request_outgrows_its_block_table",)),
     _adapter("fi-single-causal-long-queries-claimed", "kernels/flashinfer_support.py",
              "        if api == \"single\" and case.causal and not custom and case.qo_lens[0] > case.kv_lens[0]:\n",
              "        if False:\n",

@@ -300,6 +300,7 @@ class BatchPrefillWithPagedKVCacheWrapper:
         self._custom_mask_buf = custom_mask_buf
         self._mask_indptr_buf = mask_indptr_buf
         self._max_total_num_rows: Optional[int] = None
+        self._cudnn_block_tables: Optional[torch.Tensor] = None
         self._backend = backend
         self._init_fork(backend)
 
@@ -386,6 +387,15 @@ class BatchPrefillWithPagedKVCacheWrapper:
                                  f"{self._fixed_batch_size}  set during initialization.")
             if len(paged_kv_indices) > len(self._paged_kv_indices_buf):
                 raise ValueError("The length of paged_kv_indices exceeds the allocated buffer size.")
+            if self._backend == "cudnn" and block_tables is None:
+                # prefill.py:3872-3890: the auto-built [batch, widest request's pages] table is captured
+                # at its first width; a later plan needing a wider one raises under CUDA graphs.
+                width = int((paged_kv_indptr[1:] - paged_kv_indptr[:-1]).max()) if batch_size else 0
+                old = self._cudnn_block_tables
+                if old is not None and old.shape[1] < width:
+                    raise ValueError("captured cuDNN block table cannot grow; supply a fixed block_tables buffer")
+                if old is None:
+                    self._cudnn_block_tables = torch.zeros(batch_size, width, dtype=torch.int32)
             self._qo_indptr_buf.copy_(qo_indptr)
             self._paged_kv_indptr_buf.copy_(paged_kv_indptr)
             self._paged_kv_last_page_len_buf.copy_(paged_kv_last_page_len)

@@ -564,6 +564,23 @@ def test_graph_mode_keeps_a_wrapper_per_batch_size_and_mask_and_records_regrowth
     assert len(news) == 2 and "page indices" in news[0] and "query rows" in news[1]
 
 
+def test_a_cudnn_graph_wrapper_is_replaced_when_a_request_outgrows_its_block_table(
+        fake: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """cuDNN paged prefill fixes its [batch, widest request's pages] block table at the first graph-mode plan and
+    raises 'captured cuDNN block table cannot grow' after (prefill.py:3872-3890): on the H200 a long-lived
+    cudnn+graph adapter hit it where a fresh one passed. A request wider than the table gets a new wrapper."""
+    monkeypatch.setattr(sys.modules["flashinfer.cudnn.prefill"], "CUDNN_AVAILABLE", True)
+    fl.lib_facts.cache_clear()
+    a = fi.FlashInferKernel("cudnn", CPU, graph=True, graphs=ff.FakeGraphs())
+    first = PAGED.replace(page_size=4)  # widest request: 3 pages
+    for c in (first, first.replace(kv_lens=(40, 6)), first):  # 10 pages, then 3 again
+        inp, res = run_case(a, c)
+        assert passes(inp, res)[0], c.id
+    news = [e for e in a.graph_events if e.startswith("new graph wrapper")]
+    assert len(news) == 1 and "a request of 10 pages > the cuDNN block table's 3" in news[0], a.graph_events
+    fl.lib_facts.cache_clear()
+
+
 def test_graph_decode_and_ragged_replay_correctly(fake: Any) -> None:
     """Decode and ragged graph wrappers (fixed buffers) replay the oracle's answer across re-plans."""
     for case, other in ((DECODE, DECODE.replace(kv_lens=(5, 3, 33))),
