@@ -374,7 +374,7 @@ LEDGER: tuple[KnownFailure, ...] = (
         seen="2026-11-29 H200 (docs/evidence/repro_torch_sdpa_empty_rows.h200.txt: cuDNN on a fully masked row and "
              "on causal_lower_right with qo > kv, memory-efficient on the latter only); 2026-12-01 through the "
              "quick matrix on CUDA (2026-12-01-h200-4/matrix_torch_cuda.jsonl): every failing record",
-        applies=lambda c, b: _torch_rows_without_keys(c, b)),
+        applies=_torch_rows_without_keys),
 )
 
 

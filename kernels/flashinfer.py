@@ -467,9 +467,8 @@ class FlashInferKernel:
                 why.append(f"{c.total_qo} query rows > the {fixed} the wrapper's first plan fixed")
             # cuDNN paged prefill builds a [batch, widest request's pages] block table at the first plan and
             # raises when a later one needs it wider (prefill.py:3872-3890; seen on the H200, fourth sitting)
-            table = getattr(slot.wrapper, "_cudnn_block_tables", None)
-            widest = _widest_request_pages(inputs)
-            if c.layout == "paged" and table is not None and widest > table.shape[1]:
+            table = getattr(slot.wrapper, "_cudnn_block_tables", None) if c.layout == "paged" else None
+            if table is not None and (widest := _widest_request_pages(inputs)) > table.shape[1]:
                 why.append(f"a request of {widest} pages > the cuDNN block table's {table.shape[1]} the first plan fixed")
         if slot is None or why:
             max_pages = max(self.options.graph_max_pages, slot.max_pages if slot else 0)

@@ -18,6 +18,7 @@ from typing import Literal, Optional, Sequence
 
 from kernels.protocol import NOT_REPORTED, Reason
 from routing import reasons as R
+from routing.per_request import rows_of
 from routing.spec import ExpectedRoute, RoutingSpec
 
 Status = Literal[
@@ -111,7 +112,7 @@ def _outcome_explained(spec: RoutingSpec, v: RoutingVerdict) -> bool:
 
 
 def coverage(spec: RoutingSpec, verdicts: Sequence[RoutingVerdict]) -> Coverage:
-    reached = {v.expected.rule for v in verdicts if v.passed}
+    reached = {n for v in verdicts if v.passed for n in rows_of(v.expected)}  # a joined route reaches each row
     unreached = tuple(r.name for r in spec.rules if r.name not in reached)
     unexplained = tuple(v for v in verdicts if not v.passed and not _outcome_explained(spec, v))
     failed = tuple(v for v in verdicts if not v.passed)

@@ -136,7 +136,7 @@ FLASHINFER_ADAPTER_MUTANTS: tuple[Mutant, ...] = (
               "tests/harness/test_known_failures.py::"
               "test_the_fourth_h200_runs_failures_are_each_a_ledger_entry_or_declined_now")),
     _adapter("fi-cudnn-block-table-regrowth-missed", "kernels/flashinfer.py",
-             "            if c.layout == \"paged\" and table is not None and widest > table.shape[1]:\n",
+             "            if table is not None and (widest := _widest_request_pages(inputs)) > table.shape[1]:\n",
              "            if False:\n",
              "a cudnn+graph wrapper is reused for a request wider than its captured block table, which raises",
              (_T_FI + "test_a_cudnn_graph_wrapper_is_replaced_when_a_request_outgrows_its_block_table",)),
