@@ -23,6 +23,7 @@ from scenarios.case import Case
 from scenarios.directed import directed_for, run_directed
 from scenarios.explore import BUDGETS, explore_subject
 from scenarios.machines import machine_for
+from scenarios.repro import write_repro
 from scenarios.subjects import FLASHINFER_LIMITS, flashinfer_subjects
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "kernels"))
@@ -85,6 +86,49 @@ def test_exploration_finds_the_lifecycle_defect_and_writes_a_plain_script(fake: 
     assert "w1 = flashinfer." in text and "w1.plan(" in text and "w1.run(" in text
     code, out = _run_script(str(script))
     assert code == 1 and "REPRODUCED" in out, out
+
+
+def test_a_run_that_raised_in_the_machine_is_judged_where_the_script_does_not_raise(
+        fake: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the H200 the ragged subject lost its CUDA context on a run reading a stale mask at address 0; the
+    plain script of those calls, in a fresh process, neither faulted nor judged the run ("every call held").
+    Here the fake faults the same way inside the machine only: the script then judges that run's output,
+    exits 1 where the stale mask makes it wrong, and 0, pointing at compute-sanitizer, where it is right."""
+    W = ff.BatchPrefillWithRaggedKVCacheWrapper
+    plan, run = W.plan, W.run
+
+    def planned(self: Any, *a: Any, **kw: Any) -> Any:
+        self._planned_mask = kw.get("custom_mask") is not None or kw.get("packed_custom_mask") is not None
+        return plan(self, *a, **kw)
+
+    def faulting(self: Any, *a: Any, **kw: Any) -> Any:
+        if self._custom_mask_buf is not None and not self._planned_mask:
+            raise RuntimeError("BatchPrefillWithRaggedKVCache failed with error an illegal memory access")
+        return run(self, *a, **kw)
+
+    monkeypatch.setattr(W, "plan", planned)
+    monkeypatch.setattr(W, "run", faulting)
+    s = _subjects()["flashinfer-sm90-ragged"]
+    m = machine_for(s)
+    (seq,) = [d for d in directed_for(m.profile, None) if d.name == "ragged: masked then unmasked"]
+    status, failure = run_directed(m, seq)
+    assert status == "failed" and failure is not None and failure.invariant == "no_unexpected_error", failure
+    assert failure.steps[-1].outcome == "raise"
+    script = write_repro(failure, s, tmp_path, "directed")
+    monkeypatch.setattr(W, "run", run)  # the fresh process: the same calls do not fault
+    code, out = _run_script(str(script))
+    assert code == 1 and f"REPRODUCED at step {failure.steps[-1].n}" in out and "did not raise here" in out, out
+    assert "output off by" in out, out
+
+    def cleared(self: Any, *a: Any, **kw: Any) -> Any:  # and where the stale mask is gone, the run is right
+        res = plan(self, *a, **kw)
+        if kw.get("custom_mask") is None and kw.get("packed_custom_mask") is None:
+            self._custom_mask_buf = None
+        return res
+
+    monkeypatch.setattr(W, "plan", cleared)
+    code, out = _run_script(str(script))
+    assert code == 0 and "did not raise here, and its output held" in out and "compute-sanitizer" in out, out
 
 
 def _with_ledger_at(subject: Any, version: str) -> Any:

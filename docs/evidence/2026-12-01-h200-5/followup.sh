@@ -6,6 +6,7 @@
 # faults, not by a later call), then runs each script it writes, and the first machine's, plainly and under
 # compute-sanitizer memcheck (an out-of-bounds read that does not fault in a fresh process still shows).
 # Run from the repo root with .whl/ carried:   OUT=dir bash docs/evidence/2026-12-01-h200-5/followup.sh
+# (first at 927aba3; again with BLOCKING=0 after the scripts judge a run that does not raise).
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 2
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 FLASHINFER_CUDA_ARCH_LIST=9.0a MAX_JOBS=$(nproc)
@@ -30,7 +31,7 @@ one prebuild 300 python3 -m kernels.flashinfer_prebuild --case "@$R/ragged-cases
 ex=(python3 -m conformance explore --target flashinfer --device cuda --budget runner --examples 40 --steps 20
     --subject flashinfer-sm90-ragged)
 one explore_asis 150 "${ex[@]}" --out "$R/asis"
-CUDA_LAUNCH_BLOCKING=1 one explore_blocking 150 "${ex[@]}" --out "$R/blocking"
+[ "${BLOCKING:-1}" = 1 ] && CUDA_LAUNCH_BLOCKING=1 one explore_blocking 150 "${ex[@]}" --out "$R/blocking"
 # the exploration's own failures only (the directed masked-then-unmasked ones are the confirmed stale mask)
 for s in "$E"/explore/repro-*.py "$R"/asis/failures/repro-*-explore-*.py "$R"/blocking/failures/repro-*-explore-*.py; do
   [ -e "$s" ] || continue
@@ -41,3 +42,4 @@ done
 echo "total $((SECONDS - s0)) s" | tee -a "$R/steps.txt"
 for f in "$R"/script_*.txt "$R"/memcheck_*.txt; do echo "== $f"; grep -v "TMA\|globalDim\|^format\|^dim \|gmem\|Strides\|boxDim\|interleave\|swizzle\|l2Prom\|oobFill" "$f" | tail -n 14; done
 grep -h "examples" "$R"/explore_*.txt
+tar -C "$OUT" -czf "$OUT/r.tgz" r  # at most 8 files come back: everything in one
