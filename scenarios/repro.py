@@ -217,6 +217,8 @@ def main():
             inputs = planned[backend]
             try:
                 got = adapter.run(inputs)
+                if DEVICE.startswith("cuda"):  # a kernel's fault surfaces at a sync: here, inside the try
+                    torch.cuda.synchronize()
             except Exception as e:
                 if DATA["raises"].get(n) == "*":
                     continue

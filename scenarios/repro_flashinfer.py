@@ -135,21 +135,24 @@ def _tolerated(step: Step, failure: ScenarioFailure) -> bool:
     return step.outcome == "raise" and step is not failure.steps[-1]
 
 
+# Inside a run's try: a kernel's fault is reported at the next synchronising call, so without it a run the
+# machine saw raise returns here and its error surfaces later, outside the try, or never (the H200: "every
+# call held" from a script whose ragged run read a mask at address 0; with the sync it raises there).
+SYNC = "torch.cuda.synchronize() if DEV.startswith('cuda') else None"
+
+
 def _try(code: str, step: Step, what: str, tolerated: bool) -> list[str]:
     """`code` inside a try: a raise is printed as expected, or returned as the reproduction."""
     handler = (f"        print(f'step {step.n}: {what} raised {{type(e).__name__}} (expected: {step.outcome})')"
                if tolerated else f"        return reproduced({step.n}, [f'{what} raised {{type(e).__name__}}: {{e}}'])")
-    return ["    try:", f"        {code}", "    except Exception as e:", handler]
+    body = [f"        {code}"] + ([f"        {SYNC}"] if what == "run" else [])
+    return ["    try:", *body, "    except Exception as e:", handler]
 
 
 def _judge_unraised_run(n: int) -> list[str]:
-    """The machine's finding is that run n raised; where it does not here, its output is judged all the same.
-
-    On the H200 a run that read a stale mask at address 0 lost the exploring process's CUDA context, and
-    the same calls in a fresh process neither faulted nor were judged ("every call held"); compute-
-    sanitizer's memcheck showed the reads (docs/evidence/2026-12-01-flashinfer-h200-session-5.md)."""
+    """The machine's finding is that run n raised; where it does not here, its output is judged all the same
+    (a script that only watched for the raise printed "every call held" for a run it never judged)."""
     return [
-        "    torch.cuda.synchronize() if DEV.startswith('cuda') else None",
         f"    problems = against_reference({n}, *split(res), DATA['lse_base2'][{n}])",
         "    if problems:",
         f"        return reproduced({n}, ['run did not raise here, and what it wrote is wrong:'] + problems)",

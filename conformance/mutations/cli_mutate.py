@@ -32,7 +32,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu); CUDA-only mutants skip on cpu")
     p.add_argument("--budget", default="quick", help="; ".join(f"{k}: {v}" for k, v in BUDGETS.items()))
     p.add_argument("--out", default=DEFAULT_OUT, help="directory for mutants.jsonl, kill-matrix.json and .md")
-    p.add_argument("--only", nargs="+", default=None, metavar="NAME", help="run these mutants only")
+    p.add_argument("--only", nargs="+", action="extend", default=None, metavar="NAME",
+                   help="run these mutants only (repeatable: every name given counts)")
     p.add_argument("--workers", type=int, default=2, help="mutants run at once (default: 2)")
     p.add_argument("--isolation", default="forkserver", help=f"{' or '.join(ISOLATIONS)} (see launcher.py)")
     p.add_argument("--selection", default="coverage",

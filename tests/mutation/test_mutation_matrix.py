@@ -231,6 +231,11 @@ def test_bad_usage_exits_2_naming_the_value_and_writes_nothing(tmp_path: Path, c
     assert not out.exists()
 
 
+def test_a_repeated_only_adds_its_names() -> None:
+    """`--only a --only b c` runs a, b and c (argparse's default would keep b and c, and drop a unsaid)."""
+    assert cli._parser().parse_args(["mutate", "--only", "a", "--only", "b", "c"]).only == ["a", "b", "c"]
+
+
 def test_an_unwritable_out_dir_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     if os.geteuid() == 0:
         blocker = tmp_path / "file"

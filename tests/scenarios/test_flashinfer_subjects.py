@@ -91,7 +91,8 @@ def test_exploration_finds_the_lifecycle_defect_and_writes_a_plain_script(fake: 
 def test_a_run_that_raised_in_the_machine_is_judged_where_the_script_does_not_raise(
         fake: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """On the H200 the ragged subject lost its CUDA context on a run reading a stale mask at address 0; the
-    plain script of those calls, in a fresh process, neither faulted nor judged the run ("every call held").
+    plain script of those calls printed "every call held": it neither synchronised after the run (the fault
+    surfaced at the next sync, which never came) nor judged it.
     Here the fake faults the same way inside the machine only: the script then judges that run's output,
     exits 1 where the stale mask makes it wrong, and 0, pointing at compute-sanitizer, where it is right."""
     W = ff.BatchPrefillWithRaggedKVCacheWrapper
@@ -115,6 +116,10 @@ def test_a_run_that_raised_in_the_machine_is_judged_where_the_script_does_not_ra
     assert status == "failed" and failure is not None and failure.invariant == "no_unexpected_error", failure
     assert failure.steps[-1].outcome == "raise"
     script = write_repro(failure, s, tmp_path, "directed")
+    # The run is synchronised inside its try: on the H200 its fault surfaced only at a later sync, or never.
+    text = script.read_text()
+    step = text[text.index(f"    # step {failure.steps[-1].n}: run"):]
+    assert "torch.cuda.synchronize()" in step[step.index("    try:"):step.index("    except Exception")], step
     monkeypatch.setattr(W, "run", run)  # the fresh process: the same calls do not fault
     code, out = _run_script(str(script))
     assert code == 1 and f"REPRODUCED at step {failure.steps[-1].n}" in out and "did not raise here" in out, out
