@@ -6,7 +6,8 @@
 # faults, not by a later call), then runs each script it writes, and the first machine's, plainly and under
 # compute-sanitizer memcheck (an out-of-bounds read that does not fault in a fresh process still shows).
 # Run from the repo root with .whl/ carried:   OUT=dir bash docs/evidence/2026-12-01-h200-5/followup.sh
-# (first at 927aba3; again with BLOCKING=0 after the scripts judge a run that does not raise).
+# (first at 927aba3; again with BLOCKING=0 at c27ef95, after the scripts judge a run that does not raise, and at
+# 84cce31, after they synchronise a run inside its try).
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 2
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 FLASHINFER_CUDA_ARCH_LIST=9.0a MAX_JOBS=$(nproc)
