@@ -212,7 +212,10 @@ LEDGER: tuple[KnownFailure, ...] = (
              "through the parity run on 0.7.2.post1 and 0.7.4 alike (unmasked ragged HND cases after a masked one); "
              "when the old mask is shorter than the new batch needs, an illegal memory access instead "
              "(repro_flashinfer_ragged_stale_mask_crash.h200.txt: masked [1]/[1031], then unmasked [1,300,300]/"
-             "[33,33,128]; fresh and re-masked controls pass)"),
+             "[33,33,128]; fresh and re-masked controls pass); 2026-12-01, fifth sitting: after a masked plan whose "
+             "one request has no query rows (an empty mask, a null buffer) the unmasked re-plan's kernel "
+             "(MaskMode 2) reads mask bytes at 0x26-0x2b (compute-sanitizer memcheck), an illegal memory access "
+             "in a fresh process too (2026-12-01-h200-5/followup-3)"),
     KnownFailure(
         "flashinfer-packed-mask-indptr", "flashinfer", ("0.7.2.post1",),
         "packed_custom_mask: plan() keeps mask_indptr in elements while the kernel reads it as bytes, so "
