@@ -254,7 +254,8 @@ def format_table(result: CatalogueResult) -> str:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m conformance.mutations.runner",
                                      description="Run the oracle mutant catalogue; exit 1 on a survivor.")
-    parser.add_argument("--only", nargs="*", action="extend", default=None, help="mutant names to run (default: all)")
+    parser.add_argument("--only", nargs="*", action="extend", default=None,
+                        help="mutant names to run (default: all; repeatable)")
     parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
     parser.add_argument("--json", type=Path, default=None, help="also write the results as JSON here")
     args = parser.parse_args(argv)
