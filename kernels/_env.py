@@ -7,6 +7,7 @@ a fact, so a patch is seen everywhere.
 """
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import importlib.util
 from typing import Any, Optional, Union
@@ -106,3 +107,31 @@ def context_after_error(device: str) -> tuple[bool, str]:
         except Exception as e:  # the pending or sticky CUDA error, as torch reports it
             met.append(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300])
     return False, "; ".join(met)
+
+
+# The float unary functions torch 2.13 computes through oneMKL's VML on the CPU (float32 and float64;
+# measured with a breakpoint on each vms*/vmd* entry point). The harness's own attention uses exp,
+# log, log2 and tanh (oracle/reference.py, scenarios/model_router.py, the ROCm stand-in's kernels).
+VML_FUNCTIONS = ("acos", "asin", "atan", "cos", "erf", "erfc", "exp", "log", "log10", "log2", "sin", "sqrt", "tan",
+                 "tanh", "trunc")
+
+
+@functools.cache
+def warm_mkl_vml() -> None:
+    """Call each of VML_FUNCTIONS once on one element, per float32 and float64, in this thread.
+
+    torch computes these on the CPU through oneMKL's VML, one call per intra-op thread on its chunk
+    (2048 elements or more: two chunks on two threads). The oneMKL that torch bundles (2024.2) picks
+    a VML function's kernel on that function's first call, and a first call made on two threads at
+    once can run one thread's chunk on the AVX2 low-accuracy (EP) kernel: a relative error of about
+    1.5e-4 instead of 6e-8, once per process (pytorch/pytorch#188792). The oracle would then be off
+    for one first run, and a run would differ from a fresh adapter's bit for bit (a false
+    history_independent). A one-element call runs in the calling thread alone, so every kernel is
+    picked before any call is shared between threads. Cached: once per process.
+    """
+    import torch
+
+    for dtype in (torch.float32, torch.float64):
+        one = torch.ones(1, dtype=dtype)
+        for name in VML_FUNCTIONS:
+            getattr(torch, name)(one)

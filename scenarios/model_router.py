@@ -37,6 +37,7 @@ from scenarios.case import Case
 from scenarios.dtypes import to_torch
 from scenarios.tensors import Inputs
 
+_env.warm_mkl_vml()  # oneMKL picks its VML kernels here, in one thread, before torch splits a call across threads
 TARGET = "model"
 
 

@@ -16,6 +16,7 @@ _ISO = "tests/scenarios/test_explore_isolation.py::"
 _LEDGER = "tests/harness/test_known_failures.py::"
 _PREBUILD = "tests/kernels/test_flashinfer_prebuild.py::"
 _MUTATION = "tests/mutation/test_mutation_matrix.py::"
+_ENV = "tests/kernels/test_kernels_env.py::"
 
 
 def _harness(name: str, path: str, old: str, new: str, description: str, kills: tuple[str, ...]) -> Mutant:
@@ -349,6 +350,23 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
              "        return [Case.from_json(objs[0])]\n",
              "--case @file.json with a list runs its first case only",
              ("tests/harness/test_cli.py::test_a_case_file_may_hold_a_list_of_cases",)),
+    _harness("model-vml-not-warmed", "scenarios/model_router.py",
+             "_env.warm_mkl_vml()  # oneMKL picks its VML kernels here",
+             "pass  # oneMKL picks its VML kernels here",
+             "the model computes without warming oneMKL's VML: a process's first run may take one thread's chunk of "
+             "exp at 1e-4 error and differ from a fresh adapter's bit for bit (a false history_independent)",
+             (_ENV + "test_the_oracle_the_model_and_the_standin_warm_vml_when_imported",)),
+    _harness("oracle-vml-not-warmed", "oracle/reference.py",
+             "\nwarm_mkl_vml()  # oneMKL picks its VML kernels here",
+             "\npass  # oneMKL picks its VML kernels here",
+             "the oracle computes without warming oneMKL's VML: a process's first reference may be off by 1e-4 in "
+             "one thread's chunk",
+             (_ENV + "test_the_oracle_the_model_and_the_standin_warm_vml_when_imported",)),
+    _harness("vml-warmup-fp32-only", "kernels/_env.py",
+             "    for dtype in (torch.float32, torch.float64):\n        one = torch.ones(1, dtype=dtype)\n",
+             "    for dtype in (torch.float32,):\n        one = torch.ones(1, dtype=dtype)\n",
+             "the VML warm-up leaves float64 out: the fp64 oracle's first exp may still run a low-accuracy chunk",
+             (_ENV + "test_warming_calls_every_vml_function_once_per_float_dtype_on_one_element",)),
 )
 
 check_unique(HARNESS_MUTANTS)

@@ -1,6 +1,7 @@
 """kernels._env answers machine facts through patchable functions, without heavy imports."""
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import importlib.util
 import sys
@@ -57,3 +58,40 @@ def test_device_capability_is_patchable_for_other_architectures(monkeypatch: pyt
     """Routing tests patch device_capability; callers that go through the module see the patch."""
     monkeypatch.setattr(_env, "device_capability", lambda device: (9, 0))
     assert _env.device_capability("cuda") == (9, 0)
+
+
+# The modules whose own attention computes on the CPU with VML-backed torch functions.
+VML_USERS = ("oracle.reference", "scenarios.model_router", "kernels.standins.rocm_flashinfer._kernels")
+
+
+def test_warming_calls_every_vml_function_once_per_float_dtype_on_one_element(monkeypatch: pytest.MonkeyPatch
+                                                                               ) -> None:
+    """warm_mkl_vml calls each VML-backed function on one float32 and one float64 element.
+
+    One element never reaches a second intra-op thread, so oneMKL picks the kernel in one thread; a
+    first call shared by two threads can run one thread's chunk on a low-accuracy kernel
+    (pytorch/pytorch#188792), once per process: a wrong oracle, or a run that differs from a fresh
+    adapter's bit for bit. The harness's own attention computes with exp, log, log2 and tanh.
+    """
+    seen: list[tuple[str, torch.dtype, int]] = []
+    for name in _env.VML_FUNCTIONS:
+        real = getattr(torch, name)
+        monkeypatch.setattr(torch, name, lambda x, _n=name, _f=real: seen.append((_n, x.dtype, x.numel())) or _f(x))
+    _env.warm_mkl_vml.__wrapped__()  # uncached: importing the oracle already ran it here
+    want = [(n, d, 1) for d in (torch.float32, torch.float64) for n in _env.VML_FUNCTIONS]
+    assert seen == want
+    assert {"exp", "log", "log2", "tanh"} <= set(_env.VML_FUNCTIONS)
+
+
+def test_the_oracle_the_model_and_the_standin_warm_vml_when_imported(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each module's code, run afresh, calls warm_mkl_vml: before any attention of its own is computed."""
+    paths = {m: importlib.import_module(m).__file__ for m in VML_USERS}
+    calls: list[str] = []
+    for module, path in paths.items():
+        monkeypatch.setattr(_env, "warm_mkl_vml", lambda m=module: calls.append(m))
+        spec = importlib.util.spec_from_file_location(f"_fresh_{module.replace('.', '_')}", path)
+        assert spec is not None and spec.loader is not None
+        fresh = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, spec.name, fresh)  # dataclasses look their module up
+        spec.loader.exec_module(fresh)
+    assert calls == list(VML_USERS)
