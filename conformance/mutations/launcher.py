@@ -93,8 +93,13 @@ while open_ or jobs:
         r, _, _ = select.select([0], [], [], 0.05)
         if r:
             chunk = os.read(0, 1 << 16)
-            if not chunk:
+            if not chunk:  # the parent is gone (close() kills its runs first): nobody waits for these
                 open_ = False
+                for pid in jobs:
+                    try:
+                        os.killpg(pid, 9)
+                    except OSError:
+                        pass
             buf += chunk
             while b"\n" in buf:
                 line, buf = buf.split(b"\n", 1)

@@ -213,6 +213,31 @@ def test_a_forked_run_sees_the_libraries_on_pythonpath_as_a_fresh_interpreter_do
     assert (tmp_path / "probe.log").read_text().split() == ["site", "True"]
 
 
+def test_a_fork_server_whose_parent_is_gone_kills_the_runs_it_started(tmp_path: Path) -> None:
+    """A mutate run killed outright (SIGTERM, SIGKILL) never calls close(): its server sees stdin close and
+    must kill the runs still going, each in a process group of its own, not let them run on orphaned (a
+    mutant's test that started a mutate of its own once kept two cores busy for a quarter of an hour)."""
+    import threading
+    import time
+
+    script = tmp_path / "long.py"
+    script.write_text("import time\ntime.sleep(120)\n")
+    env = child_env(())
+    server = ForkServerLauncher(env)
+    job = Job((str(script),), tmp_path, (), env, tmp_path / "long.log", 300)
+    threading.Thread(target=server.run, args=(job,), daemon=True).start()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not [p for p in server._pending.values() if p.pid is not None]:
+        time.sleep(0.1)
+    (pid,) = [p.pid for p in server._pending.values() if p.pid is not None]
+    assert server._proc.stdin is not None
+    server._proc.stdin.close()  # what the parent's death does: the pipe closes, nothing is killed first
+    server._proc.wait(timeout=30)  # the server reaps its killed run, then exits
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    server._dir.cleanup()
+
+
 # ---- the command line -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("argv, field", [
