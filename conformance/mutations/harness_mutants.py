@@ -212,6 +212,12 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
              "    p.add_argument(\"--only\", nargs=\"+\", default=None, metavar=\"NAME\",\n",
              "a repeated --only keeps its last names only: the mutants named before are silently not run",
              (_MUTATION + "test_a_repeated_only_adds_its_names",)),
+    _harness("repro-run-not-synced-in-try", "scenarios/repro.py",
+             "                if DEVICE.startswith(\"cuda\"):  # a kernel's fault surfaces at a sync: here, inside the try\n"
+             "                    torch.cuda.synchronize()\n",
+             "",
+             "a library script's run is not synchronised inside its try: a kernel's fault surfaces later, or never",
+             ("tests/scenarios/test_scenario_repro.py::test_a_library_scripts_run_is_synchronised_inside_its_try",)),
     _harness("repro-fi-run-not-synced-in-try", "scenarios/repro_flashinfer.py",
              "    body = [f\"        {code}\"] + ([f\"        {SYNC}\"] if what == \"run\" else [])\n",
              "    body = [f\"        {code}\"]\n",

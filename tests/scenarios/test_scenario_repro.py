@@ -94,6 +94,17 @@ def test_a_library_script_reproduces_standalone(tmp_path: Path) -> None:
     assert "REPRODUCED at step 4" in done.stdout and "custom mask" in done.stdout
 
 
+def test_a_library_scripts_run_is_synchronised_inside_its_try(tmp_path: Path) -> None:
+    """On a GPU a kernel's fault surfaces at the next sync: the run is synchronised inside its try, so the fault
+    is that run's reproduction, not a traceback later or nothing at all (the H200, fifth sitting: a plain
+    flashinfer script said "every call held" for a run that had read a mask at address 0)."""
+    subject = next(s for s in fault_subjects() if s.name == "fault-mask_not_cleared")
+    script = write_repro(directed_failure(subject, "paged: masked then unmasked"), subject, tmp_path, "directed")
+    text = script.read_text()
+    body = text[text.index("got = adapter.run(inputs)"):]
+    assert "torch.cuda.synchronize()" in body[:body.index("except Exception")], body[:300]
+
+
 def test_a_torch_script_uses_only_torch_and_blames_torch_only_when_torch_is_wrong(tmp_path: Path) -> None:
     subject = Subject(name="torch-drops-a-row", target="torch", backend="auto",
                       make=lambda b: DropsARowAfterItsFirstRun(b), specs={"auto": TORCH_SDPA},
