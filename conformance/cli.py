@@ -16,6 +16,7 @@ from tabulate import tabulate
 
 from conformance.cli_gate import add_commands
 from conformance.mutations import cli_mutate
+from kernels._env import warm_mkl_vml
 from kernels.errors import KernelUnavailable, UnknownBackend, UnknownTarget
 from reports.parity import COUNT_HEADERS, counts_by_backend, failure_line, failures, skips_by_reason
 from reports.records import ParityRecord, StageRecord
@@ -55,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     add_commands(sub)  # record, diff, sweep, report (conformance/cli_gate.py)
     cli_mutate.add_parser(sub)  # mutate: conformance/mutations/cli_mutate.py
     sub.add_parser("explore", help="drive the stateful scenario machines (its options: attncheck explore --help)",
-                   add_help=False)  # parsed by scenarios/explore.py itself: see main()
+                   add_help=False)  # parsed by conformance/explore/loop.py itself: see main()
     return p
 
 
@@ -150,8 +151,9 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["explore"]:  # the scenario machines keep their own parser (scenarios/explore.py)
-        from scenarios.explore import main as explore_main
+    warm_mkl_vml()  # oneMKL picks its VML kernels in this one thread before any attention is computed
+    if argv[:1] == ["explore"]:  # the scenario machines keep their own parser (conformance/explore/loop.py)
+        from conformance.explore.loop import main as explore_main
 
         return explore_main(argv[1:])
     args = _parser().parse_args(argv)  # argparse itself exits 2 on malformed options

@@ -171,11 +171,13 @@ def cmd_diff(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 
 def cmd_report(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from conformance.route_records import check_runs  # imports the FlashInfer adapter module: only here
     from reports import combined
     from reports.html import render_html
     from reports.merge import load_runs
 
-    model = combined.build(load_runs(list(args.results)))
+    runs = load_runs(list(args.results))
+    model = combined.build(runs, routing=check_runs(runs))
     md, page = combined.render_markdown(model, args.title), render_html(model, args.title)
     _out_dir("--out", args.out)
     for name, text in ((REPORT_MD, md), (REPORT_HTML, page),

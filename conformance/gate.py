@@ -18,12 +18,11 @@ from typing import Any, Literal, Optional
 
 from conformance.known_failures import KnownFailure, upstream_of
 from kernels import skips
-from reports.records import FAILING, ParityRecord
+from reports.records import CRASHED, FAILING, ParityRecord, is_crash
 from scenarios.case import Case
 
 # Skip / error reason constants (the part before ": " is what summaries group by).
 NOT_LAUNCHED = "not launched, a known crash in the ledger"
-CRASHED = "crashed, the process evaluating this case died"
 
 Outcome = Literal["pass", "fail", "skip", "expected_failure", "unexpected_pass"]
 
@@ -63,10 +62,6 @@ def crashed(case: Case, backend: str, how: str, base: dict[str, Any]) -> ParityR
     """The record of a case whose process died while evaluating it; `how` says how it died."""
     return ParityRecord(backend=backend, case_id=case.id, case=case.to_json(), status="error",
                         reason=skips.detail(CRASHED, how), features=list(case.features), **base)
-
-
-def is_crash(rec: ParityRecord) -> bool:
-    return rec.status == "error" and skips.constant_of(rec.reason) == CRASHED
 
 
 def required_skip(markers: frozenset[str], required: frozenset[str], decision: bool, reason: str) -> Optional[str]:

@@ -20,6 +20,7 @@ from conformance.isolate import CONTEXT_LOST_IN_PROCESS, IsolatedEvaluator, note
 from conformance.known_failures import entry_for, known_for
 from conformance.markers import arch_here
 from kernels import get_target, skips
+from kernels._env import warm_mkl_vml
 from kernels.errors import KernelUnavailable, LibraryRefused
 from kernels.protocol import AttentionKernel, Stage, reason_to_json, route_of_failed_run
 from kernels.standins import standin_from_versions
@@ -148,6 +149,7 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
     evaluates every case in a child process (conformance/isolate.py): one that kills it is an
     error naming the crash, and the run goes on in a fresh child.
     """
+    warm_mkl_vml()  # oneMKL picks its VML kernels in this one thread before any attention is computed
     if time_budget_s is not None and not time_budget_s > 0:
         raise InvalidValue("--time-budget", time_budget_s, "a positive number of seconds",
                            "pass --time-budget 540, or leave it out for no limit")

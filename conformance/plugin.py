@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 
 from conformance.markers import needs_of
+from kernels._env import warm_mkl_vml
 from scenarios.matrix import BUDGETS
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every pytest process (xdist workers and mutation children too) warms oneMKL before a test computes."""
+    warm_mkl_vml()  # oneMKL picks its VML kernels in this one thread before any attention is computed
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

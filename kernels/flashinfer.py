@@ -73,7 +73,7 @@ from kernels.flashinfer_variants import (GRAPH_SUFFIX, RunTiming, VariantKey, fi
                                          variant_key)
 from kernels.protocol import (LSE_BASE2, LSE_NATURAL, NOT_REPORTED, AttentionKernel, KernelOutput, Reason, Stage,
                               Support)
-from oracle.compare import poison
+from scenarios.poison import poison
 from scenarios.case import Case
 from scenarios.dtypes import is_fp8, to_torch
 from scenarios.errors import InvalidInputs

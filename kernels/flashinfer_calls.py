@@ -3,11 +3,11 @@
 Why: a scenario-machine failure must be reproducible with FlashInfer alone, without attncheck's
 adapter in between. When `FlashInferKernel.call_log` is a list, the adapter appends one
 `LibraryCall` per call it makes on the library (a wrapper's construction, plan(), run(),
-single_prefill_with_kv_cache) with the arguments exactly as passed; scenarios/repro_flashinfer.py
+single_prefill_with_kv_cache) with the arguments exactly as passed; conformance/explore/repro_flashinfer.py
 writes them out as straight-line code. Tensors are kept as CPU copies taken at call time, except
 the workspace (zeros of a size) and the poisoned out=/lse= buffers (NaN of a shape), which the
 script makes itself. Graph-mode adapters log nothing: a capture cannot copy tensors to the host,
-and their reproductions go through the adapter (scenarios/repro.py "library").
+and their reproductions go through the adapter (conformance/explore/repro.py "library").
 """
 from __future__ import annotations
 

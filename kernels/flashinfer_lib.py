@@ -7,7 +7,7 @@ the same way.
 
 Both vendors are served from here, told apart by FEATURE, never by a version string:
   * upstream flashinfer-python (0.7.2.post1 is the version under test);
-  * the ROCm fork (AMD-Ecosystem/flashinfer, ../shared/research/rocm_fork.md section 1): its
+  * the ROCm fork (AMD-Ecosystem/flashinfer, tests/data/sources/rocm_fork.md section 1): its
     wrappers carry `backend_fallback_reason`, its paged run() takes `scale_q/scale_k/scale_v`,
     and it offers backend="aiter".
 A CPU stand-in of a library (kernels/standins/, e.g. the ROCm fork's) is read the same way and

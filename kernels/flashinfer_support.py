@@ -3,7 +3,7 @@
 A pure function of (case, backend, graph mode, LibFacts): no flashinfer import, no device. Line
 numbers are of flashinfer-python 0.7.2.post1 (prefill.py, decode.py, utils.py,
 jit/attention/modules.py, jit/utils.py) and of the ROCm fork as written up in
-../shared/research/rocm_fork.md section 1 (fork rules run only against the CPU fake).
+tests/data/sources/rocm_fork.md section 1 (fork rules run only against the CPU fake).
 
 Declined here, and nowhere else:
   dtypes     fp32 q/kv/o and e4m3fnuz on upstream: the JIT dtype tables know fp16, bf16, e4m3fn,

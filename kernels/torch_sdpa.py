@@ -48,7 +48,7 @@ from kernels._torch_common import (TARGET, KVSlots, check_inputs, device_decline
                                    physical_kv, same_inputs, store_rows)
 from kernels.errors import LibraryRefused, UnknownBackend, UnsupportedCase
 from kernels.protocol import NOT_REPORTED, KernelOutput, Support
-from oracle.compare import poison
+from scenarios.poison import poison
 from scenarios.case import Case
 from scenarios.dtypes import to_torch
 from scenarios.tensors import Inputs

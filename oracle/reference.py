@@ -38,12 +38,9 @@ from typing import Literal
 
 import torch
 
-from kernels._env import warm_mkl_vml
 from oracle.masks import allowed
 from scenarios.dtypes import is_fp8, to_torch
 from scenarios.tensors import Inputs, fp8_descales
-
-warm_mkl_vml()  # oneMKL picks its VML kernels here, in one thread, before torch splits a call across threads
 
 Precision = Literal["fp32", "fp64", "input"]
 PRECISIONS: tuple[str, ...] = ("fp32", "fp64", "input")

@@ -7,7 +7,7 @@ HTML page (reports/html.py) are renderings of it, so the three never disagree. S
 * parity: worst error/bound per architecture x target/backend x dtype x feature (< 1 holds),
   outcomes per backend, failures (crashes and ledger entries named), skips by reason;
 * routing: each run's `auto` records against the routing spec of its target and architecture
-  (routing/from_records.py): rows observed, passed, failed, rows never reached;
+  (conformance/route_records.py, checked by the caller): rows observed, passed, failed, rows never reached;
 * timing: each A/B sweep as a ratio table with intervals, crossover and threshold (reports/timing.py).
 
 The markdown keeps to what a pull-request comment holds: long lists are cut, and say so.
@@ -16,17 +16,15 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from tabulate import tabulate
 
-from conformance.gate import is_crash
 from kernels import skips
 from reports import timing
 from reports.merge import Run, records_of
 from reports.parity import failure_line, worst_cells
-from reports.records import STATUSES, ParityRecord, versions_text
-from scenarios.errors import InvalidValue
+from reports.records import STATUSES, ParityRecord, is_crash, versions_text
 
 MAX_LINES = 40  # failures listed in the markdown; report.json has them all
 
@@ -89,42 +87,14 @@ def _skips(runs: list[Run]) -> list[dict[str, Any]]:
             for (a, s, b, reason), n in sorted(c.items())]
 
 
-def spec_for(target: str, arch: str) -> Optional[str]:
-    """The routing spec (routing/specs) that judges a run of `target` on `arch`, if one is written."""
-    if target == "torch":
-        return "torch"
-    if target == "flashinfer":
-        return "flashinfer-rocm" if arch.startswith("gfx") else "flashinfer-cuda"
-    return None
+def build(runs: list[Run], routing: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """The report's model: every section as plain data (report.json is this, dumped).
 
-
-def _routing(runs: list[Run]) -> list[dict[str, Any]]:
-    from routing import from_records  # imports the FlashInfer adapter module: only when there is routing to check
-
-    out = []
-    for run in runs:
-        if run.header is None or not any(r.backend.split("+")[0] == from_records.AUTO for r in run.parity):
-            continue
-        name = spec_for(run.header.target, run.arch)
-        if name is None:
-            continue
-        spec = from_records.SPECS[name]
-        try:
-            report = from_records.check_records([run.header, *run.parity], spec, run.arch)
-        except (InvalidValue, TypeError, KeyError) as e:  # records this version cannot replay: said, not skipped
-            out.append({"run_id": run.run_id, "spec": spec.library, "arch": run.arch, "ok": False,
-                        "error": f"{type(e).__name__}: {e}"})
-            continue
-        out.append({"run_id": run.run_id, **from_records.to_json(report, spec),
-                    "markdown": from_records.render_markdown(report, spec)})
-    return out
-
-
-def build(runs: list[Run]) -> dict[str, Any]:
-    """The report's model: every section as plain data (report.json is this, dumped)."""
+    `routing` holds the routing checks of the runs, made by their caller
+    (conformance/route_records.py `check_runs`): rendering checks nothing itself."""
     recs = records_of(runs)
     return {"runs": [_run_line(r) for r in runs], "parity": _parity(runs), "outcomes": _outcomes(runs),
-            "failures": _failures(runs), "skips": _skips(runs), "routing": _routing(runs),
+            "failures": _failures(runs), "skips": _skips(runs), "routing": list(routing),
             "timing": [dict(timing.to_json(ab), markdown=timing.render_markdown(ab)) for ab in timing.tables(recs)]}
 
 

@@ -21,6 +21,8 @@ Status = Literal["pass", "fail", "skip", "refused", "error"]
 STATUSES: tuple[str, ...] = ("pass", "fail", "skip", "refused", "error")
 # Statuses that make a run exit 1.
 FAILING: frozenset[str] = frozenset({"fail", "error"})
+# The reason of an error record whose evaluating process died (conformance/isolate.py).
+CRASHED = "crashed, the process evaluating this case died"
 
 
 class IncompatibleRecord(ValueError):
@@ -194,3 +196,8 @@ def read_jsonl(path: str) -> list[Record]:
             raise
         out.append(from_obj(obj, path, n))
     return out
+
+
+def is_crash(rec: ParityRecord) -> bool:
+    """An error record whose process died: its reason's constant (before ': ') is CRASHED."""
+    return rec.status == "error" and rec.reason.split(": ", 1)[0] == CRASHED

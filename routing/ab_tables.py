@@ -1,11 +1,11 @@
 """The A/B timing tables the seeds print, as data: ratio = time(aiter) / time(fa2), > 1 = AITER slower.
 
 Data only; the rule that reads them is routing/threshold.py. Every number here is copied from the
-seed text, and every row and observation carries a Quote: the seed file (under ../shared/seeds/),
-the 1-based line, and the exact text on that line. A row's cells are the numbers in its quote,
-in the order of the columns in the table's header quote. tests/routing/test_threshold.py checks
-each quote against the seed files (when ../shared/seeds is present) and each cell against its
-quote.
+seed text, and every row and observation carries a Quote: the seed file's name, the 1-based
+line, and the exact text on that line. A row's cells are the numbers in its quote, in the order
+of the columns in the table's header quote. tests/routing/test_threshold.py checks each quote
+against the seed's lines copied verbatim in tests/data/sources/seed_lines/ (README.md there) and
+each cell against its quote.
 
 Nothing is invented: a cell the seeds do not print is None. Where a seed states a column-level
 fact without printing the cells ("all five ... lose at 16", "first win at q24", "at every query

@@ -3,7 +3,7 @@
 kernels/torch_sdpa.py calls SDPA once per request and reports the sorted '+'-join of the backends
 chosen (`PER_REQUEST`'s name when no request ran one, kernels.torch_sdpa.EMPTY_PATH), so such a
 spec's rows describe one request and a batch's expectation is built here from its requests'. Used by
-routing.from_records (records) and scenarios.machines (the scenario machines' routing invariant).
+conformance.route_records (records) and conformance.explore.machines (the scenario machines' routing invariant).
 """
 from __future__ import annotations
 

@@ -110,7 +110,7 @@ class ContradictoryObservation(_PrefixedError):
 @dataclass(frozen=True)
 class Quote:
     """Where a fact comes from: ``text`` is an exact substring of line ``line`` (1-based) of
-    ``seed`` (a file name under ../shared/seeds/)."""
+    ``seed`` (a seed file's name; its quoted lines are copied in tests/data/sources/seed_lines/)."""
 
     seed: str
     line: int

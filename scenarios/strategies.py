@@ -16,11 +16,10 @@ claims and a decline is the adapter's own word.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Optional, Sequence
+from typing import Literal, Optional, Protocol, Sequence
 
 from hypothesis import strategies as st
 
-from kernels.protocol import AttentionKernel
 from scenarios import axes
 from scenarios.case import Case
 from scenarios.dtypes import is_fp8
@@ -80,7 +79,17 @@ def probe_case(layout: str, dtype: str = "bf16") -> Case:
                 o_dtype=o, page_size=2 if layout in ("paged", "decode") else 1)
 
 
-def probe_profile(adapter: AttentionKernel) -> Profile:
+class _Support(Protocol):
+    ok: bool
+
+
+class Declines(Protocol):
+    """What a profile is probed from: anything that says whether it serves a case (an adapter)."""
+
+    def supports(self, case: Case) -> _Support: ...
+
+
+def probe_profile(adapter: Declines) -> Profile:
     """Ask the adapter's supports() about one small case per layout, dtype and feature."""
     dtypes = tuple(d for d in axes.INPUT_DTYPES + axes.FP8_DTYPES
                    if any(adapter.supports(probe_case(x, d)).ok for x in axes.LAYOUTS))

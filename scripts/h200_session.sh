@@ -61,14 +61,14 @@ side_lane() {  # after the prebuild: the FlashInfer mutant catalogue on the GPU 
 gpu_lane() {  # beside the prebuild, no JIT module of its own: FlashInfer's cuDNN backend and torch on CUDA
   step matrix_cudnn 420 "${run[@]}" run "${ma[@]}" --budget quick --time-budget 330 --backend cudnn \
       --out "$R/matrix_cudnn"
-  [ -s "$R/matrix_cudnn/results.jsonl" ] && step routing_cudnn 120 python3 -m routing.from_records \
+  [ -s "$R/matrix_cudnn/results.jsonl" ] && step routing_cudnn 120 python3 -m conformance.route_records \
       "$R/matrix_cudnn/results.jsonl" --spec flashinfer_cuda --arch sm90 --out "$R/routing_cudnn"
   # torch on CUDA without flex: FlexAttention compiles per case shape there (~11 s a record beside the
   # prebuild, fourth sitting); the five SDPA backends took 37.9 s for 465 records alone on the machine
   ( export OMP_NUM_THREADS=4
     step matrix_torch_cuda 300 "${run[@]}" run --target torch --device cuda --budget quick --backend math \
         --backend flash --backend efficient --backend cudnn --backend auto --out "$R/matrix_torch_cuda" )
-  step routing_torch 120 python3 -m routing.from_records "$R/matrix_torch_cuda/results.jsonl" --spec torch \
+  step routing_torch 120 python3 -m conformance.route_records "$R/matrix_torch_cuda/results.jsonl" --spec torch \
       --arch sm90 --out "$R/routing_torch"
 }
 
@@ -117,7 +117,7 @@ pipeline() {
   local ma=(--target flashinfer --device cuda --isolate)
   # The sitting's cases (the whole quick matrix needs 36 modules, more than a sitting builds: third sitting):
   # core = profiles bf16-128, bf16-128-window and fp8-kv, whose modules the mutant suite's library tests,
-  # the machines' draws (scenarios/subjects.py FLASHINFER_LIMITS) and the scripts load. (The fourth
+  # the machines' draws (conformance/explore/subjects.py FLASHINFER_LIMITS) and the scripts load. (The fourth
   # sitting's first machine also ran auto with tensor-core decode over every decode case of the matrix.)
   python3 - "$R" <<'PY'
 import json, sys

@@ -122,7 +122,6 @@ class Mutation:
         self.root = repo_root()
         self.opts = conformance_options(s.target, s.device, s.seed)
         self._tmp = Path(tempfile.mkdtemp(prefix="attncheck-mutate-"))
-        _link_shared(self.root, self._tmp)
         self.env = child_env()
         self.launcher = make_launcher(s.isolation, self.env)
         self._cover_cpu = 0.0
@@ -383,17 +382,6 @@ class Mutation:
             self.progress(f"  whole suite: {r.status:9s} {r.name} ({r.duration_s:.1f} s"
                           + (f", selection missed {len(missed)} killing tests" if missed else "") + ")")
         return time.monotonic() - t, cpu
-
-
-def _link_shared(root: Path, tmp: Path) -> None:
-    """Copies live in tmp/clean and tmp/copies/<name>: give both the checkout's ../shared, which
-    some tests read (research documents, seeds) and would otherwise skip."""
-    shared = root.parent / "shared"
-    if not shared.is_dir():
-        return
-    for d in (tmp, tmp / "copies"):
-        d.mkdir(parents=True, exist_ok=True)
-        (d / "shared").symlink_to(shared, target_is_directory=True)
 
 
 def _shards(rows: list[str], n: int) -> list[list[str]]:

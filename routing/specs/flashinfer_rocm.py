@@ -2,7 +2,7 @@
 
 Data only: rows in precedence order, per-architecture tables, lifecycle flags. The engine is
 `routing/spec.py`; the comparison is `routing/check.py`. Every row cites its rule in
-../shared/research/rocm_fork.md section 7 ("rule N") or the section it comes from ("s2 step
+tests/data/sources/rocm_fork.md section 7 ("rule N") or the section it comes from ("s2 step
 N" = section 2, the selector; "s4" = section 4, the wrapper lifecycle).
 
 Precedence (rule 3, section 2): wrapper-level refusals and explicit backends first, then the

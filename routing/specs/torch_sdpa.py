@@ -35,7 +35,7 @@ sm90 with cuDNN 9.19 cuDNN takes head dims up to 256 (newest: 128 below cuDNN 9.
 efficient takes no GQA (newest: it does). Re-check the line numbers against the tag when it can
 be opened. Checked on the H200 (2026-12-01, torch 2.11.0+cu130, cuDNN 91900, sm90): every auto record of
 the quick matrix without flex (docs/evidence/2026-12-01-h200-4/matrix_torch_cuda.jsonl, 71 routed) is
-explained and every CUDA row reached (`python -m routing.from_records ... --spec torch --arch sm90`,
+explained and every CUDA row reached (`python -m conformance.route_records ... --spec torch --arch sm90`,
 its output in docs/evidence/2026-12-01-h200-4/routing_torch_cuda/).
 
 Per request, in precedence order:

@@ -10,7 +10,7 @@ import torch
 
 from conformance import cli, parity_run
 from kernels.protocol import KernelOutput, Support
-from oracle.compare import poison
+from scenarios.poison import poison
 from reports.records import ParityRecord, RunFooter, RunHeader, read_jsonl
 from scenarios.case import Case
 from scenarios.tensors import materialize, save
@@ -195,6 +195,6 @@ def test_feature_keeps_only_cases_with_it(tmp_path) -> None:
 def test_explore_is_dispatched_to_the_scenario_machines(tmp_path) -> None:
     from conformance.cli import main
 
-    with pytest.raises(SystemExit) as e:  # argparse of scenarios/explore.py: unknown target
+    with pytest.raises(SystemExit) as e:  # argparse of conformance/explore/loop.py: unknown target
         main(["explore", "--target", "nonesuch", "--out", str(tmp_path / "e")])
     assert e.value.code == 2 and not (tmp_path / "e").exists()

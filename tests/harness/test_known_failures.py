@@ -163,10 +163,10 @@ def _session_3_records() -> list[ParityRecord]:
 
 
 def _follows_a_masked_plan(recs: list[ParityRecord], i: int) -> bool:
-    """The plan before record i on the same long-lived wrapper (the run's keying, as routing.from_records
+    """The plan before record i on the same long-lived wrapper (the run's keying, as conformance.route_records
     rebuilds it) was masked."""
     from kernels.flashinfer import AdapterOptions
-    from routing.from_records import PLANNED, plan_sequences
+    from conformance.route_records import PLANNED, plan_sequences
     from scenarios.case import Case
 
     planned = [j for j, p in enumerate(recs) if p.status in PLANNED]

@@ -61,7 +61,7 @@ def test_device_capability_is_patchable_for_other_architectures(monkeypatch: pyt
 
 
 # The modules whose own attention computes on the CPU with VML-backed torch functions.
-VML_USERS = ("oracle.reference", "scenarios.model_router", "kernels.standins.rocm_flashinfer._kernels")
+VML_USERS = ("oracle.reference", "conformance.explore.model_router", "kernels.standins.rocm_flashinfer._kernels")
 
 
 def test_warming_calls_every_vml_function_once_per_float_dtype_on_one_element(monkeypatch: pytest.MonkeyPatch
@@ -83,8 +83,8 @@ def test_warming_calls_every_vml_function_once_per_float_dtype_on_one_element(mo
     assert {"exp", "log", "log2", "tanh"} <= set(_env.VML_FUNCTIONS)
 
 
-def test_the_oracle_the_model_and_the_standin_warm_vml_when_imported(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each module's code, run afresh, calls warm_mkl_vml: before any attention of its own is computed."""
+def test_no_module_warms_vml_when_imported(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The oracle, the model and the stand-in do no work at import: warming is the entry points' job."""
     paths = {m: importlib.import_module(m).__file__ for m in VML_USERS}
     calls: list[str] = []
     for module, path in paths.items():
@@ -94,4 +94,45 @@ def test_the_oracle_the_model_and_the_standin_warm_vml_when_imported(monkeypatch
         fresh = importlib.util.module_from_spec(spec)
         monkeypatch.setitem(sys.modules, spec.name, fresh)  # dataclasses look their module up
         spec.loader.exec_module(fresh)
-    assert calls == list(VML_USERS)
+        assert not hasattr(fresh, "warm_mkl_vml"), module
+    assert calls == []
+
+
+def _warm_recorder(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[str]:
+    calls: list[str] = []
+    monkeypatch.setattr(module, "warm_mkl_vml", lambda: calls.append(module.__name__))
+    return calls
+
+
+def test_every_entry_point_warms_vml_before_it_can_compute(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """The CLI, a parity run, an exploration and every pytest process warm oneMKL before their first check.
+
+    A first exp split across two threads may run one chunk on a low-accuracy kernel (see
+    test_warming_calls_every_vml_function_once_per_float_dtype_on_one_element): each way into
+    attncheck warms first, even where it then stops at a usage error.
+    """
+    from conformance import cli, parity_run, plugin
+    from conformance.explore import loop
+    from scenarios.errors import InvalidValue
+
+    calls = _warm_recorder(monkeypatch, cli)
+    assert cli.main(["run", "--budget", "no-such-budget"]) == 2 and calls == ["conformance.cli"]
+    calls = _warm_recorder(monkeypatch, parity_run)
+    with pytest.raises(InvalidValue):
+        parity_run.run_parity("torch", "cpu", "quick", str(tmp_path), time_budget_s=-1.0)
+    assert calls == ["conformance.parity_run"]
+    calls = _warm_recorder(monkeypatch, loop)
+    with pytest.raises(ValueError):
+        loop.explore("torch", budget="ci", out=tmp_path, subjects=["no-such-subject"])
+    assert calls == ["conformance.explore.loop"]
+    calls = _warm_recorder(monkeypatch, plugin)
+    plugin.pytest_configure(None)  # type: ignore[arg-type]
+    assert calls == ["conformance.plugin"]
+
+
+def test_a_library_script_warms_vml_before_it_builds_an_adapter() -> None:
+    """A written library script (the model, the faults, the stand-in) warms oneMKL before its first call."""
+    from conformance.explore.repro import _LIBRARY_BODY
+
+    warm, data = _LIBRARY_BODY.index("\nwarm_mkl_vml()"), _LIBRARY_BODY.index("\nDATA = ")
+    assert _LIBRARY_BODY.index("from kernels._env import warm_mkl_vml") < warm < data

@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from oracle import tolerances
-from oracle.compare import compare, poison, unwritten_mask
+from oracle.compare import compare
+from scenarios.poison import poison, unwritten_mask
 from oracle.judge import judge, truth
 from oracle.reference import lse_to_base2
 from scenarios.case import Case

@@ -15,7 +15,7 @@ from routing.threshold import (
     UndeterminedThreshold, costs_at, derive, main, render, row_crossovers,
 )
 
-SEEDS = Path(__file__).resolve().parents[2].parent / "shared" / "seeds"
+SEED_LINES = Path(__file__).resolve().parents[1] / "data" / "sources" / "seed_lines"
 Q = Quote("synthetic", 1, "synthetic")
 
 
@@ -161,14 +161,21 @@ def _quotes():
             yield f"{name}:obs:q{o.q_len}", o.quote
 
 
+def _seed_lines(seed: str) -> dict[int, str]:
+    """{line: text} of a seed's excerpt in tests/data/sources/seed_lines (`LINE:TEXT`, the seed's numbers)."""
+    lines = {}
+    for entry in (SEED_LINES / seed).read_text(encoding="utf-8").splitlines():
+        n, text = entry.split(":", 1)
+        lines[int(n)] = text
+    return lines
+
+
 @pytest.mark.parametrize("where,quote", list(_quotes()), ids=[w for w, _ in _quotes()])
 def test_every_quote_is_on_its_line_of_the_seed(where, quote):
-    """Each quoted text is found on the line of the seed file it names."""
-    path = SEEDS / quote.seed
-    if not path.exists():
-        pytest.skip(f"seed file {path} not present in this checkout (../shared/seeds)")
-    lines = path.read_text(encoding="utf-8").splitlines()
-    assert quote.text in lines[quote.line - 1], where
+    """Each quoted text is found on the line of the seed file it names (its excerpt, copied verbatim)."""
+    lines = _seed_lines(quote.seed)
+    assert quote.line in lines, f"{where}: line {quote.line} of {quote.seed} is not in its excerpt"
+    assert quote.text in lines[quote.line], where
 
 
 @pytest.mark.parametrize("name", list(T.TABLES))

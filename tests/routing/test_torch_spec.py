@@ -25,7 +25,8 @@ import torch
 from kernels import get_target
 from kernels.protocol import NOT_REPORTED
 from kernels.torch_sdpa import _choice_name, empty_input_shortcut
-from routing import from_records, per_request
+from conformance import route_records as from_records
+from routing import per_request
 from routing.check import ObservedRoute, check, coverage
 from routing.spec import RoutingEnv, RoutingQuery, SpecGap, expected_route, query_from_case
 from routing.specs import SPECS
@@ -274,7 +275,7 @@ def test_cpu_rule_facts_on_raw_tensors():
 
 
 def test_successive_plans_of_a_per_request_library_are_each_their_batchs_route():
-    """The scenario machines ask `routes_for` about a wrapper's plans (scenarios/machines.py): for torch each
+    """The scenario machines ask `routes_for` about a wrapper's plans (conformance/explore/machines.py): for torch each
     CUDA batch is its requests' join (a batch of several requests was a ValueError for the spec alone), for a
     batched library the spec's lifecycle."""
     from routing.specs.flashinfer_cuda import SPEC as FLASHINFER_CUDA

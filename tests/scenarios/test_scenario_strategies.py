@@ -12,7 +12,7 @@ from kernels import get_target
 from scenarios import axes
 from scenarios import strategies as S
 from scenarios.case import Case
-from scenarios.model_router import make_model
+from conformance.explore.model_router import make_model
 from scenarios.tensors import materialize, validate_inputs
 
 WIDE = S.Profile(layouts=axes.LAYOUTS, dtypes=axes.INPUT_DTYPES + ("e4m3fn",))

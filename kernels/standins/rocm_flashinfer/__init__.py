@@ -1,6 +1,6 @@
 """Stand-in for the ROCm FlashInfer fork's top-level `flashinfer` package (AMD-Ecosystem/flashinfer).
 
-A CPU STAND-IN, NEVER THE LIBRARY, built from ../shared/research/rocm_fork.md (MAIN @10f72434;
+A CPU STAND-IN, NEVER THE LIBRARY, built from tests/data/sources/rocm_fork.md (MAIN @10f72434;
 decode @05005763). It reproduces the fork's documented API surface -- the names of section 1,
 their parameters, `backend="aiter"`, `backend_fallback_reason`, `scale_q/scale_k/scale_v`, the
 routing chain of section 2 with its exact reason texts, the per-architecture tables of section 3,

@@ -16,10 +16,7 @@ from typing import List, Optional, Tuple
 
 import torch
 
-from kernels._env import warm_mkl_vml
-
 __attncheck_standin__ = "flashinfer-rocm-fork"
-warm_mkl_vml()  # oneMKL picks its VML kernels here, in one thread, before torch splits a call across threads
 
 LOG2E = 1.44269504088896340736
 LN2 = 0.6931471805599453094

@@ -1,7 +1,7 @@
 """Stand-in for the ROCm fork's `flashinfer.rocm.arch_caps` (MAIN @10f72434), built from rocm_fork.md.
 
 A CPU stand-in, never the library: the tables and the capability check as
-../shared/research/rocm_fork.md section 3 gives them, and the architecture probe the fork's own
+tests/data/sources/rocm_fork.md section 3 gives them, and the architecture probe the fork's own
 GPU-free tests patch (`as_arch` monkeypatches `_device_arch`, section 5).
 
 Section 3, per table (dict.get semantics: an arch absent from a table reads None / False):

@@ -1,7 +1,7 @@
 """Stand-in for the ROCm fork's `flashinfer.rocm.decode` (@05005763), built from rocm_fork.md.
 
 A CPU stand-in, never the library; plain-torch numerics for fa2 and aiter alike. From
-../shared/research/rocm_fork.md (sN = section N, "rule N" = section 7):
+tests/data/sources/rocm_fork.md (sN = section N, "rule N" = section 7):
   s1  BatchDecodeWithPagedKVCacheWrapper.__init__ / plan parameter names and order, max_seq_len
       validation (TypeError for a non-int or bool, ValueError "must be positive", ValueError
       "requires use_cuda_graph=True"), positional plan() options warn (DeprecationWarning),

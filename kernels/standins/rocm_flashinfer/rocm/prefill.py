@@ -1,6 +1,6 @@
 """Stand-in for the ROCm fork's `flashinfer.rocm.prefill` (MAIN @10f72434), built from rocm_fork.md.
 
-A CPU stand-in, never the library: what ../shared/research/rocm_fork.md documents of the fork's
+A CPU stand-in, never the library: what tests/data/sources/rocm_fork.md documents of the fork's
 prefill module, with plain-torch numerics (kernels/standins/rocm_flashinfer/_kernels.py) for
 every backend. One module, as in the fork, so a test patches a probe where the fork's own tests
 do (`prefill._aiter_ops_importable`, `prefill._aiter_native_paging_available`, ...).

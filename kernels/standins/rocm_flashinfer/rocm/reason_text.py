@@ -1,7 +1,7 @@
 """Every fallback reason and error text of the ROCm fork stand-in, as format strings (data only).
 
 Part of the ROCm FlashInfer fork stand-in, not of the fork's API (the fork formats these inline).
-Kept apart so the texts can be compared with ../shared/research/rocm_fork.md one by one
+Kept apart so the texts can be compared with tests/data/sources/rocm_fork.md one by one
 (tests/kernels/test_rocm_standin.py). Where the document quotes a text whole, the template
 renders to exactly that text; where it quotes only part ("...", "…", a fragment in quotes), the
 quoted part is kept verbatim and the rest is written here, marked "(completed)".

@@ -4,7 +4,7 @@ Each fault-injected adapter must be caught twice: by the directed sequence its s
 by the exploration on its own, which shrinks the sequence, keeps it in the run's database (a rerun
 replays it first) and writes a reproduction script that exits 1, while the same calls written
 against the correct model exit 0. Scripts run here in-process (runpy, as `python script.py`
-would); tests/scenarios/test_scenario_repro.py runs both script kinds in a fresh interpreter.
+would); tests/explore/test_scenario_repro.py runs both script kinds in a fresh interpreter.
 The shrunk sequences are printed (`pytest -rP` shows them); docs/scenario-machines.md records them.
 """
 from __future__ import annotations
@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from scenarios.explore import BUDGETS, SUMMARY_NAME, explore_subject, main
-from scenarios.faults import FAULTS
-from scenarios.machines import ScenarioFailure, Subject
-from scenarios.repro import write_repro
-from scenarios.subjects import fault_subjects, model_subjects
+from conformance.explore.loop import BUDGETS, SUMMARY_NAME, explore_subject, main
+from conformance.explore.faults import FAULTS
+from conformance.explore.machines import ScenarioFailure, Subject
+from conformance.explore.repro import write_repro
+from conformance.explore.subjects import fault_subjects, model_subjects
 
 CI = BUDGETS["ci"]
 # Invariants that may legitimately name each defect class first (which one does depends on the

@@ -13,10 +13,10 @@ from routing import reasons as R
 from routing.check import ObservedRoute, check
 from routing.spec import RoutingEnv, expected_route, expected_sequence, query_from_case
 from routing.specs import FLASHINFER_ROCM
-from scenarios import model_tables as T
+from conformance.explore import model_tables as T
 from scenarios.case import Case
-from scenarios.faults import FAULTS, make_faulty
-from scenarios.model_router import ModelKernel, make_model
+from conformance.explore.faults import FAULTS, make_faulty
+from conformance.explore.model_router import ModelKernel, make_model
 from scenarios.tensors import materialize
 
 H = dict(num_qo_heads=4, num_kv_heads=2, head_dim_qk=64, head_dim_vo=64)

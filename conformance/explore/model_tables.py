@@ -1,4 +1,4 @@
-"""Data of the model router (scenarios/model_router.py): per-architecture gates and reason texts.
+"""Data of the model router (conformance/explore/model_router.py): per-architecture gates and reason texts.
 
 The model is a small CPU library written in the style of the ROCm FlashInfer fork (see
 routing/specs/flashinfer_rocm.py): a fast backend ("aiter") and a fallback ("fa2") computing the

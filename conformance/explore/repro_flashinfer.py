@@ -19,8 +19,8 @@ from typing import Any
 import torch
 
 from kernels.flashinfer_calls import LibraryCall, Poisoned, Zeros
-from scenarios.machines import ScenarioFailure, Step, Subject
-from scenarios.repro import SCRIPT_CHECKS, _expect, _header, _reference
+from conformance.explore.machines import ScenarioFailure, Step, Subject
+from conformance.explore.repro import SCRIPT_CHECKS, _expect, _header, _reference
 
 _PRELUDE = r'''
 import math

@@ -4,7 +4,7 @@ The `auto` records are checked against what the library's own choice must be; un
 spec the records of an explicit backend are checked too (its rows: upstream runs it as asked, the
 fork redirects with a reason), which is how the explicit rows get observed.
 
-    python -m routing.from_records RESULTS.jsonl --spec flashinfer_cuda --arch sm90 [--out DIR]
+    python -m conformance.route_records RESULTS.jsonl --spec flashinfer_cuda --arch sm90 [--out DIR]
 
 A record of backend "auto" or "auto+graph" is one plan() of one long-lived adapter: the run
 makes one adapter per backend and plans every case on it, in file order
@@ -48,6 +48,7 @@ from tabulate import tabulate
 from kernels.flashinfer import UNOBSERVED, AdapterOptions, packed_mask_bytes
 from kernels.flashinfer_variants import split_backend
 from kernels.protocol import reason_from_json
+from reports.merge import Run
 from reports.records import IncompatibleRecord, ParityRecord, RunHeader, read_jsonl
 from routing.check import Coverage, ObservedRoute, RoutingVerdict, check, coverage
 from routing.per_request import routes_for, rows_of
@@ -75,7 +76,7 @@ class BadInput(InvalidValue):
     """Input this tool cannot check (unknown spec, unreadable file, records of another target)."""
 
     def __init__(self, field: str, value: Any, expected: str, fix: str) -> None:
-        super().__init__(field, value, expected, fix, prefix="routing.from_records: ")
+        super().__init__(field, value, expected, fix, prefix="conformance.route_records: ")
 
 
 @dataclass(frozen=True)
@@ -324,6 +325,36 @@ def to_json(report: RecordsReport, spec: RoutingSpec) -> dict[str, Any]:
 
 # ---- command line -------------------------------------------------------------------------------
 
+def spec_for(target: str, arch: str) -> Optional[str]:
+    """The routing spec (routing/specs) that judges a run of `target` on `arch`, if one is written."""
+    if target == "torch":
+        return "torch"
+    if target == "flashinfer":
+        return "flashinfer-rocm" if arch.startswith("gfx") else "flashinfer-cuda"
+    return None
+
+
+def check_runs(runs: Sequence[Run]) -> list[dict[str, Any]]:
+    """The routing section of a merged report: each run's `auto` records against its spec, as JSON."""
+    out: list[dict[str, Any]] = []
+    for run in runs:
+        if run.header is None or not any(r.backend.split("+")[0] == AUTO for r in run.parity):
+            continue
+        name = spec_for(run.header.target, run.arch)
+        if name is None:
+            continue
+        spec = SPECS[name]
+        try:
+            report = check_records([run.header, *run.parity], spec, run.arch)
+        except (InvalidValue, TypeError, KeyError) as e:  # records this version cannot replay: said, not skipped
+            out.append({"run_id": run.run_id, "spec": spec.library, "arch": run.arch, "ok": False,
+                        "error": f"{type(e).__name__}: {e}"})
+            continue
+        out.append({"run_id": run.run_id, **to_json(report, spec),
+                    "markdown": render_markdown(report, spec)})
+    return out
+
+
 def resolve_spec(name: str) -> RoutingSpec:
     spec = SPECS.get(name) or BY_MODULE.get(name)
     if spec is None:
@@ -365,7 +396,7 @@ def _check_input(records: list[Any], spec: RoutingSpec, path: str) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m routing.from_records",
+    p = argparse.ArgumentParser(prog="python -m conformance.route_records",
                                 description="Check the auto (and, under a FlashInfer spec, explicit) records of "
                                             "a parity run against a routing spec.")
     p.add_argument("results", help="results.jsonl written by `attncheck run`")

@@ -1,19 +1,19 @@
 """Run the scenario machines for a target and keep what a failure needs to replay.
 
     explore(target, budget="ci", out=DIR, device="cpu", seed=0) -> Summary   (summary.exit_status)
-    python -m scenarios.explore --target torch|model|faults|standin|flashinfer [--budget ci|runner] --out DIR
+    python -m conformance.explore.loop --target torch|model|faults|standin|flashinfer [--budget ci|runner] --out DIR
                                 [--device cuda] [--seed N] [--examples N] [--steps N] [--subject NAME ...]
 
 Per subject (one library configuration): a warm-up call outside Hypothesis (first-use costs, a JIT,
-never land inside an example), the directed seed sequences (scenarios/directed.py), then the
+never land inside an example), the directed seed sequences (conformance/explore/directed.py), then the
 exploration: a RuleBasedStateMachine run with a fixed seed and the budget's settings (no deadline).
 Writes:
   DIR/hypothesis-db/<subject>/  Hypothesis's example database; a rerun with the same DIR replays
                                 each saved (shrunk) failure before exploring
-  DIR/failures/repro-*.py, .pt  one standalone reproduction per failure (scenarios/repro.py)
+  DIR/failures/repro-*.py, .pt  one standalone reproduction per failure (conformance/explore/repro.py)
   DIR/scenario-summary.json     per subject: examples, steps, runs; directed results; failures with
                                 the invariant, the shrunk sequence of calls and the script's path
-Targets (scenarios/subjects.py): torch, model, faults (each fault must be caught, by a directed sequence
+Targets (conformance/explore/subjects.py): torch, model, faults (each fault must be caught, by a directed sequence
 and, on its own, by the exploration), standin, flashinfer (the installed library on a GPU).
 Exit status: 0 when everything held (faults: when every fault was caught both ways), 1 otherwise,
 2 on bad usage.
@@ -35,12 +35,12 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import Flaky
 from hypothesis.stateful import get_state_machine_test
 
-from kernels._env import device_type
-from scenarios import machines
-from scenarios.directed import directed_for, run_directed
-from scenarios.machines import ContextLost, ScenarioFailure, ScenarioMachine, Stats, Subject, machine_for
-from scenarios.repro import slug, write_repro
-from scenarios.subjects import TARGETS, subjects_for
+from kernels._env import device_type, warm_mkl_vml
+from conformance.explore import machines
+from conformance.explore.directed import directed_for, run_directed
+from conformance.explore.machines import ContextLost, ScenarioFailure, ScenarioMachine, Stats, Subject, machine_for
+from conformance.explore.repro import slug, write_repro
+from conformance.explore.subjects import TARGETS, subjects_for
 from scenarios.tensors import materialize
 
 SUMMARY_NAME = "scenario-summary.json"
@@ -239,6 +239,7 @@ def explore(target: str, *, budget: str = "ci", out: str | Path, device: str = "
     """
     if budget not in BUDGETS:
         raise ValueError(f"budget={budget!r}: expected one of {', '.join(BUDGETS)}")
+    warm_mkl_vml()  # oneMKL picks its VML kernels in this one thread before any attention is computed
     b = _budget(budget, examples, steps)
     chosen = _chosen(target, device, subjects)
     out = Path(out)
@@ -347,7 +348,7 @@ def explore_in_children(a: argparse.Namespace, names: Sequence[str]) -> int:
             summary, flight, partial = files(name)
             for f in (summary, flight, partial):
                 f.unlink(missing_ok=True)
-            argv = [sys.executable, "-m", "scenarios.explore", "--target", a.target, "--budget", a.budget,
+            argv = [sys.executable, "-m", "conformance.explore.loop", "--target", a.target, "--budget", a.budget,
                     "--out", a.out, "--device", a.device, "--seed", str(a.seed), "--subject", name, "--in-process",
                     "--summary", summary.name, "--flight", str(flight), "--partial", partial.name]
             argv += [x for k in ("examples", "steps") if getattr(a, k) is not None
@@ -385,7 +386,7 @@ def _merge(a: argparse.Namespace, merged: list[dict[str, Any]]) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m scenarios.explore", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m conformance.explore.loop", description=__doc__.split("\n\n")[0])
     p.add_argument("--target", choices=TARGETS, default="torch")
     p.add_argument("--budget", choices=tuple(BUDGETS), default="ci")
     p.add_argument("--out", required=True, help="directory for hypothesis-db/, failures/ and the summary")

@@ -1,6 +1,6 @@
 """Fault-injected model adapters: one switch per class of defect the seed pull requests record.
 
-Each fault replaces one class of the correct model (scenarios/model_router.py) with a subclass
+Each fault replaces one class of the correct model (conformance/explore/model_router.py) with a subclass
 that re-creates the defect as the seed describes it, so the stateful machines can be shown to
 catch it on the CPU. `FAULTS` is the catalogue (data): name, the seed's account, the graph mode
 the defect needs, and the Build that carries it; `make_faulty(name, backend)` builds an adapter.
@@ -11,8 +11,8 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from routing import reasons as R
-from scenarios import model_tables as T
-from scenarios.model_router import CORRECT, Build, ModelKernel, PagedWrapper, RaggedWrapper, Selector, reason_text
+from conformance.explore import model_tables as T
+from conformance.explore.model_router import CORRECT, Build, ModelKernel, PagedWrapper, RaggedWrapper, Selector, reason_text
 from scenarios.tensors import Inputs
 
 

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-import scenarios.machines as machines
+import conformance.explore.machines as machines
 from kernels import get_target
 from kernels.protocol import AttentionKernel
 from routing.spec import RoutingEnv
-from scenarios.explore import BUDGETS, SUMMARY_NAME, explore_in_children, explore_subject
-from scenarios.machines import Recipe, Subject
+from conformance.explore.loop import BUDGETS, SUMMARY_NAME, explore_in_children, explore_subject
+from conformance.explore.machines import Recipe, Subject
 
 
 class _DiesOnThirdPlan:
@@ -159,7 +159,7 @@ def test_a_subject_killed_in_its_exploration_keeps_its_directed_results(tmp_path
 
 
 def test_an_in_process_run_writes_each_subjects_directed_results_before_its_exploration(tmp_path: Path) -> None:
-    from scenarios.explore import explore
+    from conformance.explore.loop import explore
 
     explore("torch", out=tmp_path, examples=1, steps=2, partial_name="partial.json")
     partial = json.loads((tmp_path / "partial.json").read_text())
@@ -173,7 +173,7 @@ def test_an_in_process_run_writes_each_subjects_directed_results_before_its_expl
                                           (["--jobs", "0"], "--jobs=0")])
 def test_bad_counts_and_unknown_subjects_exit_2_naming_them(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                            argv: list[str], needle: str) -> None:
-    from scenarios.explore import main
+    from conformance.explore.loop import main
 
     assert main(["--target", "torch", "--out", str(tmp_path / "o"), *argv]) == 2
     err = capsys.readouterr().err

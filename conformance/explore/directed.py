@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from scenarios.case import Case
-from scenarios.machines import PRECONDITIONS, ScenarioFailure, ScenarioMachine
+from conformance.explore.machines import PRECONDITIONS, ScenarioFailure, ScenarioMachine
 from scenarios.strategies import Profile
 
 Call = tuple[str, dict[str, Any]]

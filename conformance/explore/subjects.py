@@ -2,8 +2,8 @@
 
     torch    the torch adapters: SDPA `auto` under test (routing/specs/torch_sdpa.py), the other
              backends requested explicitly
-    model    the correct model router (scenarios/model_router.py), eager and graph, gfx942 and gfx950
-    faults   one model per seed defect class (scenarios/faults.py)
+    model    the correct model router (conformance/explore/model_router.py), eager and graph, gfx942 and gfx950
+    faults   one model per seed defect class (conformance/explore/faults.py)
     standin  the flashinfer adapter on the ROCm fork's CPU stand-in (kernels/standins/), eager and
              graph, gfx942 and gfx950; the stand-in is installed around each subject's run
     flashinfer  the installed FlashInfer on a GPU: `auto` under test per wrapper API (paged, ragged,
@@ -20,10 +20,10 @@ from kernels import _env, get_target
 from kernels.protocol import AttentionKernel
 from routing.spec import RoutingEnv
 from routing.specs import FLASHINFER_CUDA, FLASHINFER_ROCM, TORCH_SDPA
-from scenarios import model_tables
-from scenarios.faults import FAULTS, make_faulty
-from scenarios.machines import Recipe, Subject
-from scenarios.model_router import make_model
+from conformance.explore import model_tables
+from conformance.explore.faults import FAULTS, make_faulty
+from conformance.explore.machines import Recipe, Subject
+from conformance.explore.model_router import make_model
 
 TARGETS = ("torch", "model", "faults", "standin", "flashinfer")
 
@@ -55,7 +55,7 @@ def model_subjects() -> list[Subject]:
     out = []
     for arch in model_tables.ARCHS:
         for graph in (False, True):
-            recipe = Recipe("library", "from scenarios.model_router import make_model",
+            recipe = Recipe("library", "from conformance.explore.model_router import make_model",
                             f"make_model(backend, arch={arch!r}, graph={graph!r})")
             out.append(_model_subject(f"model-{arch}{'-graph' if graph else ''}", arch,
                                       lambda b, a=arch, g=graph: make_model(b, arch=a, graph=g), recipe))
@@ -65,7 +65,7 @@ def model_subjects() -> list[Subject]:
 def fault_subjects() -> list[Subject]:
     out = []
     for name, f in FAULTS.items():
-        recipe = Recipe("library", "from scenarios.faults import make_faulty",
+        recipe = Recipe("library", "from conformance.explore.faults import make_faulty",
                         f"make_faulty({name!r}, backend, arch='gfx942', graph={f.graph!r})")
         out.append(_model_subject(f"fault-{name}", "gfx942", lambda b, n=name, g=f.graph: make_faulty(n, b, graph=g),
                                   recipe))

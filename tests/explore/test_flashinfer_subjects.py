@@ -20,11 +20,11 @@ import pytest
 
 import kernels.flashinfer as fi
 from scenarios.case import Case
-from scenarios.directed import directed_for, run_directed
-from scenarios.explore import BUDGETS, explore_subject
-from scenarios.machines import machine_for
-from scenarios.repro import write_repro
-from scenarios.subjects import FLASHINFER_LIMITS, flashinfer_subjects
+from conformance.explore.directed import directed_for, run_directed
+from conformance.explore.loop import BUDGETS, explore_subject
+from conformance.explore.machines import machine_for
+from conformance.explore.repro import write_repro
+from conformance.explore.subjects import FLASHINFER_LIMITS, flashinfer_subjects
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "kernels"))
 import fake_flashinfer as ff  # noqa: E402
@@ -226,8 +226,8 @@ def test_scripts_of_a_many_line_raise_parse_and_replay_on_the_subjects_device(fa
     comment (a SyntaxError), and the graph script materialised the cases on the CPU for a CUDA adapter."""
     import ast
 
-    from scenarios.machines import ScenarioFailure, Step, Violation
-    from scenarios.repro import write_repro
+    from conformance.explore.machines import ScenarioFailure, Step, Violation
+    from conformance.explore.repro import write_repro
 
     subs = _subjects()
     eager = machine_for(subs["flashinfer-sm90-ragged"])()

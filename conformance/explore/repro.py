@@ -14,7 +14,7 @@ Three kinds, by the subject's Recipe:
   (`torch._fused_sdp_choice`, as the adapter observes it) is compared with the spec's expectation.
   The harness's own adapters are not used, so a defect that reproduces is torch's.
 * "flashinfer": plain FlashInfer calls, the very ones an eager flashinfer adapter logged
-  (scenarios/repro_flashinfer.py); neither attncheck nor its adapter is imported.
+  (conformance/explore/repro_flashinfer.py); neither attncheck nor its adapter is imported.
 * "library": the library through its own API (the recipe's import and constructor), planned and run
   in the recorded order on inputs regenerated from (case, seed); each run is compared with the
   reference, with a fresh adapter given the same plan, and with the expected route.
@@ -36,7 +36,7 @@ from oracle.judge import judge
 from routing.reasons import ReasonCode
 from routing.spec import ExpectedRoute
 from scenarios.case import Case
-from scenarios.machines import ScenarioFailure, Step, Subject, cached_truth, case_expr
+from conformance.explore.machines import ScenarioFailure, Step, Subject, cached_truth, case_expr
 from scenarios.tensors import materialize
 
 REPO_ROOT = str(Path(scenarios.__file__).resolve().parents[1])
@@ -56,7 +56,7 @@ def write_repro(failure: ScenarioFailure, subject: Subject, directory: Path, pha
     directory.mkdir(parents=True, exist_ok=True)
     name = script_name(failure, phase)
     if subject.recipe.kind == "flashinfer":
-        from scenarios.repro_flashinfer import flashinfer_script
+        from conformance.explore.repro_flashinfer import flashinfer_script
 
         script, data = flashinfer_script(failure, subject, name)
     else:
@@ -158,7 +158,10 @@ except ImportError:  # run from outside the checkout: find the package where the
     sys.path.insert(0, $repo_root)
 from scenarios.case import Case
 from scenarios.tensors import materialize
+from kernels._env import warm_mkl_vml
 $imports
+
+warm_mkl_vml()  # oneMKL picks its VML kernels in this one thread before any attention is computed
 
 DATA = torch.load(Path(__file__).with_suffix(".pt"), weights_only=True)
 DEVICE = $device  # where the subject ran: the cases are materialised there

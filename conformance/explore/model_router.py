@@ -4,14 +4,14 @@ Why it exists: the stateful machines must be shown to catch the lifecycle defect
 describe, on the CPU, without the fork. This model has the fork's shape (a wrapper per API that is
 planned and run again and again; `auto` choosing between a fast backend and a fallback; a fallback
 reason; an eager mode that re-resolves every plan and a CUDA-graph mode where the first plan
-decides) and plain torch numerics. scenarios/faults.py subclasses it once per seed defect class.
+decides) and plain torch numerics. conformance/explore/faults.py subclasses it once per seed defect class.
 
     make_model("auto", arch="gfx942")              eager adapter (AttentionKernel protocol)
     make_model("auto", arch="gfx942", graph=True)  "CUDA-graph" mode: first run captures, later runs replay
 
 Router (precedence as the fork's selector): kv layout > custom mask > dtype > head dims > soft-cap
 defect > the paged flat-gather length gate > the ragged length gate > the fast backend. A gate
-fires iff 1 <= max query length <= T[arch]; tables and reason texts are scenarios/model_tables.py.
+fires iff 1 <= max query length <= T[arch]; tables and reason texts are conformance/explore/model_tables.py.
 An explicit backend is never gated; an explicit fast backend refuses (ValueError) what it cannot
 compute. The routing spec it agrees with is the fork's own (routing/specs/flashinfer_rocm.py).
 
@@ -30,14 +30,13 @@ import torch
 from kernels import _env, skips
 from kernels.errors import UnknownBackend, UnsupportedCase
 from kernels.protocol import LSE_NATURAL, AttentionKernel, KernelOutput, Support
-from oracle.compare import poison
+from scenarios.poison import poison
 from routing import reasons as R
-from scenarios import model_tables as T
+from conformance.explore import model_tables as T
 from scenarios.case import Case
 from scenarios.dtypes import to_torch
 from scenarios.tensors import Inputs
 
-_env.warm_mkl_vml()  # oneMKL picks its VML kernels here, in one thread, before torch splits a call across threads
 TARGET = "model"
 
 
@@ -332,7 +331,7 @@ class PagedWrapper(Wrapper):
 
 @dataclass(frozen=True)
 class Build:
-    """The classes a model adapter is built from; scenarios/faults.py swaps one of them per defect."""
+    """The classes a model adapter is built from; conformance/explore/faults.py swaps one of them per defect."""
 
     name: str = "correct"
     ragged: type[Wrapper] = RaggedWrapper

@@ -1,4 +1,4 @@
-"""routing/from_records.py: a parity run's auto records checked against a routing spec.
+"""conformance/route_records.py: a parity run's auto records checked against a routing spec.
 
 Synthetic records pin what counts as an observation (skip, error, "unobserved"), that the
 expectation follows the wrapper that served a record (sticky paged, the stale ragged mask, graph
@@ -25,7 +25,7 @@ from conformance import parity_run
 from kernels.flashinfer_variants import reset_seen
 from kernels.protocol import NOT_REPORTED_JSON
 from reports.records import ParityRecord, RunHeader, to_line
-from routing import from_records as fr
+from conformance import route_records as fr
 from routing.spec import expected_route
 from routing.specs.flashinfer_cuda import SPEC
 from scenarios.case import Case

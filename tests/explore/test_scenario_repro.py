@@ -17,14 +17,14 @@ import pytest
 
 from kernels import get_target
 from kernels.protocol import KernelOutput, Support
-from oracle.compare import poison
+from scenarios.poison import poison
 from routing.spec import RoutingEnv
 from routing.specs import TORCH_SDPA
 from scenarios.case import Case
-from scenarios.directed import directed_for, run_directed
-from scenarios.subjects import fault_subjects
-from scenarios.machines import Recipe, ScenarioFailure, Subject, Violation, machine_for
-from scenarios.repro import write_repro
+from conformance.explore.directed import directed_for, run_directed
+from conformance.explore.subjects import fault_subjects
+from conformance.explore.machines import Recipe, ScenarioFailure, Subject, Violation, machine_for
+from conformance.explore.repro import write_repro
 from scenarios.tensors import Inputs
 
 # Loaded at interpreter start through PYTHONPATH: SDPA's last query row comes back NaN.
@@ -88,7 +88,7 @@ def test_a_library_script_reproduces_standalone(tmp_path: Path) -> None:
     assert script.with_suffix(".pt").is_file()
     text = script.read_text()
     assert text.startswith("#!/usr/bin/env python") and failure.invariant in text
-    assert "from scenarios.faults import make_faulty" in text and "from oracle" not in text
+    assert "from conformance.explore.faults import make_faulty" in text and "from oracle" not in text
     done = standalone(script, tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "REPRODUCED at step 4" in done.stdout and "custom mask" in done.stdout

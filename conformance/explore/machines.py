@@ -24,7 +24,7 @@ Invariants after every run, in the order a failure names them (INVARIANTS):
                               backend the adapter was asked for
 
 A failure raises ScenarioFailure carrying the whole sequence of calls (Steps); after Hypothesis
-shrinks, that is the shrunk sequence, which scenarios/repro.py turns into a script.
+shrinks, that is the shrunk sequence, which conformance/explore/repro.py turns into a script.
 """
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ from scenarios.case import Case
 from scenarios.tensors import Inputs, materialize
 
 # Where the sequence of calls so far, with the call about to be made, is rewritten before every call
-# (scenarios/explore.py sets it in a child process): a call that kills the process leaves it behind.
+# (conformance/explore/loop.py sets it in a child process): a call that kills the process leaves it behind.
 FLIGHT_RECORDER: Optional[Path] = None
 # Fault injection for the harness's own tests: with a flight recorder set, abort before call number N.
 FAULT_ABORT_STEP = "ATTNCHECK_FAULT_ABORT_STEP"
