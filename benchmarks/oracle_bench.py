@@ -85,8 +85,8 @@ def speed(device: str, repeats: int) -> list[dict]:
         agree = float((ref.out - sd.float()).abs().max())
         t_o, t_s = float("inf"), float("inf")
         for _ in range(repeats):  # interleaved so drift hits both sides alike
-            t_o = min(t_o, _best(lambda: attention(inputs), device, 1))
-            t_s = min(t_s, _best(lambda: sdpa_math(inputs), device, 1))
+            t_o = min(t_o, _best(lambda inputs=inputs: attention(inputs), device, 1))
+            t_s = min(t_s, _best(lambda inputs=inputs: sdpa_math(inputs), device, 1))
         rows.append({"shape": name, "oracle_s": t_o, "sdpa_math_s": t_s, "ratio": t_o / t_s, "max_abs_diff": agree})
     return rows
 
@@ -162,7 +162,8 @@ def main() -> int:
           f"within budget: {mem['within_budget']}", flush=True)
     rows = [] if a.skip_speed else speed(a.device, a.repeats)
     for r in rows:
-        print(f"speed: {r['shape']:34s} oracle {r['oracle_s'] * 1e3:9.1f} ms  sdpa-math {r['sdpa_math_s'] * 1e3:9.1f} ms"
+        print(f"speed: {r['shape']:34s} oracle {r['oracle_s'] * 1e3:9.1f} ms  "
+              f"sdpa-math {r['sdpa_math_s'] * 1e3:9.1f} ms"
               f"  ratio {r['ratio']:5.2f}  max|diff| {r['max_abs_diff']:.2e}", flush=True)
     if a.json:
         with open(a.json, "w") as f:

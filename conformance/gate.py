@@ -18,7 +18,7 @@ from typing import Any, Literal, Optional
 
 from conformance.known_failures import KnownFailure, upstream_of
 from kernels import skips
-from reports.records import CRASHED, FAILING, ParityRecord, is_crash
+from reports.records import CRASHED, FAILING, ParityRecord
 from scenarios.case import Case
 
 # Skip / error reason constants (the part before ": " is what summaries group by).

@@ -163,7 +163,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     info: dict[str, Any] = {"markers": names}
     rec, verdict = item.stash.get(RECORD, None), item.stash.get(VERDICT, None)
     if rec is not None:
-        from conformance.gate import is_crash
+        from reports.records import is_crash
 
         info.update(record_status=rec.status, known=rec.known, crash=is_crash(rec))
     if verdict is not None and verdict.outcome == "unexpected_pass":

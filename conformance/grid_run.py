@@ -14,12 +14,13 @@ import uuid
 from typing import Any, Callable, Optional
 
 from conformance.gate import crash_entry, not_launched
-from conformance.isolate import CONTEXT_LOST, IsolatedEvaluator, note_context
+from conformance.evaluate import CONTEXT_LOST, note_context
+from conformance.isolate import IsolatedEvaluator
 from conformance.known_failures import KnownFailure, entry_for
 from conformance.markers import arch_here
 from conformance.parity_run import HARNESS_VERSION
 from kernels import get_target
-from kernels.standins import standin_from_versions
+from kernels.standin_label import standin_from_versions
 from reports.records import FAILING, ParityRecord, RunFooter, RunHeader, count_key
 from reports.sink import JsonlSink
 from scenarios.case import Case

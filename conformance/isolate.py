@@ -3,9 +3,9 @@
 A case can abort the process (a segfault or an abort inside a library) or leave the CUDA context
 dead (after an illegal memory access every later CUDA call in that process fails). In-process,
 either takes the rest of the run with it. Here a child process evaluates cases one at a time
-(conformance.parity_run.evaluate_with_control, the same function as in-process) and sends each record back
+(conformance.evaluate.evaluate_with_control, the same function as in-process) and sends each record back
 as one JSON line; when the child dies in the middle of a case, the parent records that case as an
-error naming the crash (gate.CRASHED, then the signal or exit status) and starts a fresh child for the
+error naming the crash (reports.records.CRASHED, then the signal or exit status) and starts a fresh child for the
 next case. After an error on a GPU the child probes its CUDA context; if it is dead, the child
 says so with the record and exits, so the next case starts in a clean process.
 
@@ -26,29 +26,14 @@ import sys
 from dataclasses import asdict
 from typing import IO, Any, Optional
 
+from conformance.evaluate import CONTEXT_LOST, evaluate_with_control, make_adapter
 from conformance.gate import crashed
-from kernels._env import context_after_error
 from reports.records import ParityRecord
 from scenarios.case import Case
 
 FAULT_ENV = "ATTNCHECK_FAULT_ABORT"
 # The child imports attncheck from the same tree as the parent, whatever its working directory.
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CONTEXT_LOST = "the CUDA context was lost after this case; the next case ran in a fresh process"
-PENDING_CLEARED = "it left a pending CUDA error, read and cleared before the next case"
-CONTEXT_LOST_IN_PROCESS = ("the CUDA context is lost after this case; every later case of the run is evaluated "
-                           "in a child process (as --isolate)")
-
-
-def note_context(rec: ParityRecord, device: str, lost_text: Optional[str]) -> bool:
-    """After a record's error on `device`: whether the context still serves, naming on `rec` what the
-    probe met: a pending error (cleared), or the loss as `lost_text` (None: the caller names it)."""
-    alive, met = context_after_error(device)
-    if met and (alive or lost_text is not None):
-        rec.reason = f"{rec.reason}; {PENDING_CLEARED if alive else lost_text}: {met}"
-    return alive
-
-
 def describe_exit(returncode: Optional[int]) -> str:
     if returncode is None:
         return "the child process stopped answering"
@@ -148,7 +133,6 @@ def _fault_wanted(backend: str, case_id: str) -> bool:
 
 
 def _serve(config: dict[str, Any], requests: IO[str], answers: IO[str]) -> None:
-    from conformance.parity_run import _make, evaluate_with_control
     from kernels import get_target
     from oracle.judge import Truth, truth
     from scenarios.tensors import materialize, validate_inputs
@@ -162,7 +146,7 @@ def _serve(config: dict[str, Any], requests: IO[str], answers: IO[str]) -> None:
         if _fault_wanted(backend, case.id):
             os.abort()
         if backend not in adapters:
-            adapters[backend] = _make(target, backend, device, config["options"])
+            adapters[backend] = make_adapter(target, backend, device, config["options"])
         if current.get("id") != case.id:
             current.clear()
             current.update(id=case.id, inputs=materialize(case, seed, device))

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Optional
 
-from kernels.flashinfer import AdapterOptions
+from kernels.flashinfer.adapter import AdapterOptions
 from routing.spec import RoutingQuery, expected_route
 from routing.specs.flashinfer_cuda import SPEC as FLASHINFER_CUDA
 

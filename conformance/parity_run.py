@@ -13,18 +13,19 @@ import time
 import uuid
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
-from conformance.gate import crash_entry, is_crash, not_launched
-from conformance.isolate import CONTEXT_LOST_IN_PROCESS, IsolatedEvaluator, note_context
+from conformance.gate import crash_entry, not_launched
+from conformance.evaluate import CONTEXT_LOST_IN_PROCESS, evaluate_with_control, make_adapter
+from conformance.isolate import IsolatedEvaluator
 from conformance.known_failures import entry_for, known_for
 from conformance.markers import arch_here
 from kernels import get_target, skips
 from kernels._env import warm_mkl_vml
-from kernels.errors import KernelUnavailable, LibraryRefused
-from kernels.protocol import AttentionKernel, Stage, reason_to_json, route_of_failed_run
-from kernels.standins import standin_from_versions
-from oracle.judge import Truth, judge, truth
+from kernels.errors import KernelUnavailable
+from kernels.protocol import Stage
+from kernels.standin_label import standin_from_versions
+from oracle.judge import Truth, truth
 from reports.parity import render_markdown
 from reports.records import FAILING, ParityRecord, RunFooter, RunHeader, StageRecord, count_key, read_jsonl
 from reports.sink import JsonlSink
@@ -54,81 +55,6 @@ def matrix_of(target_name: str, budget: str, seed: int) -> list[Case]:
     """The target's own matrix (`target.matrix`) where it has one, else scenarios.matrix."""
     own = getattr(get_target(target_name), "matrix", None)
     return own(budget, seed) if callable(own) else matrix.build(budget, seed)
-
-
-def evaluate(adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Callable[[], Truth],
-             base: dict) -> ParityRecord:
-    """One (case, backend): supports -> plan -> run -> judge, as a record; never raises for the library.
-
-    `base` holds the record fields fixed for a run (run_id, target, device, seed). When the adapter
-    reports per-variant timing (`last_timing`, FlashInfer), a variant's first use is recorded as
-    compile time apart from run time.
-    """
-    rec = ParityRecord(backend=adapter.backend, case_id=case.id, case=case.to_json(), status="skip",
-                       features=list(case.features), **base)
-    sup = adapter.supports(case)
-    if not sup.ok:
-        rec.reason = sup.reason
-        return rec
-    try:
-        t0 = time.perf_counter()
-        adapter.plan(inputs)
-        t1 = time.perf_counter()
-        res = adapter.run(inputs)
-        t2 = time.perf_counter()
-    except LibraryRefused as e:
-        rec.status, rec.reason = "refused", f"{e.message}"
-        return rec
-    except Exception as e:  # the library raised: an error, reported with its type and text
-        rec.status = "error"
-        rec.reason = f"{type(e).__name__}: {e}"[:2000]
-        planned = route_of_failed_run(adapter, inputs)
-        if planned is not None:  # plan() returned and said which backend: the record keeps it
-            rec.resolved_backend, rec.fallback_reason = planned[0], reason_to_json(planned[1])
-        return rec
-    rec.plan_s, rec.run_s = t1 - t0, t2 - t1
-    timing = getattr(adapter, "last_timing", None)
-    if timing is not None and timing.first_use:
-        rec.compile_s = timing.compile_s
-    rec.resolved_backend = res.resolved_backend
-    rec.fallback_reason = reason_to_json(res.fallback_reason)
-    want_lse = case.return_lse and res.lse is not None
-    out_cmp, lse_cmp = judge(get_truth(), res.out, res.lse if want_lse else None, lse_base=res.lse_base,
-                             adapter=adapter.target, backend=adapter.backend)
-    rec.out = out_cmp.to_json()
-    rec.lse = lse_cmp.to_json() if lse_cmp is not None else None
-    rec.lse_provided = res.lse is not None
-    rec.status = "pass" if out_cmp.passed and (lse_cmp is None or lse_cmp.passed) else "fail"
-    return rec
-
-
-def fresh_control(adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Callable[[], Truth],
-                  rec: ParityRecord) -> None:
-    """For a failing record: the same case on a fresh adapter, its status in `rec.fresh`.
-
-    The run keeps one long-lived adapter per backend, as a server keeps its wrappers, so a record can
-    fail because of an earlier plan (a stale mask, a sticky backend). A fresh adapter that passes
-    says so: the case alone is fine, the history is not. A crash is not repeated.
-    """
-    if rec.status not in FAILING or is_crash(rec) or not callable(getattr(adapter, "fresh", None)):
-        return
-    rec.fresh = evaluate(adapter.fresh(), case, inputs, get_truth, {k: getattr(rec, k) for k in
-                                                                 ("run_id", "target", "device", "seed", "standin")}
-                         ).status
-
-
-def evaluate_with_control(adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Callable[[], Truth],
-                          base: dict, device: str, lost_text: Optional[str]) -> tuple[ParityRecord, bool]:
-    """evaluate(), then fresh_control() of a failing record, probing the CUDA context after each error:
-    a pending error is read, cleared and named on the record (the next case would meet it otherwise),
-    a loss is named as `lost_text` (None: the caller names it). Returns (record, whether the context
-    still serves). The in-process run and the isolated child both evaluate through here."""
-    rec = evaluate(adapter, case, inputs, get_truth, base)
-    alive = rec.status != "error" or note_context(rec, device, lost_text)
-    if alive:
-        fresh_control(adapter, case, inputs, get_truth, rec)
-        alive = rec.fresh != "error" or note_context(rec, device, lost_text)
-    return rec, alive
 
 
 def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: int = 0,
@@ -167,7 +93,8 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
         raise KernelUnavailable(target_name, avail.reason)
     offered = target.backends(device)
     chosen = list(backends) if backends else list(offered)
-    adapters = {b: _make(target, b, device, adapter_options or {}) for b in chosen}  # usage errors: before any file
+    # usage errors: before any file
+    adapters = {b: make_adapter(target, b, device, adapter_options or {}) for b in chosen}
     staged = getattr(target, "stages", None)
     stages = staged(cases, chosen, device, adapter_options or {}) if callable(staged) else [Stage("all", tuple(chosen))]
     run_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
@@ -239,7 +166,7 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
                     validate_inputs(case_inputs)
                     cache: dict[str, Truth] = {}
 
-                    def get_truth() -> Truth:
+                    def get_truth(cache: dict[str, Truth] = cache, case_inputs: Inputs = case_inputs) -> Truth:
                         if "t" not in cache:
                             cache["t"] = truth(case_inputs)
                         return cache["t"]
@@ -293,16 +220,6 @@ class _Background:
             return self._value or {}
         return {"requested": [], "seconds": time.perf_counter() - self._started,
                 "error": "still preparing when the run's time budget was spent"}
-
-
-def _make(target: Any, backend: str, device: str, options: dict) -> AttentionKernel:
-    if not options:
-        return target.make(backend, device)
-    try:
-        return target.make(backend, device, **options)
-    except (TypeError, ValueError) as e:
-        raise InvalidValue("--adapter-option", ",".join(f"{k}={v}" for k, v in options.items()),
-                           f"options the {target.name} target's adapters take", f"drop or correct it ({e})") from None
 
 
 def _not_run(case: Case, backend: str, budget_s: Optional[float], base: dict) -> ParityRecord:

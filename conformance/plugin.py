@@ -2,7 +2,7 @@
 
 Options choose the target and matrix the conformance suites run; `parity_cases` parametrizes
 the parity grid with the same (case, backend) pairs `attncheck run` would run, so the CLI and
-pytest judge the same things through the same function (conformance.parity_run.evaluate).
+pytest judge the same things through the same function (conformance.evaluate.evaluate).
 """
 from __future__ import annotations
 

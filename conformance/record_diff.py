@@ -25,10 +25,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from conformance.gate import is_crash
 from kernels import skips
 from reports.merge import Run
-from reports.records import FAILING, ParityRecord
+from reports.records import FAILING, ParityRecord, is_crash
 from reports.stats import LEVEL, RatioCI, ratio_of_medians
 from scenarios.errors import InvalidValue
 
@@ -229,7 +228,7 @@ _TITLES = {"newly_failing": "Newly failing", "error_growth": "Error growth", "ro
 def version_changes(rep: DiffReport, settings: bool = False) -> list[str]:
     """Library versions that differ (or, `settings`, the JIT environment stamped beside them: a JIT cache
     directory is provenance, not a version, and is listed apart)."""
-    from kernels.flashinfer_lib import JIT_ENV_VARS
+    from kernels.flashinfer.lib import JIT_ENV_VARS
 
     keys = sorted(k for k in set(rep.base.versions) | set(rep.new.versions) if (k in JIT_ENV_VARS) == settings)
     return [f"{k} {rep.base.versions.get(k, '-')} -> {rep.new.versions.get(k, '-')}" for k in keys

@@ -4,13 +4,14 @@ The `auto` records are checked against what the library's own choice must be; un
 spec the records of an explicit backend are checked too (its rows: upstream runs it as asked, the
 fork redirects with a reason), which is how the explicit rows get observed.
 
-    python -m conformance.route_records RESULTS.jsonl --spec flashinfer_cuda --arch sm90 [--out DIR]
+    attncheck routes RESULTS.jsonl --spec flashinfer_cuda --arch sm90 [--out DIR]
+    (or python -m conformance.route_records RESULTS.jsonl ...)
 
 A record of backend "auto" or "auto+graph" is one plan() of one long-lived adapter: the run
 makes one adapter per backend and plans every case on it, in file order
 (conformance/parity_run.py). Its expectation is therefore not the fresh route of its case: the
 spec's Lifecycle applies along the plans of the wrapper that served it (a sticky paged wrapper
-keeps its first answer). `plan_sequences` rebuilds those wrappers as kernels/flashinfer.py keys
+keeps its first answer). `plan_sequences` rebuilds those wrappers as kernels/flashinfer/adapter.py keys
 them: eager per (API, KV layout); CUDA graph per (API, KV layout, batch size, masked), replaced
 by a new wrapper when a case needs more pages, mask bytes or query rows than the first plan fixed.
 
@@ -45,8 +46,8 @@ from typing import Any, Optional, Sequence
 
 from tabulate import tabulate
 
-from kernels.flashinfer import UNOBSERVED, AdapterOptions, packed_mask_bytes
-from kernels.flashinfer_variants import split_backend
+from kernels.flashinfer.adapter import UNOBSERVED, AdapterOptions, packed_mask_bytes
+from kernels.flashinfer.variants import split_backend
 from kernels.protocol import reason_from_json
 from reports.merge import Run
 from reports.records import IncompatibleRecord, ParityRecord, RunHeader, read_jsonl
@@ -108,7 +109,7 @@ class RecordsReport:
         return not (self.coverage.failed or self.coverage.unexplained)
 
 
-# ---- which wrapper served each record (mirrors kernels/flashinfer.py) ---------------------------
+# ---- which wrapper served each record (mirrors kernels/flashinfer/adapter.py) ---------------------------
 
 @dataclass
 class _Slot:
@@ -395,8 +396,8 @@ def _check_input(records: list[Any], spec: RoutingSpec, path: str) -> None:
                                f"pass a results.jsonl written by this attncheck version ({e})") from None
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m conformance.route_records",
+def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m conformance.route_records") -> int:
+    p = argparse.ArgumentParser(prog=prog,
                                 description="Check the auto (and, under a FlashInfer spec, explicit) records of "
                                             "a parity run against a routing spec.")
     p.add_argument("results", help="results.jsonl written by `attncheck run`")
@@ -423,7 +424,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 raise BadInput("--out", args.out, "a directory that can be created",
                                f"pass a writable path ({e.strerror})") from None
     except BadInput as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
     report = check_records(records, spec, arch, cudnn_direct_seqlens=args.cudnn_direct_seqlens)
     if spec.archs and arch not in spec.archs and not cpu_only:

@@ -8,7 +8,7 @@ import pytest
 from conformance.gate import judge_record
 from conformance.gate_plugin import as_decision, note
 from conformance.grid_run import GridRun
-from conformance.parity_run import evaluate
+from conformance.evaluate import evaluate
 from oracle.judge import Truth, truth
 from reports.parity import failure_line
 from reports.records import ParityRecord

@@ -20,11 +20,11 @@ from kernels.protocol import Target
 
 REGISTRY: dict[str, str] = {
     "torch": "kernels.torch_target:TARGET",
-    "flashinfer": "kernels.flashinfer:TARGET",
+    "flashinfer": "kernels.flashinfer.adapter:TARGET",
 }
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-_ENTRY = re.compile(r"^kernels\.[a-z_][a-z0-9_]*:[A-Za-z_][A-Za-z0-9_]*$")
+_ENTRY = re.compile(r"^kernels(\.[a-z_][a-z0-9_]*)+:[A-Za-z_][A-Za-z0-9_]*$")
 # What get_target checks on the object an entry names (the Target protocol, kernels/protocol.py).
 _TARGET_METHODS = ("backends", "available", "make", "versions")
 
@@ -52,7 +52,7 @@ def check_registry(registry: Mapping[str, str]) -> None:
                               f"like 'torch'. Fix: rename the entry")
         if not isinstance(entry, str) or not _ENTRY.match(entry):
             raise ImportError(f"kernels.REGISTRY[{name!r}] = {entry!r} is malformed: expected "
-                              f"'kernels.<module>:<attribute>'. Fix: name the module and its Target")
+                              f"'kernels.<module>[.<module>...]:<attribute>'. Fix: name the module and its Target")
         module = entry.split(":")[0]
         if importlib.util.find_spec(module) is None:  # locates the file without importing it
             raise ImportError(f"kernels.REGISTRY[{name!r}] = {entry!r}: module {module!r} does not exist. "

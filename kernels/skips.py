@@ -28,7 +28,7 @@ def constant_of(reason: str) -> str:
     return reason.split(": ", 1)[0]
 
 
-# Added with the flashinfer target (kernels/flashinfer.py).
+# Added with the flashinfer target (kernels/flashinfer/adapter.py).
 GRAPH_MODE = "adapter has no CUDA-graph mode for this layout"
 
 # Added with staged runs (conformance/parity_run.py --time-budget).

@@ -14,7 +14,7 @@ module with no pytest and no library import; reports render the same records tes
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Optional, Sequence
+from typing import Literal, Optional, Sequence, cast
 
 from kernels.protocol import NOT_REPORTED, Reason
 from routing import reasons as R
@@ -80,7 +80,8 @@ def check(expected: ExpectedRoute, observed: ObservedRoute) -> RoutingVerdict:
     if parsed != expected.reason:
         return v("wrong_reason", f"expected {expected.reason!r}, got {parsed!r}")
     if isinstance(parsed, R.ReasonCode) and parsed.threshold_re is not None and expected.threshold is not None:
-        t = R.embedded_threshold(parsed, observed.reason)  # type: ignore[arg-type]
+        # parse_reason returns a ReasonCode only for a str reason.
+        t = R.embedded_threshold(parsed, cast(str, observed.reason))
         if t != expected.threshold:
             return v("wrong_threshold", f"reason embeds T={t}, spec says {expected.threshold}")
     return v("pass")

@@ -198,8 +198,9 @@ class RouteRule:
 
     `expect_raises` names an exception type the plan is expected to raise instead of routing
     (then `expect_backend` is None). `expect_reason` may be `NOT_REPORTED` for a library that
-    gives no reason at all (torch): the checker then passes NOT_REPORTED, and only it. `tables` names every thresholds table `when` reads through
-    `Ctx.table`, so a missing arch row there is a gap too. `source` cites rocm_fork.md.
+    gives no reason at all (torch): the checker then passes NOT_REPORTED, and only it. `tables`
+    names every thresholds table `when` reads through `Ctx.table`, so a missing arch row there is
+    a gap too. `source` cites rocm_fork.md.
     """
 
     name: str
@@ -222,7 +223,7 @@ class Lifecycle:
     per_plan_rules: frozenset[str] = frozenset()  # re-checked every plan even when fixed
     explicit_backend_never_gated: bool = True
     nonpositive_length_never_short: bool = True
-    before_plan: tuple[str, Optional[ReasonCode]] = ("auto", None)
+    before_plan: tuple[str, Union[ReasonCode, None, _NotReported]] = ("auto", None)
     # An eager wrapper of these apis keeps a custom mask of an earlier plan (upstream ragged: an
     # unmasked plan() does not clear _custom_mask_buf), so later plans resolve as masked.
     stale_mask_apis: frozenset[str] = frozenset()
@@ -366,9 +367,9 @@ def validate(spec: RoutingSpec) -> None:
             if t not in spec.thresholds:
                 raise SpecError(spec.library, f"{r.name} table", t, f"one of {sorted(spec.thresholds)}",
                                 "add the table or fix the name")
-    for t in spec.thresholds.values():
-        if set(t.rows) != set(spec.archs):
-            raise SpecError(spec.library, f"thresholds[{t.name!r}] architectures", sorted(t.rows),
+    for table in spec.thresholds.values():
+        if set(table.rows) != set(spec.archs):
+            raise SpecError(spec.library, f"thresholds[{table.name!r}] architectures", sorted(table.rows),
                             f"exactly {sorted(spec.archs)} (None is a verdict; absent is a gap)",
                             "add the missing architecture row, with None if measured as 'never'")
     for n in spec.lifecycle.per_plan_rules:

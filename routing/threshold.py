@@ -58,11 +58,9 @@ Costs, for a candidate threshold q (``costs_at``; ``derive`` reports them at q*)
 """
 from __future__ import annotations
 
-import argparse
 import math
-import sys
 from dataclasses import dataclass, field
-from typing import Iterable, Literal, Optional, Sequence
+from typing import Iterable, Literal, Optional, Sequence, cast
 
 from tabulate import tabulate
 
@@ -441,7 +439,7 @@ def derive(table: ABTable, observations: Iterable[Observation] = ()) -> Threshol
         reason = (f"{table.a} loses every cell of every column through the last, q{threshold}; "
                   f"nothing is claimed beyond it")
     else:
-        stopped_by = stop.status  # type: ignore[assignment]
+        stopped_by = cast(Stop, stop.status)  # never "lose": the scan continues past every losing column
         why = _stop_reason(table, stop)
         if threshold is None:
             reason = f"never gate: {why}, the smallest column"
@@ -569,31 +567,3 @@ def render(table: ABTable, result: Optional[ThresholdResult] = None) -> str:
         at = "every measured length" if o.q_len is None else f"q{o.q_len}"
         lines.append(f"- Observation at {at} ({o.quote}): \"{o.quote.text}\".")
     return "\n".join(lines) + "\n"
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """python -m routing.threshold [NAME ...]: render the seeds' tables with their thresholds."""
-    from routing import ab_tables
-
-    p = argparse.ArgumentParser(prog="python -m routing.threshold",
-                                description="Derive short-query thresholds from the seeds' A/B tables.")
-    p.add_argument("names", nargs="*", help=f"tables to render (default: all): {', '.join(ab_tables.TABLES)}")
-    args = p.parse_args(argv)
-    try:
-        for name in args.names:
-            if name not in ab_tables.TABLES:
-                raise InvalidValue("NAME", name, f"one of {', '.join(ab_tables.TABLES)}",
-                                   "run with no argument to render every table")
-        for name in args.names or list(ab_tables.TABLES):
-            table = ab_tables.TABLES[name]
-            obs = ab_tables.OBSERVATIONS.get(name, ())
-            print(f"## {name}\n")
-            print(render(table, derive(table, obs)))
-    except InvalidValue as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

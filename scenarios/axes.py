@@ -4,9 +4,16 @@ A new head dim, page size or GQA ratio is added here and nowhere else.
 """
 from __future__ import annotations
 
-LAYOUTS = ("ragged", "paged", "decode", "single")
-KV_LAYOUTS = ("NHD", "HND")
-MASK_KINDS = ("none", "custom")
+from typing import Literal
+
+# The value types of Case.layout, Case.kv_layout and Case.mask (scenarios/case.py re-exports them).
+Layout = Literal["ragged", "paged", "decode", "single"]
+KVLayout = Literal["NHD", "HND"]
+MaskKind = Literal["none", "custom"]
+
+LAYOUTS: tuple[Layout, ...] = ("ragged", "paged", "decode", "single")
+KV_LAYOUTS: tuple[KVLayout, ...] = ("NHD", "HND")
+MASK_KINDS: tuple[MaskKind, ...] = ("none", "custom")
 HEAD_DIMS = (64, 128, 256)
 # (qk, vo) pairs where they differ (MLA-style prefill).
 HEAD_DIM_PAIRS = ((64, 64), (128, 128), (256, 256), (192, 128))

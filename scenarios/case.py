@@ -19,15 +19,12 @@ import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Literal, Optional
+from typing import Any, Optional
 
 from scenarios import axes
+from scenarios.axes import KVLayout as KVLayout, Layout as Layout, MaskKind as MaskKind  # defined with their values
 from scenarios.dtypes import DTYPE_NAMES, OUTPUT_DTYPE_NAMES, is_fp8
 from scenarios.errors import InvalidCase, InvalidValue
-
-Layout = Literal["ragged", "paged", "decode", "single"]
-KVLayout = Literal["NHD", "HND"]
-MaskKind = Literal["none", "custom"]
 
 CASE_SCHEMA = 1
 
@@ -142,7 +139,8 @@ class Case:
         if unknown:
             raise InvalidCase("<json>", sorted(unknown), f"only the fields {sorted(known)}",
                               "drop the unknown keys or upgrade attncheck")
-        return cls(**{k: (tuple(v) if k in ("qo_lens", "kv_lens") else v) for k, v in d.items()})
+        kwargs: dict[str, Any] = {k: (tuple(v) if k in ("qo_lens", "kv_lens") else v) for k, v in d.items()}
+        return cls(**kwargs)
 
     @property
     def id(self) -> str:

@@ -27,9 +27,12 @@ class InvalidCase(InvalidValue):
 
 
 class InvalidInputs(ValueError):
-    """Materialised tensors (a page table, a mask) contradict their Case."""
+    """Materialised tensors (a page table, a mask) contradict their Case.
 
-    def __init__(self, what: str, value: Any, expected: str, fix: str) -> None:
+    `expected` is text, or an object whose str() reads as the expected value (a torch.dtype).
+    """
+
+    def __init__(self, what: str, value: Any, expected: object, fix: str) -> None:
         self.what = what
         self.value = value
         self.expected = expected

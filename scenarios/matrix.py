@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Optional, TypedDict
 
 from scenarios import axes
 from scenarios.case import Case
@@ -46,9 +47,26 @@ def parse_budget(value: str) -> Budget:
     return BUDGETS[value]
 
 
+class _Heads(TypedDict):
+    """The head counts and dims most directed cases share (Case keyword arguments)."""
+
+    num_qo_heads: int
+    num_kv_heads: int
+    head_dim_qk: int
+    head_dim_vo: int
+
+
+class _Descales(TypedDict, total=False):
+    """fp8 descales of a sampled case (Case keyword arguments); none for a case without fp8."""
+
+    q_scale: Optional[float]
+    k_scale: Optional[float]
+    v_scale: Optional[float]
+
+
 def directed_cases() -> list[Case]:
     """Shapes every run includes: each is a known way for a kernel or a wrapper to go wrong."""
-    base = dict(num_qo_heads=4, num_kv_heads=2, head_dim_qk=64, head_dim_vo=64)
+    base: _Heads = dict(num_qo_heads=4, num_kv_heads=2, head_dim_qk=64, head_dim_vo=64)
     return [
         Case("ragged", (), (), label="empty batch", **base),
         Case("paged", (), (), page_size=16, label="empty paged batch", **base),
@@ -91,8 +109,8 @@ def sample_case(rng: random.Random, b: Budget) -> Case:
         fp8 = rng.choice(axes.FP8_DTYPES)
         q_dtype = fp8 if rng.random() < 0.5 else rng.choice(("fp16", "bf16"))
         kv_dtype, o_dtype = fp8, (q_dtype if q_dtype in ("fp16", "bf16") else "bf16")
-        scales = dict(q_scale=rng.choice((0.5, 1.0, 2.0)) if q_dtype == fp8 else None,
-                      k_scale=rng.choice((0.5, 1.0, 2.0)), v_scale=rng.choice((0.5, 1.0, 2.0)))
+        scales: _Descales = dict(q_scale=rng.choice((0.5, 1.0, 2.0)) if q_dtype == fp8 else None,
+                                 k_scale=rng.choice((0.5, 1.0, 2.0)), v_scale=rng.choice((0.5, 1.0, 2.0)))
     else:
         q_dtype = kv_dtype = o_dtype = rng.choice(axes.INPUT_DTYPES)
         scales = {}

@@ -16,12 +16,12 @@ claims and a decline is the adapter's own word.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Optional, Protocol, Sequence
+from typing import Literal, Optional, Protocol, Sequence, TypedDict
 
 from hypothesis import strategies as st
 
 from scenarios import axes
-from scenarios.case import Case
+from scenarios.case import Case, KVLayout, Layout, MaskKind
 from scenarios.dtypes import is_fp8
 
 Lengths = Literal["any", "short", "long", "empty"]
@@ -47,7 +47,7 @@ def mostly(common: object, *rare: object) -> st.SearchStrategy:
 class Profile:
     """What an adapter serves: the machines draw inside it."""
 
-    layouts: tuple[str, ...]
+    layouts: tuple[Layout, ...]
     dtypes: tuple[str, ...]
     mask: bool = True
     window: bool = True
@@ -61,18 +61,18 @@ class Profile:
         """The pairs drawn: head_dim_pairs, without unequal pairs where the adapter takes none."""
         return [p for p in self.head_dim_pairs if self.head_dims_differ or p[0] == p[1]]
 
-    def probe(self, layout: str) -> Case:
+    def probe(self, layout: Layout) -> Case:
         """probe_case in the profile's first dtype and head dims: a warm-up that loads no other module."""
         qk, vo = self.head_dims()[0]
         return probe_case(layout, self.dtypes[0]).replace(head_dim_qk=qk, head_dim_vo=vo)
 
-    def layouts_for(self, lengths: Lengths) -> tuple[str, ...]:
+    def layouts_for(self, lengths: Lengths) -> tuple[Layout, ...]:
         """A long plan needs a multi-row query: decode (one row per request) cannot be long."""
         out = tuple(x for x in self.layouts if not (lengths == "long" and x == "decode"))
         return out or self.layouts
 
 
-def probe_case(layout: str, dtype: str = "bf16") -> Case:
+def probe_case(layout: Layout, dtype: str = "bf16") -> Case:
     """The smallest real case of a layout and dtype: what profiles are probed and adapters warmed with."""
     o = "bf16" if is_fp8(dtype) else dtype
     return Case(layout, (1,), (3,), 1, 1, head_dim_qk=64, head_dim_vo=64, q_dtype=dtype, kv_dtype=dtype,
@@ -131,6 +131,22 @@ def _qo_lens(draw: st.DrawFn, layout: str, lengths: Lengths) -> tuple[int, ...]:
     return (first,) + tuple(draw(rest) for _ in range(n - 1))
 
 
+class _CaseFields(TypedDict, total=False):
+    """The Case keyword arguments `batches` draws beside layout, lengths and head counts."""
+
+    head_dim_qk: int
+    head_dim_vo: int
+    q_dtype: str
+    kv_dtype: str
+    o_dtype: str
+    page_size: int
+    kv_layout: KVLayout
+    causal: bool
+    mask: MaskKind
+    window_left: int
+    logits_soft_cap: float
+
+
 @st.composite
 def batches(draw: st.DrawFn, profile: Profile, *, lengths: Lengths = "any", masked: Optional[bool] = None,
             windowed: Optional[bool] = None, capped: Optional[bool] = None) -> Case:
@@ -144,7 +160,7 @@ def batches(draw: st.DrawFn, profile: Profile, *, lengths: Lengths = "any", mask
     dqk, dvo = draw(mostly(pairs[0], *pairs[1:]))
     dtype = draw(st.sampled_from(profile.dtypes))
     paged = layout in ("paged", "decode")
-    fields: dict[str, object] = dict(
+    fields: _CaseFields = dict(
         head_dim_qk=dqk, head_dim_vo=dvo, q_dtype=dtype, kv_dtype=dtype, o_dtype="bf16" if is_fp8(dtype) else dtype,
         page_size=draw(st.sampled_from(axes.PAGE_SIZES)) if paged else 1,
         kv_layout=draw(mostly(*(axes.KV_LAYOUTS if profile.hnd else axes.KV_LAYOUTS[:1]))),
@@ -157,7 +173,7 @@ def batches(draw: st.DrawFn, profile: Profile, *, lengths: Lengths = "any", mask
     caps = [c for c in axes.SOFT_CAPS if c > 0]
     if capped if capped is not None else (profile.soft_cap and draw(mostly(False, True))):
         fields["logits_soft_cap"] = draw(st.sampled_from(caps))
-    return Case(layout, qo, kv, kv_heads * ratio, kv_heads, **fields)  # type: ignore[arg-type]
+    return Case(layout, qo, kv, kv_heads * ratio, kv_heads, **fields)
 
 
 # ---- what a machine's rules draw ---------------------------------------------------------------------

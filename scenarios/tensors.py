@@ -164,7 +164,7 @@ def to_device(inp: Inputs, device: str | torch.device) -> Inputs:
 
 def _expected_shapes(c: Case, pool: int) -> dict[str, tuple[int, ...]]:
     hk = c.num_kv_heads
-    shapes = {"q": (c.total_qo, c.num_qo_heads, c.head_dim_qk)}
+    shapes: dict[str, tuple[int, ...]] = {"q": (c.total_qo, c.num_qo_heads, c.head_dim_qk)}
     for name, d in (("k", c.head_dim_qk), ("v", c.head_dim_vo)):
         if c.is_paged:
             shapes[name] = (pool, c.page_size, hk, d) if c.kv_layout == "NHD" else (pool, hk, c.page_size, d)

@@ -7,7 +7,7 @@ Cases: bf16, causal, GQA 4 (16 query heads over 4 KV heads), head dim 128; three
 ragged, decode, single), the first two of equal batch size so CUDA-graph mode replays a captured
 graph after a re-plan; the third ones (zero-length requests in paged/ragged) run last of all, so a
 fault that breaks the CUDA context cannot take the ordinary cases with it. Each backend eager,
-plus fa2 in graph mode ("fa2+graph"), through kernels.flashinfer; each case runs twice on one
+plus fa2 in graph mode ("fa2+graph"), through kernels.flashinfer.adapter; each case runs twice on one
 adapter (the first run's plan+run is the compile, or JIT-cache load, of its variant; the second is
 the run time), judged against the oracle (oracle.judge.truth/judge). Prints a table (api, backend,
 resolved, status, err/bound, compile s, run s) and writes DIR/flashinfer_smoke.json after every
@@ -35,8 +35,8 @@ os.environ.setdefault("MAX_JOBS", "16")
 
 import torch  # noqa: E402
 
-from kernels import flashinfer as fi  # noqa: E402
-from kernels.flashinfer_variants import variant_key  # noqa: E402
+from kernels.flashinfer import adapter as fi  # noqa: E402
+from kernels.flashinfer.variants import variant_key  # noqa: E402
 from kernels.protocol import reason_to_json  # noqa: E402
 from oracle.judge import judge, truth  # noqa: E402
 from scenarios.case import Case  # noqa: E402

@@ -61,14 +61,14 @@ side_lane() {  # after the prebuild: the FlashInfer mutant catalogue on the GPU 
 gpu_lane() {  # beside the prebuild, no JIT module of its own: FlashInfer's cuDNN backend and torch on CUDA
   step matrix_cudnn 420 "${run[@]}" run "${ma[@]}" --budget quick --time-budget 330 --backend cudnn \
       --out "$R/matrix_cudnn"
-  [ -s "$R/matrix_cudnn/results.jsonl" ] && step routing_cudnn 120 python3 -m conformance.route_records \
+  [ -s "$R/matrix_cudnn/results.jsonl" ] && step routing_cudnn 120 python3 -m conformance routes \
       "$R/matrix_cudnn/results.jsonl" --spec flashinfer_cuda --arch sm90 --out "$R/routing_cudnn"
   # torch on CUDA without flex: FlexAttention compiles per case shape there (~11 s a record beside the
   # prebuild, fourth sitting); the five SDPA backends took 37.9 s for 465 records alone on the machine
   ( export OMP_NUM_THREADS=4
     step matrix_torch_cuda 300 "${run[@]}" run --target torch --device cuda --budget quick --backend math \
         --backend flash --backend efficient --backend cudnn --backend auto --out "$R/matrix_torch_cuda" )
-  step routing_torch 120 python3 -m conformance.route_records "$R/matrix_torch_cuda/results.jsonl" --spec torch \
+  step routing_torch 120 python3 -m conformance routes "$R/matrix_torch_cuda/results.jsonl" --spec torch \
       --arch sm90 --out "$R/routing_torch"
 }
 
@@ -84,7 +84,7 @@ timing_lane() {  # ATTNCHECK_TIMING=1: the fa2/fa3 sweep and the 0.7.2.post1 -> 
   step sweep 300 "${run[@]}" sweep --target flashinfer --device cuda --a fa2 --b fa3 --reps 20 --out "$R/sweep"
   python3 - "$R/upgrade-cases.json" <<'PY'
 import json, sys
-from kernels import flashinfer_matrix as m
+from kernels.flashinfer.adapter import matrix as m
 keep = ("bf16-128", "bf16-128-window", "fp16-64", "fp16-128-softcap")
 cases = [c.to_json() for c in m.build("quick") if (p := m.profile_of(c)) is not None and p.name in keep]
 json.dump(cases, open(sys.argv[1], "w"))
@@ -110,7 +110,7 @@ pipeline() {
   export FLASHINFER_WORKSPACE_BASE=$A/jit-0.7.2 PYTHONPATH="$A/site072:$A/src"
   { date -u; nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; echo "cores $(nproc)"
     python3 -c "import torch, flashinfer; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version(), 'flashinfer', flashinfer.__version__)"
-    python3 -c "from kernels import flashinfer_lib as f; print('lib facts', f.lib_facts('cuda'))"
+    python3 -c "from kernels.flashinfer.adapter import lib as f; print('lib facts', f.lib_facts('cuda'))"
   } > "$R/env.txt" 2>&1
   cat "$R/env.txt"
   run=(python3 -m conformance)
@@ -121,7 +121,7 @@ pipeline() {
   # sitting's first machine also ran auto with tensor-core decode over every decode case of the matrix.)
   python3 - "$R" <<'PY'
 import json, sys
-from kernels import flashinfer_matrix as m
+from kernels.flashinfer.adapter import matrix as m
 core = ("bf16-128", "bf16-128-window", "fp8-kv")
 cases = m.build("quick")
 pick = {"core": [c for c in cases if (p := m.profile_of(c)) is not None and p.name in core]}
@@ -131,8 +131,8 @@ for name, cs in pick.items():
 PY
   gpu_lane > "$A/gpu.log" 2>&1 &
   local gpu_only=$!
-  # 0. the core cases' modules, fa3 first (kernels/flashinfer_prebuild.py BUILD_ORDER); 212 and 235 s (fourth sitting)
-  step prebuild 480 python3 -m kernels.flashinfer_prebuild --case "@$R/core-cases.json" --backend fa2 \
+  # 0. the core cases' modules, fa3 first (kernels/flashinfer/prebuild.py BUILD_ORDER); 212 and 235 s (fourth sitting)
+  step prebuild 480 python3 -m conformance prebuild --case "@$R/core-cases.json" --backend fa2 \
       --backend fa3 --out "$R/prebuild.json"
   scripts_lane > "$A/scripts.log" 2>&1 &
   local scripts=$!

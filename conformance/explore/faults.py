@@ -12,7 +12,8 @@ from typing import Optional
 
 from routing import reasons as R
 from conformance.explore import model_tables as T
-from conformance.explore.model_router import CORRECT, Build, ModelKernel, PagedWrapper, RaggedWrapper, Selector, reason_text
+from conformance.explore.model_router import (CORRECT, Build, ModelKernel, PagedWrapper, RaggedWrapper, Selector,
+                                              reason_text)
 from scenarios.tensors import Inputs
 
 

@@ -1,8 +1,9 @@
 """Run the scenario machines for a target and keep what a failure needs to replay.
 
     explore(target, budget="ci", out=DIR, device="cpu", seed=0) -> Summary   (summary.exit_status)
-    python -m conformance.explore.loop --target torch|model|faults|standin|flashinfer [--budget ci|runner] --out DIR
-                                [--device cuda] [--seed N] [--examples N] [--steps N] [--subject NAME ...]
+    attncheck explore --target torch|model|faults|standin|flashinfer [--budget ci|runner] --out DIR
+                      [--device cuda] [--seed N] [--examples N] [--steps N] [--subject NAME ...]
+    (or python -m conformance.explore.loop ..., as the subjects' child processes are started)
 
 Per subject (one library configuration): a warm-up call outside Hypothesis (first-use costs, a JIT,
 never land inside an example), the directed seed sequences (conformance/explore/directed.py), then the
@@ -385,8 +386,8 @@ def _merge(a: argparse.Namespace, merged: list[dict[str, Any]]) -> int:
     return int(bool(failed))
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m conformance.explore.loop", description=__doc__.split("\n\n")[0])
+def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m conformance.explore.loop") -> int:
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     p.add_argument("--target", choices=TARGETS, default="torch")
     p.add_argument("--budget", choices=tuple(BUDGETS), default="ci")
     p.add_argument("--out", required=True, help="directory for hypothesis-db/, failures/ and the summary")
@@ -398,7 +399,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--jobs", type=int, default=1,
                    help="on a GPU: subjects run at once, each in its own process (default 1)")
     p.add_argument("--in-process", action="store_true",
-                   help="run every subject in this process (the default on a CPU; a GPU run uses a process per subject)")
+                   help="run every subject in this process "
+                        "(the default on a CPU; a GPU run uses a process per subject)")
     p.add_argument("--summary", default=SUMMARY_NAME, help=argparse.SUPPRESS)  # a child's own summary file
     p.add_argument("--flight", default=None, help=argparse.SUPPRESS)  # a child's flight record
     p.add_argument("--partial", default=None, help=argparse.SUPPRESS)  # a child's directed results, early
@@ -416,7 +418,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                           examples=a.examples, steps=a.steps, on_result=print_result, summary_name=a.summary,
                           partial_name=a.partial)
     except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
     _print(summary)
     return summary.exit_status

@@ -130,7 +130,7 @@ class Step:
     # ledger explains; note names the entry) | "not-launched" (a case the ledger says kills the process)
     outcome: str = "ok"
     note: str = ""
-    # The library calls this step made, where the adapter logs them (`call_log`: kernels/flashinfer.py);
+    # The library calls this step made, where the adapter logs them (`call_log`: kernels/flashinfer/adapter.py);
     # a plain-library reproduction script is written from them.
     library_calls: list = field(default_factory=list)
 

@@ -24,19 +24,17 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from string import Template
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
 import scenarios
 from kernels._torch_common import kv_slots, physical_kv
-from kernels.protocol import NOT_REPORTED
 from kernels.torch_sdpa import call_form, explicit_mask
-from oracle.judge import judge
-from routing.reasons import ReasonCode
-from routing.spec import ExpectedRoute
 from scenarios.case import Case
-from conformance.explore.machines import ScenarioFailure, Step, Subject, cached_truth, case_expr
+from conformance.explore.machines import ScenarioFailure, Subject, case_expr
+from conformance.explore.repro_flashinfer import flashinfer_script
+from conformance.explore.script_parts import SCRIPT_CHECKS, expected_route, script_header, reference_data
 from scenarios.tensors import materialize
 
 REPO_ROOT = str(Path(scenarios.__file__).resolve().parents[1])
@@ -56,8 +54,6 @@ def write_repro(failure: ScenarioFailure, subject: Subject, directory: Path, pha
     directory.mkdir(parents=True, exist_ok=True)
     name = script_name(failure, phase)
     if subject.recipe.kind == "flashinfer":
-        from conformance.explore.repro_flashinfer import flashinfer_script
-
         script, data = flashinfer_script(failure, subject, name)
     else:
         script, data = (_torch_script if subject.recipe.kind == "torch" else _library_script)(failure, subject, name)
@@ -65,83 +61,6 @@ def write_repro(failure: ScenarioFailure, subject: Subject, directory: Path, pha
     path = directory / f"{name}.py"
     path.write_text(script)
     return path
-
-
-# ---- shared pieces -----------------------------------------------------------------------------------
-def _reference(case: Case, seed: int) -> dict[str, Any]:
-    """The oracle's output and LSE for (case, seed) with the bounds judge() applies to them."""
-    t = cached_truth(case, seed)
-    oc, lc = judge(t, t.ref.out.to(t.base.out.dtype), t.ref.lse)
-    return {"out": t.ref.out.double(), "lse": t.ref.lse.double(), "bound_out": oc.bound,
-            "bound_lse": lc.bound if lc is not None else float("inf")}
-
-
-def _expect(step: Step) -> dict[str, Any]:
-    """The route a run must show: a backend and a reason (None, NOT_REPORTED or a text fragment)."""
-    e: Optional[ExpectedRoute] = step.expected
-    if e is None:
-        return {"backend": step.backend, "reason": "<any>", "raises": None}
-    if isinstance(e.reason, ReasonCode):
-        reason: Any = {"fragment": e.reason.fragment, "name": e.reason.name}
-    else:
-        reason = "NOT_REPORTED" if e.reason is NOT_REPORTED else None
-    return {"backend": e.backend, "reason": reason, "raises": e.raises}
-
-
-def _header(failure: ScenarioFailure, name: str, how: str) -> str:
-    steps = "\n".join("    " + s.line() for s in failure.steps)
-    viol = "\n".join(f"    {v.invariant}: {v.detail}" for v in failure.violations)
-    return f'''#!/usr/bin/env python
-"""Reproduction of a scenario-machine failure: {failure.subject}, invariant {failure.invariant}.
-
-    python {name}.py      # exit 1 when the defect shows, 0 when it does not
-
-{how}
-What the machine saw:
-{viol}
-The sequence of calls (shrunk, where the exploration found it):
-{steps}
-"""
-'''.replace('\\', '\\\\')
-
-
-# ---- the checks both library script kinds make after a run (inserted in each: a script stands alone) -----
-SCRIPT_CHECKS = r'''
-def against_reference(n, out, lse, lse_base2):
-    """The output and LSE against the saved oracle reference and its bounds; the problems found."""
-    ref, problems = DATA["refs"][n], []
-    o, want = out.double().cpu(), ref["out"]
-    finite = torch.isfinite(want)
-    bad = torch.isnan(o) & finite
-    if bool(bad.any()):
-        problems.append(f"{int(bad.sum())} output elements NaN or never written")
-    err = (o - want).abs()[finite & ~bad]
-    if err.numel() and float(err.max()) > ref["bound_out"]:
-        problems.append(f"output off by {float(err.max()):.3g} > bound {ref['bound_out']:.3g}")
-    if lse is not None:
-        got = lse.double().cpu() * (math.log(2.0) if lse_base2 else 1.0)
-        fin = torch.isfinite(ref["lse"])
-        e = (got - ref["lse"]).abs()[fin]
-        if (e.numel() and float(e.nan_to_num(nan=math.inf).max()) > ref["bound_lse"]) or \
-                bool((got[~fin] != ref["lse"][~fin]).any()):
-            problems.append("LSE differs from the reference")
-    return problems
-
-
-def against_spec(n, backend, reason, not_reported):
-    """The backend and reason against the route the routing spec expects; the problems found."""
-    expect, problems = DATA["expect"][n], []
-    if backend != expect["backend"]:
-        problems.append(f"ran {backend!r}, the routing spec expects {expect['backend']!r}")
-    r = expect["reason"]
-    if r is None and reason is not None:
-        problems.append(f"reason {reason!r}, the spec expects none")
-    elif r == "NOT_REPORTED" and not not_reported:
-        problems.append(f"reason {reason!r}, the spec expects the library to give none")
-    elif isinstance(r, dict) and not (isinstance(reason, str) and r["fragment"] in reason):
-        problems.append(f"reason {reason!r} is not {r['name']} (text with {r['fragment']!r})")
-    return problems
-'''
 
 
 # ---- library scripts ----------------------------------------------------------------------------------
@@ -251,8 +170,8 @@ def _library_script(failure: ScenarioFailure, subject: Subject, name: str) -> tu
         if s.outcome == "known":  # a raise the known-failure ledger explains: any exception is expected
             raises[s.n] = "*"
         if s.call == "run" and s.outcome == "ok":
-            refs[s.n] = _reference(s.case, s.seed)
-            expect[s.n] = _expect(s)
+            refs[s.n] = reference_data(s.case, s.seed)
+            expect[s.n] = expected_route(s)
     graph = bool(getattr(subject.make(subject.backend), "graph", False))
     body = Template(_LIBRARY_BODY).substitute(
         repo_root=repr(REPO_ROOT), imports=subject.recipe.imports, make=subject.recipe.make, checks=SCRIPT_CHECKS,
@@ -260,7 +179,7 @@ def _library_script(failure: ScenarioFailure, subject: Subject, name: str) -> tu
         device=repr(subject.device))
     how = ("Replays the calls on the library through its own API, then checks each run against the saved\n"
            "oracle reference, a fresh adapter given the same plan, and the route the spec expects.")
-    return _header(failure, name, how) + body, {"refs": refs, "expect": expect, "raises": raises}
+    return script_header(failure, name, how) + body, {"refs": refs, "expect": expect, "raises": raises}
 
 
 # ---- torch scripts ------------------------------------------------------------------------------------
@@ -391,7 +310,7 @@ def _torch_script(failure: ScenarioFailure, subject: Subject, name: str) -> tupl
         if s.call != "run" or s.outcome in ("refuse",):
             continue
         c = s.case
-        ref = _reference(c, s.seed)
+        ref = reference_data(c, s.seed)
         e = s.expected
         runs.append({"n": s.n, "backend": s.backend, "scale": c.scale, "gqa": c.group_size > 1,
                      "cap": c.logits_soft_cap, "requests": _torch_requests(c, s.seed), "ref_out": ref["out"],
@@ -399,4 +318,4 @@ def _torch_script(failure: ScenarioFailure, subject: Subject, name: str) -> tupl
     how = ("Replays every run as the SDPA / FlexAttention calls the torch adapter makes, on the saved tensors,\n"
            "and checks the output against the saved oracle reference and SDPA's backend choice against the\n"
            "routing spec. Only torch is imported.")
-    return _header(failure, name, how) + _TORCH_BODY, {"runs": runs}
+    return script_header(failure, name, how) + _TORCH_BODY, {"runs": runs}

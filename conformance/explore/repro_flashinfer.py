@@ -2,7 +2,7 @@
 
     flashinfer_script(failure, subject, name) -> (script text, data for the .pt beside it)
 
-The adapter logs every library call it makes (kernels/flashinfer_calls.py); each Step of the
+The adapter logs every library call it makes (kernels/flashinfer/calls.py); each Step of the
 shrunk sequence carries the calls it made. The script is those calls, one line each, in order, on
 the saved tensors: the wrappers' construction, plan() and run(). After each run it checks what
 the machine checked: the output and LSE against the saved fp32 oracle reference and its bound, a
@@ -18,9 +18,9 @@ from typing import Any
 
 import torch
 
-from kernels.flashinfer_calls import LibraryCall, Poisoned, Zeros
+from kernels.flashinfer.calls import LibraryCall, Poisoned, Zeros
 from conformance.explore.machines import ScenarioFailure, Step, Subject
-from conformance.explore.repro import SCRIPT_CHECKS, _expect, _header, _reference
+from conformance.explore.script_parts import SCRIPT_CHECKS, expected_route, script_header, reference_data
 
 _PRELUDE = r'''
 import math
@@ -192,7 +192,7 @@ def flashinfer_script(failure: ScenarioFailure, subject: Subject, name: str) -> 
             # a run (wrapper run or single prefill); judged against the reference unless a raise is expected
             tolerated = s.outcome != "ok" and _tolerated(s, failure)
             if not tolerated:
-                refs[s.n] = _reference(s.case, s.seed)
+                refs[s.n] = reference_data(s.case, s.seed)
                 base2[s.n] = c.kwargs.get("lse_base", "log2") != "ln"
             if s.outcome != "ok":
                 lines += _try(f"res = {code}", s, "run", tolerated)
@@ -200,7 +200,7 @@ def flashinfer_script(failure: ScenarioFailure, subject: Subject, name: str) -> 
                     lines += _judge_unraised_run(s.n)
                 continue
             lines.append(f"    res = {code}")
-            expect[s.n] = _expect(s)
+            expect[s.n] = expected_route(s)
             if c.on == "flashinfer":  # single prefill: no wrapper, so no backend to read
                 lines.append(f"    ctl = {code}")
                 lines.append(f"    problems = check({s.n}, res, {s.backend!r}, 'NOT_REPORTED', ctl, {s.backend!r}, "
@@ -216,7 +216,8 @@ def flashinfer_script(failure: ScenarioFailure, subject: Subject, name: str) -> 
     how = ("Replays the library calls the adapter made, as plain flashinfer calls on the saved tensors, and\n"
            "checks each run against the saved oracle reference, a fresh wrapper given the same plan, and the\n"
            "backend the routing spec expects. Only torch and flashinfer are imported.")
-    script = _header(failure, name, how) + _PRELUDE + SCRIPT_CHECKS + _CHECK_AND_MAIN + "\n".join(lines) + "\n" + _END
+    script = (script_header(failure, name, how) + _PRELUDE + SCRIPT_CHECKS + _CHECK_AND_MAIN + "\n".join(lines) + "\n"
+              + _END)
     data = {"device": str(subject.device), "exact": subject.exact_history, "tensors": w.tensors, "refs": refs,
             "expect": expect, "lse_base2": base2}
     return script, data

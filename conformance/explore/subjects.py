@@ -107,7 +107,7 @@ def _installed(arch: str) -> contextlib.AbstractContextManager[Any]:
 # the others. Single prefill has no wrapper to keep across plans.
 FLASHINFER_APIS = ("paged", "ragged", "decode")
 # What a JIT runner draws: the dtype and head dims whose modules the quick FlashInfer matrix builds
-# (kernels/flashinfer_matrix.py profiles bf16-128 and bf16-128-window, fa2 and fa3), window on or off,
+# (kernels/flashinfer/matrix.py profiles bf16-128 and bf16-128-window, fa2 and fa3), window on or off,
 # no soft cap (its module is another); every other axis is a runtime argument of those modules.
 FLASHINFER_LIMITS = {"dtypes": ("bf16",), "head_dim_pairs": ((128, 128),), "soft_cap": False}
 

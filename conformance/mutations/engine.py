@@ -27,7 +27,7 @@ from conformance.mutations import selection as sel
 from conformance.mutations.errors import StaleMutant
 from conformance.mutations.killmatrix import (JSONL, KILLING_OUTCOMES, KillMatrix, MutantResult, classify,
                                               outcome_counts)
-from conformance.mutations.kinds import AnyMutant, Mutant, PackageMutant, TorchPatch, exact_kills, named
+from conformance.mutations.kinds import AnyMutant, Mutant, PackageMutant, exact_kills, named
 from conformance.mutations.launcher import Exit, Job, child_env, make_launcher
 from conformance.mutations.runner import apply_mutant, imported_outside_copy, make_copy, repo_root
 from conformance.mutations.targets import catalogue, conformance_options, conformance_rows

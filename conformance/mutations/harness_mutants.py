@@ -17,6 +17,8 @@ _LEDGER = "tests/harness/test_known_failures.py::"
 _PREBUILD = "tests/kernels/test_flashinfer_prebuild.py::"
 _MUTATION = "tests/mutation/test_mutation_matrix.py::"
 _ENV = "tests/kernels/test_kernels_env.py::"
+_LAYERS = "tests/harness/test_layers.py::"
+_CLI = "tests/harness/test_cli_commands.py::"
 
 
 def _harness(name: str, path: str, old: str, new: str, description: str, kills: tuple[str, ...]) -> Mutant:
@@ -65,13 +67,13 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
              "    return _merge(a, list(results.values()))\n",
              "the merged summary lists subjects in the order their processes ended, not the order asked",
              (_ISO + "test_jobs_children_run_at_once_and_merge_in_the_subjects_order",)),
-    _harness("fresh-control-error-not-probed", "conformance/parity_run.py",
+    _harness("fresh-control-error-not-probed", "conformance/evaluate.py",
              "        alive = rec.fresh != \"error\" or note_context(rec, device, lost_text)\n",
              "",
              "a failing record's fresh control leaves its pending error to the next case (in the isolated child "
              "as in process)",
              ("tests/gate/test_isolated_run.py::test_the_child_clears_the_pending_error_its_fresh_control_leaves",)),
-    _harness("prebuild-joined-at-exit", "kernels/flashinfer_prebuild.py",
+    _harness("prebuild-joined-at-exit", "kernels/flashinfer/prebuild.py",
              "name=f\"attncheck-jit-{k}\", daemon=True)",
              "name=f\"attncheck-jit-{k}\", daemon=False)",
              "a prebuild still running holds the process at exit: a run out of time outlives its step",
@@ -101,28 +103,29 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
              "c[\"head_dim_qk\"] in (96, 128) and backend",
              "the head-dim-96 crash entry also claims head dim 128, which runs (a crash entry is not launched)",
              (_LEDGER + "test_the_window_graph_and_head_dim_entries_match_only_what_was_shown",)),
-    _harness("prebuild-command-ignores-backends", "kernels/flashinfer_prebuild.py",
+    _harness("prebuild-command-ignores-backends", "conformance/commands/prebuild.py",
              "for b in (a.backend or offered)))\n",
              "for b in offered))\n",
              "the prebuild command builds every offered family's modules, not the coming runs' backends",
              (_PREBUILD + "test_the_command_builds_every_module_of_the_matrix_before_a_run",)),
-    _harness("prebuild-first-seen-order", "kernels/flashinfer_prebuild.py",
+    _harness("prebuild-first-seen-order", "kernels/flashinfer/prebuild.py",
              "    todo = sorted(enumerate(requests), key=lambda ir: build_rank(ir[1]))",
              "    todo = list(enumerate(requests))",
              "the prebuild queues modules in first-seen order: the slow fa3 modules start last and end it alone",
              (_PREBUILD + "test_the_slowest_modules_are_queued_first",)),
-    _harness("prebuild-stages-ignore-tensor-cores", "kernels/flashinfer.py",
+    _harness("prebuild-stages-ignore-tensor-cores", "kernels/flashinfer/adapter.py",
              "        tc = bool((options or {}).get(\"decode_tensor_cores\", False))",
              "        tc = False",
              "a tensor-core decode run prebuilds the CUDA-core decode module it never loads",
              (_PREBUILD + "test_tensor_core_decode_prebuilds_the_prefill_module_the_run_loads",)),
-    _harness("prebuild-command-ignores-cases", "kernels/flashinfer_prebuild.py",
+    _harness("prebuild-command-ignores-cases", "conformance/commands/prebuild.py",
              "load_cases(text)] if a.cases else TARGET.matrix(a.budget))",
              "load_cases(text)] if False else TARGET.matrix(a.budget))",
-             "the prebuild command builds the whole matrix's modules whatever cases the sitting will run",
+             "the prebuild command builds the whole matrix's modules whatever cases the coming runs hold",
              (_PREBUILD + "test_the_command_prebuilds_given_cases_with_tensor_core_decode",)),
     _harness("explore-ledger-asked-eager-in-graph", "conformance/explore/machines.py",
-             "        return self.subject.known(case, f\"{backend}+graph\" if self.graph and \"+\" not in backend else backend)",
+             "        return self.subject.known(case, f\"{backend}+graph\" "
+             "if self.graph and \"+\" not in backend else backend)",
              "        return self.subject.known(case, backend)",
              "a graph subject asks the ledger about eager mode: a graph-only entry's raise is reported as new",
              (_FI_SUBJ + "test_a_graph_subject_asks_the_ledger_about_its_graph_backend",)),
@@ -207,13 +210,14 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
              "                    pass\n",
              "a run that raised in the machine and not in the script is never judged: 'every call held'",
              (_FI_SUBJ + "test_a_run_that_raised_in_the_machine_is_judged_where_the_script_does_not_raise",)),
-    _harness("mutate-only-last-wins", "conformance/mutations/cli_mutate.py",
+    _harness("mutate-only-last-wins", "conformance/commands/mutate.py",
              "    p.add_argument(\"--only\", nargs=\"+\", action=\"extend\", default=None, metavar=\"NAME\",\n",
              "    p.add_argument(\"--only\", nargs=\"+\", default=None, metavar=\"NAME\",\n",
              "a repeated --only keeps its last names only: the mutants named before are silently not run",
              (_MUTATION + "test_a_repeated_only_adds_its_names",)),
     _harness("repro-run-not-synced-in-try", "conformance/explore/repro.py",
-             "                if DEVICE.startswith(\"cuda\"):  # a kernel's fault surfaces at a sync: here, inside the try\n"
+             "                if DEVICE.startswith(\"cuda\"):  "
+             "# a kernel's fault surfaces at a sync: here, inside the try\n"
              "                    torch.cuda.synchronize()\n",
              "",
              "a library script's run is not synchronised inside its try: a kernel's fault surfaces later, or never",
@@ -223,7 +227,7 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
              "    body = [f\"        {code}\"]\n",
              "a run's kernel fault is not synchronised inside its try: it surfaces later, or never",
              (_FI_SUBJ + "test_a_run_that_raised_in_the_machine_is_judged_where_the_script_does_not_raise",)),
-    _harness("parity-no-fresh-control", "conformance/parity_run.py",
+    _harness("parity-no-fresh-control", "conformance/evaluate.py",
              "    if rec.status not in FAILING or is_crash(rec) or not callable(getattr(adapter, \"fresh\", None)):\n",
              "    if True:\n",
              "a failing record is never repeated on a fresh adapter: lifecycle defects read as case defects",
@@ -307,13 +311,13 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
              "            )\n",
              "the zero-pages entry claims every batch with a request over no pages, eager ones that pass too",
              (_LEDGER + "test_the_zero_pages_entries_split_on_the_packed_masks_size",)),
-    _harness("parity-failed-run-route-dropped", "conformance/parity_run.py",
+    _harness("parity-failed-run-route-dropped", "conformance/evaluate.py",
              "        planned = route_of_failed_run(adapter, inputs)\n",
              "        planned = None\n",
              "a run that raises after plan() keeps no backend: its route cannot be checked against the spec",
              ("tests/gate/test_route_records.py::"
               "test_a_run_that_raises_after_plan_keeps_the_backend_plan_chose_and_is_observed",)),
-    _harness("adapter-fork-failed-run-route-claimed", "kernels/flashinfer.py",
+    _harness("adapter-fork-failed-run-route-claimed", "kernels/flashinfer/adapter.py",
              " or not _same_inputs(p.inputs, inputs) or self._facts().fork:\n",
              " or not _same_inputs(p.inputs, inputs):\n",
              "on the fork a failed run claims what plan() chose, which the fork's run() re-checks",
@@ -369,25 +373,57 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness("cli-vml-not-warmed", "conformance/cli.py",
              "    warm_mkl_vml()  # oneMKL picks its VML kernels in this one thread before any attention is computed\n",
              "    pass\n",
-             "the command line computes without warming oneMKL's VML: a process's first exp may run one thread's chunk at "
+             "the command line computes without warming oneMKL's VML: a process's first exp may run "
+             "one thread's chunk at "
              "1e-4 error (a first reference off, a false history_independent)",
              (_ENV + "test_every_entry_point_warms_vml_before_it_can_compute",)),
+    _harness("cli-forwarded-commands-unlisted", "conformance/commands/common.py",
+             "    sub.add_parser(name, help=f\"{what} (its options: {prog(name)} --help)\", add_help=False)\n",
+             "    pass\n",
+             "the tools with a parser of their own (explore, routes, threshold, prebuild) run as subcommands but "
+             "`attncheck --help` does not list them",
+             (_CLI + "test_every_subcommand_is_listed_in_the_help",)),
+    _harness("cli-routes-prog-not-passed", "conformance/commands/routes.py",
+             "    return main(list(argv), prog=prog(NAME))\n",
+             "    return main(list(argv))\n",
+             "`attncheck routes` answers under the name `python -m conformance.route_records`: its help and "
+             "errors name a command the user did not type",
+             (_CLI + "test_routes_answers_like_python_dash_m_route_records",)),
+    _harness("cli-threshold-error-unnamed", "conformance/commands/threshold.py",
+             "        print(f\"{prog(NAME)}: error: {e}\", file=sys.stderr)\n",
+             "        print(f\"error: {e}\", file=sys.stderr)\n",
+             "`attncheck threshold` refuses a bad name without saying which program refused it",
+             (_CLI + "test_threshold_renders_a_table_and_refuses_an_unknown_name_in_one_line",)),
+    _harness("cli-prebuild-name-dropped-twice", "conformance/commands/prebuild.py",
+             "    a = p.parse_args(list(argv))\n",
+             "    a = p.parse_args(list(argv)[1:])\n",
+             "`attncheck prebuild` strips the subcommand name again from what follows it: its first option is lost",
+             (_CLI + "test_prebuild_refuses_a_device_without_flashinfer_in_one_line",)),
+    _harness("cli-routes-imported-eagerly", "conformance/commands/routes.py",
+             "from conformance.commands.common import add_forwarded, prog\n",
+             "from conformance.commands.common import add_forwarded, prog\n"
+             "from conformance.route_records import main as _check  # noqa: F401\n",
+             "the record checker is imported with the CLI: every attncheck command loads the FlashInfer adapter",
+             (_CLI + "test_importing_the_cli_imports_no_adapter_and_no_flashinfer",)),
     _harness("parity-run-vml-not-warmed", "conformance/parity_run.py",
              "    warm_mkl_vml()  # oneMKL picks its VML kernels in this one thread before any attention is computed\n",
              "    pass\n",
-             "a parity run (the CLI's and the pytest grid's) computes without warming oneMKL's VML: a process's first exp may run one thread's chunk at "
+             "a parity run (the CLI's and the pytest grid's) computes without warming oneMKL's VML: "
+             "a process's first exp may run one thread's chunk at "
              "1e-4 error (a first reference off, a false history_independent)",
              (_ENV + "test_every_entry_point_warms_vml_before_it_can_compute",)),
     _harness("explore-vml-not-warmed", "conformance/explore/loop.py",
              "    warm_mkl_vml()  # oneMKL picks its VML kernels in this one thread before any attention is computed\n",
              "    pass\n",
-             "an exploration computes without warming oneMKL's VML: a process's first exp may run one thread's chunk at "
+             "an exploration computes without warming oneMKL's VML: a process's first exp may run "
+             "one thread's chunk at "
              "1e-4 error (a first reference off, a false history_independent)",
              (_ENV + "test_every_entry_point_warms_vml_before_it_can_compute",)),
     _harness("pytest-vml-not-warmed", "conformance/plugin.py",
              "    warm_mkl_vml()  # oneMKL picks its VML kernels in this one thread before any attention is computed\n",
              "    pass\n",
-             "a pytest process computes without warming oneMKL's VML: a process's first exp may run one thread's chunk at "
+             "a pytest process computes without warming oneMKL's VML: a process's first exp may run "
+             "one thread's chunk at "
              "1e-4 error (a first reference off, a false history_independent)",
              (_ENV + "test_every_entry_point_warms_vml_before_it_can_compute",)),
     _harness("library-script-vml-not-warmed", "conformance/explore/repro.py",
@@ -396,6 +432,21 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
              "a written library script computes without warming oneMKL's VML: it may reproduce a false "
              "history_independent, or miss a real one",
              (_ENV + "test_a_library_script_warms_vml_before_it_builds_an_adapter",)),
+    _harness("layer-upward-import", "scenarios/case.py",
+             "from __future__ import annotations\n",
+             "from __future__ import annotations\n\n\ndef _gate():  # an upward import, made at call time\n    import conformance.gate\n    return conformance.gate\n",
+             "the bottom layer imports the top one: a Case can no longer be read without the gate and its ledger",
+             (_LAYERS + "test_lint_imports_keeps_every_contract",)),
+    _harness("oracle-imports-kernels", "oracle/reference.py",
+             "from __future__ import annotations\n",
+             "from __future__ import annotations\n\nimport kernels._env  # noqa: F401\n",
+             "the oracle imports the kernels layer beside it (as it once did to warm oneMKL at import)",
+             (_LAYERS + "test_lint_imports_keeps_every_contract",)),
+    _harness("sibling-import-cycle", "kernels/flashinfer/support.py",
+             "from __future__ import annotations\n",
+             "from __future__ import annotations\n\n\ndef _adapter():  # a sibling imported back, at call time\n    import kernels.flashinfer.adapter\n    return kernels.flashinfer.adapter\n",
+             "two modules of one package import each other (support <- adapter -> support)",
+             (_LAYERS + "test_lint_imports_keeps_every_contract",)),
     _harness("vml-warmup-fp32-only", "kernels/_env.py",
              "    for dtype in (torch.float32, torch.float64):\n        one = torch.ones(1, dtype=dtype)\n",
              "    for dtype in (torch.float32,):\n        one = torch.ones(1, dtype=dtype)\n",

@@ -110,8 +110,8 @@ class KillMatrix:
             counts[m.kind][m.status] += 1
         return {
             "target": self.target, "device": self.device, "budget": self.budget, "isolation": self.isolation,
-            "selection": self.selection, "strategy": self.strategy, "ok": self.ok, "interrupted": self.interrupted, "subset": self.subset,
-            "counts_by_kind": counts, "control": self.control, "timing": self.timing,
+            "selection": self.selection, "strategy": self.strategy, "ok": self.ok, "interrupted": self.interrupted,
+            "subset": self.subset, "counts_by_kind": counts, "control": self.control, "timing": self.timing,
             "not_killed": [m.name for m in self.not_killed()], "rows_killing_nothing": self.rows_killing_nothing(),
             "rows": self.rows, "mutants": [m.to_json() for m in self.mutants], "matrix": self.cells(),
         }
@@ -142,7 +142,8 @@ def render_markdown(km: KillMatrix) -> str:
                      f"({t['whole_suite_s'] / max(t['selected_s'] or 1e-9, 1e-9):.1f}x), "
                      f"{t.get('whole_suite_cpu_s') or 0:.1f} s CPU "
                      f"({(t.get('whole_suite_cpu_s') or 0) / max(t.get('selected_cpu_s') or 1e-9, 1e-9):.1f}x)")
-    lines += ["", "## Mutants", "", "| mutant | kind | status | tests run | killed by | secs |", "|---|---|---|---|---|---|"]
+    lines += ["", "## Mutants", "", "| mutant | kind | status | tests run | killed by | secs |",
+              "|---|---|---|---|---|---|"]
     for m in km.mutants:
         by = ", ".join(f"`{_short(k)}`" for k in m.killed_by[:3]) + (f" (+{len(m.killed_by) - 3})"
                                                                     if len(m.killed_by) > 3 else "")
@@ -154,7 +155,8 @@ def render_markdown(km: KillMatrix) -> str:
     if nothing:
         lines += ["", "## Tests that kill no mutant", ""] + [f"- `{r}`" for r in nothing]
     if km.skipped_here():
-        lines += ["", "## Tests skipped here (not proven on this machine)", ""] + [f"- `{r}`" for r in km.skipped_here()]
+        lines += (["", "## Tests skipped here (not proven on this machine)", ""]
+                  + [f"- `{r}`" for r in km.skipped_here()])
     lines += ["", "## Tests x mutants", "", "| test | mutants it kills |", "|---|---|"]
     for r, ms in km.cells().items():
         lines.append(f"| `{r}` | {', '.join(ms) if ms else '**none**'} |")

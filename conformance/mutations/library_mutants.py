@@ -66,14 +66,16 @@ FLASHINFER_PACKAGE_MUTANTS: tuple[PackageMutant, ...] = (
         (_T_FI_LIB + "test_paged_auto_takes_fa2_for_a_custom_mask_on_sm90",)),
     PackageMutant(
         "flashinfer-paged-mask-buffer-kept", "flashinfer", "prefill.py",
-        "            else:\n                self._custom_mask_buf = None\n                self._mask_indptr_buf = None\n\n"
+        "            else:\n                self._custom_mask_buf = None\n"
+        "                self._mask_indptr_buf = None\n\n"
         "        self._cached_q_data_type = q_data_type\n",
         "            else:\n                pass\n\n        self._cached_q_data_type = q_data_type\n",
         "an unmasked paged plan keeps the previous plan's mask buffer, and run() applies it",
         (_T_FI_LIB + "test_paged_unmasked_plan_after_a_masked_one_runs_unmasked",)),
     PackageMutant(
         "flashinfer-ragged-auto-resolved-once", "flashinfer", "prefill.py",
-        '            if self._requested_backend == "auto":\n                self._backend = determine_attention_backend(\n',
+        '            if self._requested_backend == "auto":\n'
+        '                self._backend = determine_attention_backend(\n',
         '            if self._backend == "auto":\n                self._backend = determine_attention_backend(\n',
         "ragged auto resolved once per wrapper: its first plan's backend sticks",
         (_T_FI_LIB + "test_ragged_auto_re_resolves_on_every_plan",)),

@@ -45,8 +45,10 @@ FLASHINFER_SPEC_MUTANTS: tuple[Mutant, ...] = (
           "gfx950's explicit ragged None (a measured 'never') deleted, as if it were a gap",
           (_T_ROCM + "test_gfx950_ragged_row_is_present_not_merely_absent",), at_import=True),
     _spec("cuda-fa3-row-disarmed", _CUDA,
-          'FA3_CAPABLE = ThresholdTable("fa3_capable", {"sm80": False, "sm90": True, "sm100": False, "sm120": False},\n',
-          'FA3_CAPABLE = ThresholdTable("fa3_capable", {"sm80": False, "sm90": False, "sm100": False, "sm120": False},\n',
+          'FA3_CAPABLE = ThresholdTable("fa3_capable", '
+          '{"sm80": False, "sm90": True, "sm100": False, "sm120": False},\n',
+          'FA3_CAPABLE = ThresholdTable("fa3_capable", '
+          '{"sm80": False, "sm90": False, "sm100": False, "sm120": False},\n',
           "sm90's fa3 row disarmed: the spec expects fa2 where the library picks fa3",
           (_T_CUDA + "test_lifecycle_matches_the_library_on_a_long_lived_wrapper[paged sticky]",)),
     _spec("cuda-explicit-fa3-redirected", _CUDA,

@@ -6,7 +6,7 @@
 
 The stand-in (kernels/standins/rocm_flashinfer/) goes into sys.modules as `flashinfer`,
 `flashinfer.quantization` and `flashinfer.rocm.{arch_caps,prefill,decode,aiter_utils}`, the fork's
-paths, so kernels/flashinfer_lib.py finds it exactly where it looks for the fork. Then the probes
+paths, so kernels/flashinfer/lib.py finds it exactly where it looks for the fork. Then the probes
 are patched as the fork's own GPU-free tests patch them (rocm_fork.md section 5: `as_arch`
 monkeypatches `_device_arch`; AITER's importability, version, fp8 encoding and kernel bootstraps
 likewise), because a CPU has neither a gcnArchName nor AITER:
@@ -20,7 +20,7 @@ likewise), because a CPU has neither a gcnArchName nor AITER:
   native_paging_ok  `_aiter_native_paging_available` at a routed page size
   strict            FLASHINFER_AITER_STRICT=1
 
-While installed, the adapter's default CUDA-graph driver (kernels.flashinfer.TorchGraphs) is
+While installed, the adapter's default CUDA-graph driver (kernels.flashinfer.adapter.TorchGraphs) is
 `RecordedGraphs`, which records the stand-in's launches at capture and runs them at replay: graph
 mode ("+graph" backends) on a CPU.
 """
@@ -37,7 +37,7 @@ from kernels.standins.rocm_flashinfer import quantization, rocm
 from kernels.standins.rocm_flashinfer._launch import RecordedGraphs
 from kernels.standins.rocm_flashinfer.rocm import aiter_utils, arch_caps, decode, prefill
 
-import kernels.flashinfer as flashinfer_adapter
+import kernels.flashinfer.adapter as flashinfer_adapter
 import kernels.standins.rocm_flashinfer as package
 
 NAME = package.__attncheck_standin__
@@ -94,7 +94,7 @@ _script_installs: list[_Undo] = []
 
 
 def _forget_facts() -> None:
-    from kernels import flashinfer_lib
+    from kernels.flashinfer import lib as flashinfer_lib
 
     flashinfer_lib.lib_facts.cache_clear()
 

@@ -4,7 +4,7 @@ Data only: rows in precedence order, per-architecture tables, lifecycle flags. T
 `routing/spec.py`; the comparison is `routing/check.py`. Every `source=` cites file:line of the
 0.7.2.post1 wheel (flashinfer/prefill.py, decode.py, utils.py).
 
-What `auto` resolves to, per API (what kernels/flashinfer.py reports as resolved_backend):
+What `auto` resolves to, per API (what kernels/flashinfer/adapter.py reports as resolved_backend):
 
 * paged: plan() calls determine_attention_backend once and stores the answer in `_backend`
   (prefill.py:3669-3678); later plans keep it, eager or graph (sticky).
@@ -63,7 +63,7 @@ BLACKWELL_CUTLASS = ThresholdTable("blackwell_cutlass",
                                    {"sm80": False, "sm90": False, "sm100": True, "sm120": False},
                                    "cutlass leg, prefill.py:2544: is_sm100a_supported or is_sm110a_supported")
 
-# Rows no plan of kernels/flashinfer.py reaches: it never passes pos_encoding_mode or
+# Rows no plan of kernels/flashinfer/adapter.py reaches: it never passes pos_encoding_mode or
 # use_fp16_qk_reduction (plan() defaults "NONE" and False), and fmha_v2 needs the latter.
 NOT_DRIVEN_BY_ADAPTER: tuple[str, ...] = ("ragged_fmha_v2", "fa3_pos_encoding", "fa3_fp16_qk_reduction")
 
@@ -103,6 +103,11 @@ _FA3_DECLINES: tuple[tuple[str, Callable[[RoutingQuery], bool], str], ...] = (
     ("fa3_head_dims", lambda q: _sel_head_dims(q) not in FA3_HEAD_DIMS,
      "utils.py:623-629 is_fa3_prefill_head_dim_supported (utils.py:504-508) false -> fa2"),
 )
+
+
+def _declined_by(declines: Callable[[RoutingQuery], bool]) -> Pred:
+    """One _FA3_DECLINES check as a row's `when` (each row keeps its own check)."""
+    return lambda q, c: declines(q)
 
 
 def _selector_picks_fa2(q: RoutingQuery, c: Ctx) -> bool:
@@ -191,7 +196,7 @@ RULES: tuple[RouteRule, ...] = (
     # -- determine_attention_backend (paged, ragged, single, tensor-core fp8 decode) --
     RouteRule("not_sm90a", _auto(lambda q, c: not c.table("fa3_capable")), "fa2", NOT_REPORTED,
               tables=("fa3_capable",), source="utils.py:616, :627-628: is_sm90a_supported (utils.py:663-665) first"),
-    *(RouteRule(name, _auto(lambda q, c, d=declines: d(q)), "fa2", NOT_REPORTED, source=src)
+    *(RouteRule(name, _auto(_declined_by(declines)), "fa2", NOT_REPORTED, source=src)
       for name, declines, src in _FA3_DECLINES),
     RouteRule("fa3", _auto(lambda q, c: True), "fa3", NOT_REPORTED, source="utils.py:616-626"),
 )
@@ -211,7 +216,7 @@ SPEC = RoutingSpec(
         per_plan_rules=frozenset({"empty_batch", "decode_tensor_cores_empty_batch"}),
         explicit_backend_never_gated=True,  # no performance gates in this spec
         nonpositive_length_never_short=True,
-        before_plan=("auto", NOT_REPORTED),  # type: ignore[arg-type]  # paged `_backend` before plan()
+        before_plan=("auto", NOT_REPORTED),  # paged `_backend` before plan()
         stale_mask_apis=frozenset({"ragged"}),  # prefill.py:5295-5300 (paged clears it, :3543-3545)
         raised_plan_fixes_nothing=True,  # the raises precede `self._backend = ...`
     ),

@@ -208,7 +208,7 @@ SPEC = RoutingSpec(
     # torch has no plan stage: every call chooses afresh.
     lifecycle=Lifecycle(re_resolve_every_eager_plan=frozenset({"paged", "ragged", "single", "decode"}),
                         graph_mode_first_plan_decides=False, nonpositive_length_never_short=True,
-                        before_plan=("auto", NOT_REPORTED)),  # type: ignore[arg-type]
+                        before_plan=("auto", NOT_REPORTED)),
 )
 
 validate(SPEC)

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-import kernels.flashinfer as fi
+import kernels.flashinfer.adapter as fi
 from scenarios.case import Case
 from conformance.explore.directed import directed_for, run_directed
 from conformance.explore.loop import BUDGETS, explore_subject
@@ -192,7 +192,7 @@ def test_a_graph_subject_asks_the_ledger_about_its_graph_backend(fake: Any) -> N
 
     for name, suffix in (("flashinfer-sm90-ragged-graph", "+graph"), ("flashinfer-sm90-ragged", "")):
         asked: list[str] = []
-        s = replace(_subjects()[name], known=lambda case, b: asked.append(b))
+        s = replace(_subjects()[name], known=lambda case, b, asked=asked: asked.append(b))
         inst = machine_for(s)()
         inst.plan_case("plan", inst.profile.probe("ragged").replace(qo_lens=(0,), kv_lens=(0,)), 0)
         assert asked == ["auto" + suffix], name
@@ -226,7 +226,7 @@ def test_scripts_of_a_many_line_raise_parse_and_replay_on_the_subjects_device(fa
     comment (a SyntaxError), and the graph script materialised the cases on the CPU for a CUDA adapter."""
     import ast
 
-    from conformance.explore.machines import ScenarioFailure, Step, Violation
+    from conformance.explore.machines import ScenarioFailure, Violation
     from conformance.explore.repro import write_repro
 
     subs = _subjects()

@@ -4,6 +4,7 @@ from __future__ import annotations
 from kernels import skips
 from conformance import gate
 from conformance.known_failures import NOT_FILED, KnownFailure
+from reports import records
 from reports.records import ParityRecord
 from scenarios.case import Case
 
@@ -39,7 +40,7 @@ def test_a_crash_record_is_an_error_recognised_as_a_crash() -> None:
     """Reason constants hold no ': ', so grouping and is_crash read the constant back."""
     assert ": " not in gate.CRASHED and ": " not in gate.NOT_LAUNCHED
     rec = gate.crashed(CASE, "flash", "killed by signal SIGSEGV (11)", BASE)
-    assert rec.status == "error" and gate.is_crash(rec) and not gate.is_crash(_rec("error"))
+    assert rec.status == "error" and records.is_crash(rec) and not records.is_crash(_rec("error"))
 
 
 def test_required_skip() -> None:

@@ -5,6 +5,10 @@ import json
 from typing import Any
 
 import pytest
+# The inner run (in process) makes the torch target's adapters, which import torch._dynamo; pytester
+# drops every module a run imported, and a second import of torch._dynamo registers torch's
+# `_inductor_test` operator library twice (RuntimeError in any later FlexAttention test).
+import torch._dynamo  # noqa: F401
 
 import conformance.known_failures as kf
 import conformance.parity_run as pr

@@ -37,7 +37,8 @@ def test_plain_skip():
 
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     pytester.makepyfile(test_suite=SUITE)
-    return pytester.runpytest_inprocess("-p", "conformance.gate_plugin", "-p", "no:cacheprovider", "-p", "no:benchmark", *args)
+    return pytester.runpytest_inprocess("-p", "conformance.gate_plugin", "-p", "no:cacheprovider", "-p", "no:benchmark",
+                                        *args)
 
 
 def test_without_require_hardware_skips_pass_and_are_grouped_by_reason(pytester: pytest.Pytester) -> None:

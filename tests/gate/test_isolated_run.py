@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 
+import conformance.evaluate as ev
 import conformance.known_failures as kf
 from conformance import cli
-from conformance.gate import CRASHED, NOT_LAUNCHED, is_crash
+from conformance.gate import CRASHED, NOT_LAUNCHED
+from reports.records import is_crash
 from conformance.isolate import FAULT_ENV
 from kernels import skips
 from reports.records import ParityRecord, RunFooter, read_jsonl
@@ -67,12 +69,11 @@ def test_a_crash_entry_is_not_launched(tmp_path: Any, monkeypatch: pytest.Monkey
 def test_a_dead_cuda_context_moves_the_rest_of_a_gate_run_to_child_processes(monkeypatch: pytest.MonkeyPatch) -> None:
     """After an error, a dead context is said in the record, and later cases go to a (lazily started) child."""
     import conformance.grid_run as gr
-    import conformance.isolate as isolate
-    from conformance.isolate import CONTEXT_LOST, PENDING_CLEARED
+    from conformance.evaluate import CONTEXT_LOST, PENDING_CLEARED
 
     run = gr.GridRun("torch", "cpu", "quick", 0, "main")
     probes = iter([(True, "AcceleratorError: invalid argument"), (False, "AcceleratorError: illegal memory access")])
-    monkeypatch.setattr(isolate, "context_after_error", lambda device: next(probes))
+    monkeypatch.setattr(ev, "context_after_error", lambda device: next(probes))
     base = run.base
 
     def error() -> ParityRecord:
@@ -92,12 +93,11 @@ def test_a_lost_context_in_process_hands_the_rest_of_the_run_to_child_processes(
         tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """Without --isolate: a library error that leaves a pending CUDA error is annotated (and the run goes on in
     process); one that leaves the context dead is named, and every later pair runs in a child process."""
-    import conformance.isolate as isolate
     import conformance.parity_run as pr
-    from conformance.isolate import CONTEXT_LOST_IN_PROCESS, PENDING_CLEARED
+    from conformance.evaluate import CONTEXT_LOST_IN_PROCESS, PENDING_CLEARED
 
     C3 = C1.replace(qo_lens=(2, 1))
-    real = pr.evaluate
+    real = ev.evaluate
     probes = iter([(True, "AcceleratorError: invalid argument"), (False, "AcceleratorError: illegal memory access")])
 
     seen: set = set()
@@ -110,8 +110,8 @@ def test_a_lost_context_in_process_hands_the_rest_of_the_run_to_child_processes(
             rec.status, rec.reason = "error", "RuntimeError: launch failed"
         return rec
 
-    monkeypatch.setattr(pr, "evaluate", flaky)
-    monkeypatch.setattr(isolate, "context_after_error", lambda device: next(probes))
+    monkeypatch.setattr(ev, "evaluate", flaky)
+    monkeypatch.setattr(ev, "context_after_error", lambda device: next(probes))
     starts: list[int] = []
     made = pr.IsolatedEvaluator
 
@@ -139,7 +139,6 @@ def test_the_child_clears_the_pending_error_its_fresh_control_leaves(monkeypatch
     next case's first CUDA call met it, the child died, and an innocent case was recorded as a crash."""
     import io
 
-    import conformance.parity_run as pr
     from conformance import isolate
 
     pending = [False]
@@ -159,9 +158,9 @@ def test_the_child_clears_the_pending_error_its_fresh_control_leaves(monkeypatch
     def validate(inputs: Any) -> None:
         assert not pending[0], "the next case met the previous case's pending CUDA error"
 
-    monkeypatch.setattr(pr, "evaluate", failing)
-    monkeypatch.setattr(pr, "fresh_control", failing_control)
-    monkeypatch.setattr(pr, "note_context", probe)
+    monkeypatch.setattr(ev, "evaluate", failing)
+    monkeypatch.setattr(ev, "fresh_control", failing_control)
+    monkeypatch.setattr(ev, "note_context", probe)
     monkeypatch.setattr("scenarios.tensors.validate_inputs", validate)
     base = {"run_id": "r", "target": "torch", "device": "cpu", "seed": 0, "standin": None}
     requests = io.StringIO("".join(json.dumps({"case": c.to_json(), "backend": "math", "base": base}) + "\n"

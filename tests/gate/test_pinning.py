@@ -16,7 +16,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def test_auto_lists_what_the_controller_sees() -> None:
     assert pinning.device_list("auto", {}, 2, rocm=False) == ["0", "1"]
     assert pinning.device_list("auto", {"CUDA_VISIBLE_DEVICES": "2,3"}, 2, rocm=False) == ["2", "3"]
-    assert pinning.device_list("auto", {"HIP_VISIBLE_DEVICES": "5", "CUDA_VISIBLE_DEVICES": "1,2"}, 1, rocm=True) == ["5"]
+    assert pinning.device_list("auto", {"HIP_VISIBLE_DEVICES": "5", "CUDA_VISIBLE_DEVICES": "1,2"}, 1,
+                               rocm=True) == ["5"]
     assert pinning.device_list("1,0", {}, 0, rocm=False) == ["1", "0"]
 
 

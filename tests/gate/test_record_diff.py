@@ -50,8 +50,10 @@ BASE = [_par("math", "A", "pass"), _par("flash", "B", "pass", 0.1), _par("auto",
         _tim("paged/bs1/kv64/q8", [1.00, 1.00, 1.00, 1.00, 1.00]),
         _tim("paged/bs1/kv64/q16", [1.00, 1.01, 0.99, 1.00, 1.02])]
 NEW = [_par("math", "A", "fail", 2.0), _par("flash", "B", "pass", 0.6), _par("auto", "C", "pass", resolved="math"),
-       _par("math", "D", "skip", None, reason="library refused the configuration: no kernel"), _par("math", "E", "pass"),
-       _par("auto", "F", "pass", resolved="fa2", fallback="qo_len=16 <= 16 (fa2 is faster than AITER for short queries)"),
+       _par("math", "D", "skip", None, reason="library refused the configuration: no kernel"),
+       _par("math", "E", "pass"),
+       _par("auto", "F", "pass", resolved="fa2",
+            fallback="qo_len=16 <= 16 (fa2 is faster than AITER for short queries)"),
        _tim("paged/bs1/kv64/q4", [1.30, 1.31, 1.29, 1.30, 1.32, 1.28, 1.30, 1.31]),
        # median 1.2x, but spread so wide the interval reaches below 1.10: not a regression
        _tim("paged/bs1/kv64/q8", [0.90, 1.00, 1.20, 1.50, 1.60]),
@@ -65,8 +67,8 @@ def _diff(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str
 
 
 def test_each_kind_of_regression_is_found_and_exits_1(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    base = _write(str(tmp_path / "base" / "results.jsonl"), BASE,
-                  versions={"torch": "2.11", "flashinfer": "0.7.2.post1", "FLASHINFER_WORKSPACE_BASE": "/j/0.7.2"})
+    _write(str(tmp_path / "base" / "results.jsonl"), BASE,
+           versions={"torch": "2.11", "flashinfer": "0.7.2.post1", "FLASHINFER_WORKSPACE_BASE": "/j/0.7.2"})
     new = _write(str(tmp_path / "new" / "results.jsonl"), NEW,
                  versions={"torch": "2.11", "flashinfer": "0.7.4", "FLASHINFER_WORKSPACE_BASE": "/j/0.7.4"})
     with open(new, "a", encoding="utf-8") as f:  # a stage whose build failed: a variant that no longer builds

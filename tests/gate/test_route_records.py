@@ -4,7 +4,7 @@ Synthetic records pin what counts as an observation (skip, error, "unobserved"),
 expectation follows the wrapper that served a record (sticky paged, the stale ragged mask, graph
 wrappers replaced when a case outgrows them), the adapter options read from the run's argv, and
 the command line (tables, files, exit statuses 0/1/2). One test writes records the way a run
-does (conformance.parity_run.evaluate) from long-lived auto adapters on the CPU fake, so the
+does (conformance.evaluate.evaluate) from long-lived auto adapters on the CPU fake, so the
 replay of wrapper history is checked against the adapter's real behaviour.
 """
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Any, Optional
 import pytest
 
 import kernels._env as env
-import kernels.flashinfer as fi
-import kernels.flashinfer_lib as fl
-from conformance import parity_run
-from kernels.flashinfer_variants import reset_seen
+import kernels.flashinfer.adapter as fi
+import kernels.flashinfer.lib as fl
+from conformance import evaluate
+from kernels.flashinfer.variants import reset_seen
 from kernels.protocol import NOT_REPORTED_JSON
 from reports.records import ParityRecord, RunHeader, to_line
 from conformance import route_records as fr
@@ -201,7 +201,7 @@ def test_records_of_long_lived_auto_adapters_on_the_fake_pass_and_exercise_the_l
     would dominate the test): what is kept is how evaluate() turns a plan/run into a record.
     """
     passed = SimpleNamespace(passed=True, to_json=lambda: {})
-    monkeypatch.setattr(parity_run, "judge", lambda *a, **k: (passed, None))
+    monkeypatch.setattr(evaluate, "judge", lambda *a, **k: (passed, None))
     monkeypatch.setattr(env, "device_capability", lambda device: (9, 0))
     monkeypatch.setattr(ff, "is_sm90a_supported", lambda device: True)
     ff.install(monkeypatch)
@@ -218,7 +218,7 @@ def test_records_of_long_lived_auto_adapters_on_the_fake_pass_and_exercise_the_l
     for case in cases:
         inputs = materialize(case, 0, "cpu")
         for a in adapters:
-            records.append(parity_run.evaluate(a, case, inputs, lambda: None, base))
+            records.append(evaluate.evaluate(a, case, inputs, lambda: None, base))
     fl.lib_facts.cache_clear()
     report = fr.check_records(records, SPEC, "sm90")
     bad = [(v.record.backend, v.record.case_id, v.verdict.status, v.verdict.detail)
@@ -248,11 +248,11 @@ def test_a_run_that_raises_after_plan_keeps_the_backend_plan_chose_and_is_observ
         raise RuntimeError("BatchPrefillWithPagedKVCacheSM90Run failed with error: operation not supported")
 
     monkeypatch.setattr(ff.BatchPrefillWithPagedKVCacheWrapper, "run", boom)
-    failed = parity_run.evaluate(a, PAGED, materialize(PAGED, 0, "cpu"), lambda: None, base)
+    failed = evaluate.evaluate(a, PAGED, materialize(PAGED, 0, "cpu"), lambda: None, base)
     assert failed.status == "error" and failed.resolved_backend == "fa3"
     assert failed.fallback_reason == NOT_REPORTED_JSON
     empty = Case("paged", (), (), page_size=5, **_H)  # plan() itself raises: nothing was chosen
-    before_plan = parity_run.evaluate(a, empty, materialize(empty, 0, "cpu"), lambda: None, base)
+    before_plan = evaluate.evaluate(a, empty, materialize(empty, 0, "cpu"), lambda: None, base)
     fl.lib_facts.cache_clear()
     assert before_plan.status == "error" and before_plan.resolved_backend is None
     report = fr.check_records([header(), failed, before_plan], SPEC, "sm90")
@@ -267,7 +267,7 @@ def test_on_the_fork_a_failed_run_claims_no_backend(monkeypatch):
         raise RuntimeError("run failed")
 
     monkeypatch.setattr(ff.ForkBatchPrefillWithPagedKVCacheWrapper, "run", boom)
-    rec = parity_run.evaluate(a, PAGED, materialize(PAGED, 0, "cpu"), lambda: None,
+    rec = evaluate.evaluate(a, PAGED, materialize(PAGED, 0, "cpu"), lambda: None,
                               dict(run_id="r1", target="flashinfer", device="cpu", seed=0))
     fl.lib_facts.cache_clear()
     assert rec.status == "error" and rec.resolved_backend is None

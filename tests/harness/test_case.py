@@ -84,7 +84,7 @@ def test_features_name_what_the_case_switches_on():
 
 
 def test_features_names_every_feature_a_case_can_have() -> None:
-    from kernels import flashinfer_matrix
+    from kernels.flashinfer import matrix as flashinfer_matrix
     from scenarios import matrix
     from scenarios.case import FEATURES
 

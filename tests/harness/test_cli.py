@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from conformance import cli, parity_run
+from conformance.commands import run as run_command
 from kernels.protocol import KernelOutput, Support
 from scenarios.poison import poison
 from reports.records import ParityRecord, RunFooter, RunHeader, read_jsonl
@@ -151,7 +152,7 @@ def test_interrupted_run_keeps_what_it_measured(tmp_path, capsys, monkeypatch):
         if i == 2:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "_progress", stop_after_two)
+    monkeypatch.setattr(run_command, "_progress", stop_after_two)
     code, _, err = _run(["run", "--target", "torch", "--device", "cpu", "--backend", "math", "--backend", "flex",
                          "--case", json.dumps(SMALL), "--case", json.dumps({**SMALL, "causal": False}),
                          "--out", str(tmp_path)], capsys)

@@ -11,8 +11,8 @@ import sys
 from typing import Any
 
 
-import kernels.flashinfer as fi
-from conformance.parity_run import evaluate, fresh_control
+import kernels.flashinfer.adapter as fi
+from conformance.evaluate import evaluate, fresh_control
 from oracle.judge import truth
 from reports.parity import failure_line
 from scenarios.case import Case

@@ -144,7 +144,7 @@ def test_the_ledgers_default_options_are_the_adapters() -> None:
     from dataclasses import fields
 
     from conformance.known_failures import DEFAULT_OPTIONS
-    from kernels.flashinfer import AdapterOptions
+    from kernels.flashinfer.adapter import AdapterOptions
 
     defaults = {f.name: f.default for f in fields(AdapterOptions)}
     assert {k: defaults[k] for k in DEFAULT_OPTIONS} == DEFAULT_OPTIONS
@@ -165,7 +165,7 @@ def _session_3_records() -> list[ParityRecord]:
 def _follows_a_masked_plan(recs: list[ParityRecord], i: int) -> bool:
     """The plan before record i on the same long-lived wrapper (the run's keying, as conformance.route_records
     rebuilds it) was masked."""
-    from kernels.flashinfer import AdapterOptions
+    from kernels.flashinfer.adapter import AdapterOptions
     from conformance.route_records import PLANNED, plan_sequences
     from scenarios.case import Case
 
@@ -268,8 +268,8 @@ SESSION_4 = os.path.join(ROOT, "docs", "evidence", "2026-12-01-h200-4")
 def _declined_now(r: ParityRecord) -> bool:
     """The record's case on its backend, as the adapter decides today on the H200 (sm90): the fourth sitting's
     cuDNN fp8 and page-size-5 decode raises are declines since (probe_flashinfer_cudnn_limits.py)."""
-    from kernels import flashinfer_lib as fl
-    from kernels.flashinfer_support import decide
+    from kernels.flashinfer import lib as fl
+    from kernels.flashinfer.support import decide
     from scenarios.case import Case
 
     facts = fl.LibFacts(version="0.7.2.post1", fork=False, lse_base_kw={}, fa3=True, cudnn=True)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+import conformance.evaluate as ev
 import conformance.parity_run as pr
 from kernels import skips
 from kernels.protocol import Stage
@@ -76,7 +77,7 @@ def test_the_targets_matrix_and_stages_are_used(staged: StagedTorch, tmp_path: A
 
 def test_the_next_stage_prepares_while_this_one_runs(staged: StagedTorch, tmp_path: Any,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    real = pr.evaluate
+    real = ev.evaluate
 
     def slow(adapter: Any, *a: Any, **k: Any) -> ParityRecord:
         with staged.lock:
@@ -84,12 +85,12 @@ def test_the_next_stage_prepares_while_this_one_runs(staged: StagedTorch, tmp_pa
         time.sleep(0.15)
         return real(adapter, *a, **k)
 
-    monkeypatch.setattr(pr, "evaluate", slow)
+    monkeypatch.setattr(ev, "evaluate", slow)
     pr.run_parity("torch", "cpu", "quick", str(tmp_path), backends=["math", "flash"])
-    ev = staged.events
+    events = staged.events
     # stage two's preparation starts before stage one's cases are done
-    assert ev.index(("prepare-start", "second")) < max(i for i, e in enumerate(ev) if e == ("case", "math"))
-    assert ev.index(("prepare-end", "first")) < ev.index(("case", "math"))
+    assert events.index(("prepare-start", "second")) < max(i for i, e in enumerate(events) if e == ("case", "math"))
+    assert events.index(("prepare-end", "first")) < events.index(("case", "math"))
 
 
 def test_time_budget_records_what_was_not_run(staged: StagedTorch, tmp_path: Any) -> None:

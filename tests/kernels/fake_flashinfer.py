@@ -2,7 +2,7 @@
 
 install(monkeypatch, ...) puts a fake package into sys.modules under "flashinfer" (and the
 submodules the adapter reads: utils, prefill, decode, quantization, cudnn.prefill; with fork=True
-also rocm.arch_caps and rocm.prefill), so that kernels/flashinfer.py runs unchanged on a CPU.
+also rocm.arch_caps and rocm.prefill), so that kernels/flashinfer/adapter.py runs unchanged on a CPU.
 
 What is copied from flashinfer-python 0.7.2.post1 (prefill.py, decode.py, utils.py,
 quantization/packbits.py):
@@ -78,7 +78,7 @@ def _launch(fn: Any) -> None:
 
 
 class FakeGraphs:
-    """kernels.flashinfer.TorchGraphs' interface over recorded launches (no CUDA)."""
+    """kernels.flashinfer.adapter.TorchGraphs' interface over recorded launches (no CUDA)."""
 
     def __init__(self) -> None:
         self.captures = 0
@@ -1160,8 +1160,8 @@ def fake(monkeypatch: Any) -> Any:
 
     Test modules take it with `from fake_flashinfer import fake  # noqa: F401`.
     """
-    import kernels.flashinfer_lib as fl
-    from kernels.flashinfer_variants import reset_seen
+    import kernels.flashinfer.lib as fl
+    from kernels.flashinfer.variants import reset_seen
 
     install(monkeypatch)
     fl.lib_facts.cache_clear()

@@ -24,12 +24,12 @@ import torch
 
 import kernels
 import kernels._env as env
-import kernels.flashinfer as fi
-import kernels.flashinfer_lib as fl
+import kernels.flashinfer.adapter as fi
+import kernels.flashinfer.lib as fl
 from kernels import skips
 from kernels.errors import UnknownBackend, UnsupportedCase
-from kernels.flashinfer_support import decide
-from kernels.flashinfer_variants import (RunTiming, order_by_variant, group_by_variant, reset_seen, variant_key)
+from kernels.flashinfer.support import decide
+from kernels.flashinfer.variants import (RunTiming, order_by_variant, group_by_variant, reset_seen, variant_key)
 from kernels.protocol import LSE_BASE2, LSE_NATURAL, NOT_REPORTED, AttentionKernel
 from oracle.compare import unwritten_mask
 from oracle.judge import judge, truth
@@ -97,9 +97,9 @@ def test_importing_kernels_and_the_adapter_never_imports_flashinfer() -> None:
             "        if name == 'flashinfer' or name.startswith('flashinfer.'):\n"
             "            raise ImportError('flashinfer imported at import time: ' + name)\n"
             "sys.meta_path.insert(0, Block())\n"
-            "import kernels, kernels.flashinfer, kernels.flashinfer_lib, kernels.flashinfer_support\n"
-            "import kernels.flashinfer_variants\n"
-            "from kernels.flashinfer import TARGET\n"
+            "import kernels, kernels.flashinfer.adapter, kernels.flashinfer.lib, kernels.flashinfer.support\n"
+            "import kernels.flashinfer.variants\n"
+            "from kernels.flashinfer.adapter import TARGET\n"
             "assert TARGET.backends('cpu') == ()\n"
             "assert not TARGET.available('cpu').ok\n"
             "assert not any(m == 'flashinfer' or m.startswith('flashinfer.') for m in sys.modules)\n")
@@ -110,7 +110,7 @@ def test_importing_kernels_and_the_adapter_never_imports_flashinfer() -> None:
 
 def test_the_registry_slot_is_left_to_the_lead_and_the_target_resolves_by_module() -> None:
     """TARGET is a Target named 'flashinfer' with the protocol's methods (ready for REGISTRY)."""
-    assert "flashinfer" not in kernels.REGISTRY or kernels.REGISTRY["flashinfer"] == "kernels.flashinfer:TARGET"
+    assert "flashinfer" not in kernels.REGISTRY or kernels.REGISTRY["flashinfer"] == "kernels.flashinfer.adapter:TARGET"
     t = fi.TARGET
     assert t.name == "flashinfer"
     assert all(callable(getattr(t, m)) for m in ("backends", "available", "make", "versions"))
@@ -878,9 +878,9 @@ def test_bench_call_is_the_librarys_run_alone_on_one_plan(fake: Any, name: str) 
 
 
 def test_the_call_log_holds_each_library_call_as_made(fake: Any) -> None:
-    """call_log (kernels/flashinfer_calls.py): construction, plan and run with host copies of the tensors
+    """call_log (kernels/flashinfer/calls.py): construction, plan and run with host copies of the tensors
     they got; the workspace and the poisoned buffers as shapes; graph mode logs nothing."""
-    from kernels.flashinfer_calls import Poisoned, Zeros
+    from kernels.flashinfer.calls import Poisoned, Zeros
 
     a = adapter("auto", workspace_bytes=4096)
     a.call_log = []

@@ -39,7 +39,7 @@ H = dict(num_qo_heads=4, num_kv_heads=4, head_dim_qk=128, head_dim_vo=128)
 
 
 def _adapter(backend: str) -> Any:
-    from kernels.flashinfer import TARGET
+    from kernels.flashinfer.adapter import TARGET
 
     return TARGET.make(backend, "cuda")
 

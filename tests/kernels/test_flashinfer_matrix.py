@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernels import flashinfer_matrix as fm
-from kernels.flashinfer_variants import variant_key
+from kernels.flashinfer import matrix as fm
+from kernels.flashinfer.variants import variant_key
 from scenarios.matrix import directed_cases
 
 

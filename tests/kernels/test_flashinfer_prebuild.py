@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from kernels import flashinfer_matrix as fm
-from kernels import flashinfer_prebuild as pb
+from kernels.flashinfer import matrix as fm
+from conformance.commands.prebuild import forward as prebuild_command
+from kernels.flashinfer import prebuild as pb
 from scenarios.case import Case
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -145,7 +146,7 @@ def test_prebuilt_specs_are_the_modules_plan_loads() -> None:
 
 
 def test_stages_run_fa2_then_fa3_then_auto_each_with_its_modules(fake: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    import kernels.flashinfer as fi
+    import kernels.flashinfer.adapter as fi
 
     monkeypatch.setattr(fi.TARGET, "backends", lambda device: ("fa2", "fa3", "auto", "fa2+graph", "auto+graph"))
     cases = [PAGED, PAGED_MASK, DECODE, SINGLE, FP8_KV]
@@ -170,7 +171,7 @@ def test_a_prebuild_still_running_does_not_hold_the_process_at_exit() -> None:
 
     script = textwrap.dedent("""
         import threading, time
-        from kernels import flashinfer_prebuild as pb
+        from kernels.flashinfer import prebuild as pb
         class Slow:
             def build(self, need_lock):
                 time.sleep(40)
@@ -190,11 +191,11 @@ def test_a_prebuild_still_running_does_not_hold_the_process_at_exit() -> None:
 def test_the_command_builds_every_module_of_the_matrix_before_a_run(fake: Any, monkeypatch: pytest.MonkeyPatch,
                                                                    tmp_path: Any, capsys: pytest.CaptureFixture[str]
                                                                    ) -> None:
-    """`python -m kernels.flashinfer_prebuild`: the sitting's first step builds the matrix's modules for the
+    """`attncheck prebuild`: the first step of a device session builds the matrix's modules for the
     runs to come; bad usage exits 2 naming the value, before building anything."""
     import json
 
-    import kernels.flashinfer as fi
+    import kernels.flashinfer.adapter as fi
 
     from kernels.protocol import Support
 
@@ -205,14 +206,15 @@ def test_the_command_builds_every_module_of_the_matrix_before_a_run(fake: Any, m
     quant.gen_quantization_module = lambda: _Spec("quantization", ())
     monkeypatch.setitem(sys.modules, "flashinfer.jit.quantization", quant)
     out = tmp_path / "prebuild.json"
-    assert pb.main(["--device", "cpu", "--backend", "fa2+graph", "--backend", "fa3", "--out", str(out)]) == 0
+    assert prebuild_command(["--device", "cpu", "--backend", "fa2+graph", "--backend", "fa3", "--out", str(out)]) == 0
     summary = json.loads(out.read_text())
     expected = pb.requests_for(fm.build("quick"), ["fa2", "fa3"], "cpu", pb.supports_fn(fi.TARGET, "cpu"))
     assert summary["families"] == ["fa2", "fa3"] and summary["requested"] == [r.label for r in expected]
     assert len(_Spec.built) == len(expected)
     _Spec.built = []
-    assert pb.main(["--device", "cpu", "--backend", "cudnn"]) == 2 and "--backend cudnn" in capsys.readouterr().err
-    assert pb.main(["--device", "cpu", "--budget", "huge"]) == 2 and "huge" in capsys.readouterr().err
+    assert prebuild_command(["--device", "cpu", "--backend", "cudnn"]) == 2 \
+        and "--backend cudnn" in capsys.readouterr().err
+    assert prebuild_command(["--device", "cpu", "--budget", "huge"]) == 2 and "huge" in capsys.readouterr().err
     assert _Spec.built == []
 
 
@@ -233,7 +235,7 @@ def test_tensor_core_decode_prebuilds_the_prefill_module_the_run_loads(fake: Any
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """`--adapter-option decode_tensor_cores=true` makes decode plan a prefill module (decode.py:2397): the run's
     stages must prebuild that one, not the CUDA-core decode module the run never loads."""
-    import kernels.flashinfer as fi
+    import kernels.flashinfer.adapter as fi
 
     monkeypatch.setattr(fi.TARGET, "backends", lambda device: ("fa2", "fa3", "auto"))
     plain = pb.requests_for([DECODE], ["fa2"], "cpu", lambda c, b: True)
@@ -249,11 +251,11 @@ def test_tensor_core_decode_prebuilds_the_prefill_module_the_run_loads(fake: Any
 def test_the_command_prebuilds_given_cases_with_tensor_core_decode(fake: Any, monkeypatch: pytest.MonkeyPatch,
                                                                   tmp_path: Any,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    """`--case @file` narrows the prebuild to a sitting's cases (a runner's 30 minutes do not hold the whole
+    """`--case @file` narrows the prebuild to a session's cases (a runner's 30 minutes do not hold the whole
     matrix's 36 modules); `--decode-tensor-cores` matches a run with that adapter option; a bad file exits 2."""
     import json
 
-    import kernels.flashinfer as fi
+    import kernels.flashinfer.adapter as fi
     from kernels.protocol import Support
 
     _fake_generators(monkeypatch)
@@ -262,11 +264,11 @@ def test_the_command_prebuilds_given_cases_with_tensor_core_decode(fake: Any, mo
     cases = tmp_path / "cases.json"
     cases.write_text(json.dumps([DECODE.to_json(), PAGED.to_json()]))
     out = tmp_path / "prebuild.json"
-    assert pb.main(["--device", "cpu", "--backend", "fa2", "--case", f"@{cases}", "--decode-tensor-cores",
+    assert prebuild_command(["--device", "cpu", "--backend", "fa2", "--case", f"@{cases}", "--decode-tensor-cores",
                     "--out", str(out)]) == 0
     summary = json.loads(out.read_text())
     assert summary["cases"] == 2 and summary["decode_tensor_cores"] is True and summary["budget"] is None
     assert summary["requested"] == ["batch_prefill_fa2:fa2:bf16,bf16,bf16,int32,128,128,True,False",
                                     "batch_prefill_fa2:fa2:bf16,bf16,bf16,int32,128,128,False,False"]
-    assert pb.main(["--device", "cpu", "--case", f"@{tmp_path / 'missing.json'}"]) == 2
+    assert prebuild_command(["--device", "cpu", "--case", f"@{tmp_path / 'missing.json'}"]) == 2
     assert "missing.json" in capsys.readouterr().err

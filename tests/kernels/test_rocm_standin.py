@@ -26,12 +26,12 @@ from typing import Any, Optional
 import pytest
 import torch
 
-import kernels.flashinfer as fi
-import kernels.flashinfer_lib as fl
+import kernels.flashinfer.adapter as fi
+import kernels.flashinfer.lib as fl
 import kernels.standins.rocm_flashinfer as standin_pkg
-from kernels.flashinfer_variants import reset_seen
+from kernels.flashinfer.variants import reset_seen
 from kernels.protocol import NOT_REPORTED, Support
-from kernels.standins import standin_from_versions, standin_of
+from kernels.standin_label import standin_from_versions, standin_of
 from kernels.standins.rocm_flashinfer.rocm import arch_caps, decode, prefill
 from kernels.standins.rocm_flashinfer.rocm import reason_text as text
 from kernels.standins.rocm_fork import NAME, RecordedGraphs, install, installed, uninstall
@@ -426,8 +426,8 @@ REASONS = [
 
 
 @pytest.mark.parametrize("config,case,code,t", [r[1:] for r in REASONS], ids=[r[0] for r in REASONS])
-def test_fallback_reasons_read_through_the_adapter_parse_to_their_constant(use: Any, config: dict, case: Case,
-                                                                           code: R.ReasonCode, t: Optional[int]) -> None:
+def test_fallback_reasons_read_through_the_adapter_parse_to_their_constant(
+        use: Any, config: dict, case: Case, code: R.ReasonCode, t: Optional[int]) -> None:
     """auto -> fa2 with the fork's reason; parse_reason names it; a short-query reason embeds T, not the length."""
     use(**config)
     inp, res = run_case(adapter("auto"), case)
@@ -628,7 +628,8 @@ def test_paged_run_errors_in_the_documents_order(use: Any) -> None:
     assert w.run(inp.q, (inp.k, inp.v), scale_q=one, scale_k=one, scale_v=one).dtype == torch.bfloat16
     masked = _paged()
     inp = _plan_paged(masked, PAGED_MASK, custom_mask=torch.ones(5 * 13 + 4 * 10, dtype=torch.bool))
-    with pytest.raises(NotImplementedError, match=re.escape("would ignore them (custom mask (not supported by AITER))")):
+    with pytest.raises(NotImplementedError,
+                       match=re.escape("would ignore them (custom mask (not supported by AITER))")):
         masked.run(inp.q, (inp.k, inp.v), scale_q=one, scale_k=one, scale_v=one)
     with pytest.raises(NotImplementedError, match="o_data_type"):
         _plan_paged(_paged(), PAGED, o_data_type=torch.float16)

@@ -200,7 +200,8 @@ def test_a_forked_run_sees_the_libraries_on_pythonpath_as_a_fresh_interpreter_do
     copy = tmp_path / "copy"
     copy.mkdir()
     probe = tmp_path / "probe.py"
-    probe.write_text("import sys, runner_only_lib\nprint(runner_only_lib.WHERE, sys.path.index(%r) < sys.path.index(%r))\n"
+    probe.write_text("import sys, runner_only_lib\n"
+                     "print(runner_only_lib.WHERE, sys.path.index(%r) < sys.path.index(%r))\n"
                      % (str(copy), str(site)))
     monkeypatch.setenv("PYTHONPATH", str(site))
     env = child_env((str(copy),))
@@ -258,7 +259,7 @@ def test_bad_usage_exits_2_naming_the_value_and_writes_nothing(tmp_path: Path, c
 
 def test_a_repeated_only_adds_its_names() -> None:
     """`--only a --only b c` runs a, b and c (argparse's default would keep b and c, and drop a unsaid)."""
-    assert cli._parser().parse_args(["mutate", "--only", "a", "--only", "b", "c"]).only == ["a", "b", "c"]
+    assert cli.build_parser().parse_args(["mutate", "--only", "a", "--only", "b", "c"]).only == ["a", "b", "c"]
 
 
 def test_an_unwritable_out_dir_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -1,4 +1,5 @@
-"""`attncheck report`: runs of several runners in one report, as markdown, strict JSON and one self-contained HTML page."""
+"""`attncheck report`: runs of several runners in one report, as markdown, strict JSON and one
+self-contained HTML page."""
 from __future__ import annotations
 
 import json
@@ -61,7 +62,8 @@ def test_runs_of_two_runners_merge_into_one_report(tmp_path: Any, capsys: pytest
     capsys.readouterr()
     md = open(os.path.join(out, "report.md"), encoding="utf-8").read()
     assert md.startswith("# nightly") and "`gfx942`: flashinfer on cuda" in md and "`cpu-" in md
-    rows = {tuple(c.strip() for c in line.split("|")[1:4]): line for line in md.splitlines() if line.startswith("| gfx")}
+    rows = {tuple(c.strip() for c in line.split("|")[1:4]): line
+            for line in md.splitlines() if line.startswith("| gfx")}
     assert "| 5.00 " in rows[("gfx942", "flashinfer/aiter", "fp32")]
     assert "| 0.90 " in rows[("gfx942", "flashinfer/fa2", "fp32")]
     assert "**crash** aiter+graph" in md and "known failure: flashinfer-x" in md

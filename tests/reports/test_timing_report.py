@@ -10,8 +10,9 @@ NOISY = [0.8, 1.6, 0.9, 1.5, 1.2, 1.2, 0.85, 1.55]  # median ratio 1.2, interval
 
 
 def _rec(bs: int, kv: int, q: int, a: list[float], status: str = "ok") -> TimingRecord:
-    return TimingRecord(run_id="r", target="flashinfer", device="cuda", arch="sm90", config_id=f"paged/bs{bs}/kv{kv}/q{q}",
-                        layout="paged", batch=bs, kv_len=kv, q_len=q, case={}, backends=["fa2", "fa3"],
+    return TimingRecord(run_id="r", target="flashinfer", device="cuda", arch="sm90",
+                        config_id=f"paged/bs{bs}/kv{kv}/q{q}", layout="paged", batch=bs, kv_len=kv, q_len=q,
+                        case={}, backends=["fa2", "fa3"],
                         samples={"fa2": a, "fa3": B} if status == "ok" else {}, status=status,
                         reason="" if status == "ok" else "fa3: backend does not serve this layout")
 

@@ -80,7 +80,8 @@ E_AITER = ExpectedRoute("aiter", None, "aiter")
     (E_AITER, ObservedRoute(None, None, raised="ValueError"), "unexpected_raise"),
     (ExpectedRoute(None, None, "r", raises="ValueError"), ObservedRoute(None, None, raised="ValueError"), "pass"),
     (ExpectedRoute(None, None, "r", raises="ValueError"), ObservedRoute("fa2", None), "expected_raise"),
-    (ExpectedRoute(None, None, "r", raises="ValueError"), ObservedRoute(None, None, raised="TypeError"), "expected_raise"),
+    (ExpectedRoute(None, None, "r", raises="ValueError"), ObservedRoute(None, None, raised="TypeError"),
+     "expected_raise"),
     (ExpectedRoute(None, None, None, gap=SpecGap("ragged", "gfx950")), ObservedRoute("aiter", None), "spec_gap"),
 ])
 def test_check_statuses(expected, observed, status):

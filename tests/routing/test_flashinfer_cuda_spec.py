@@ -2,7 +2,7 @@
 
 (a) Against the CPU fake of the library (tests/kernels/fake_flashinfer.py), which copies
     upstream's auto resolution: the architecture probe is patched to sm90 and to sm80, the real
-    adapter (kernels.flashinfer, backend "auto") runs the quick matrix plus CRAFTED, and every
+    adapter (kernels.flashinfer.adapter, backend "auto") runs the quick matrix plus CRAFTED, and every
     observed decision must pass and be explained while every row is reached or named in
     CPU_UNREACHABLE. The lifecycle (sticky paged, the stale ragged mask, a raising first plan)
     is checked on long-lived adapters the same way.
@@ -26,9 +26,9 @@ import pytest
 import torch
 
 import kernels._env as env
-import kernels.flashinfer as fi
-import kernels.flashinfer_lib as fl
-from kernels.flashinfer_variants import reset_seen
+import kernels.flashinfer.adapter as fi
+import kernels.flashinfer.lib as fl
+from kernels.flashinfer.variants import reset_seen
 from kernels.protocol import NOT_REPORTED
 from routing.check import ObservedRoute, check, coverage
 from routing.spec import (RoutingEnv, RoutingQuery, RoutingSpec, SpecGap, expected_route, expected_sequence,
@@ -129,7 +129,7 @@ def observed() -> list[tuple[str, RoutingQuery, ObservedRoute]]:
                     out.append((f"{arch}{' TC' if tensor_cores else ''} {label}", q, _observe(a, case)))
             # Explicit backends, one case per layout: the backend asked for is the one that runs.
             for backend in ("fa2", "fa3") if arch == "sm90" else ("fa2",):
-                for label, case in _cases():
+                for _label, case in _cases():
                     a = _adapter(backend=backend)
                     if case.layout in {lbl.split()[-1] for lbl, *_ in out if f"explicit {backend}" in lbl} \
                             or not a.supports(case).ok:
@@ -141,7 +141,7 @@ def observed() -> list[tuple[str, RoutingQuery, ObservedRoute]]:
         with pytest.MonkeyPatch.context() as mp:  # the cuDNN backend where its frontend imports
             _install_fake(mp, arch, cudnn=True)
             seen: set[str] = set()
-            for label, case in _cases():
+            for _label, case in _cases():
                 a = _adapter(backend="cudnn")
                 if case.layout in seen or not a.supports(case).ok:
                     continue

@@ -68,7 +68,8 @@ def library_text(code: Optional[R.ReasonCode], t: Optional[int] = None) -> Optio
     if code is None:
         return None
     return {
-        R.CAPABILITY_UNDECLARED: "aiter batch_prefill requires an AMD gfx942/gfx950 device; got 'unknown'. Use backend='fa2' instead",
+        R.CAPABILITY_UNDECLARED:
+            "aiter batch_prefill requires an AMD gfx942/gfx950 device; got 'unknown'. Use backend='fa2' instead",
         R.CAPABILITY_UNSUPPORTED: "aiter batch_prefill is not supported on gfx90a",
         R.CAPABILITY_UNKNOWN_OP: "aiter frobnicate is not a declared capability",
         R.CAPABILITY_KNOWN_BAD: "aiter batch_prefill on gfx950 is known-broken in amd-aiter 0.1.19",
@@ -79,12 +80,18 @@ def library_text(code: Optional[R.ReasonCode], t: Optional[int] = None) -> Optio
         R.DTYPE_MISMATCH: "dtype_q=torch.float16 != dtype_kv=torch.bfloat16 (AITER requires equal dtypes)",
         R.HEAD_DIMS: "head_dim_qk=192 != head_dim_vo=128 (AITER requires equal head dims)",
         R.POS_ENCODING: "pos_encoding_mode='ROPE_LLAMA' (AITER only supports NONE)",
-        R.SOFTCAP_DEFECT: "logits_soft_cap=30.0 with causal head_dim=128 (AITER mha_varlen_fwd computes the soft cap incorrectly)",
-        R.PAGED_SHORT_QUERY: f"query length <= {t} on a page size AITER cannot page natively (its flat gather copies the whole KV cache, which a short query cannot amortise)",
-        R.RAGGED_SHORT_QUERY: f"query length <= {t} on ragged KV (AITER's mha_varlen_fwd costs more per call than the in-tree kernel, which a short query cannot amortise)",
-        R.ABI_FLOOR: "amd-aiter 0.1.12 is below the 0.1.20 ABI floor (the vendored struct layouts do not match older releases)",
-        R.NOT_INSTALLED: "aiter package not installed (see docs/rocm/backends.md for the wheel index and pinned version)",
-        R.BOOTSTRAP_FAILED: "aiter batch_prefill kernel bootstrap failed on this install: ModuleNotFoundError: No module named 'aiter.jit' (set FLASHINFER_AITER_STRICT=1 to raise instead)",
+        R.SOFTCAP_DEFECT:
+            "logits_soft_cap=30.0 with causal head_dim=128 (AITER mha_varlen_fwd computes the soft cap incorrectly)",
+        R.PAGED_SHORT_QUERY: f"query length <= {t} on a page size AITER cannot page natively "
+            "(its flat gather copies the whole KV cache, which a short query cannot amortise)",
+        R.RAGGED_SHORT_QUERY: f"query length <= {t} on ragged KV (AITER's mha_varlen_fwd costs more per call "
+            "than the in-tree kernel, which a short query cannot amortise)",
+        R.ABI_FLOOR:
+            "amd-aiter 0.1.12 is below the 0.1.20 ABI floor (the vendored struct layouts do not match older releases)",
+        R.NOT_INSTALLED:
+            "aiter package not installed (see docs/rocm/backends.md for the wheel index and pinned version)",
+        R.BOOTSTRAP_FAILED: "aiter batch_prefill kernel bootstrap failed on this install: "
+            "ModuleNotFoundError: No module named 'aiter.jit' (set FLASHINFER_AITER_STRICT=1 to raise instead)",
         R.NATIVE_PAGING_UNAVAILABLE: "aiter native paging was unavailable for page_size=1024; falling back to fa2",
         R.DECODE_CAPACITY: "batch has kv_len=256 exceeding the declared max_seq_len=128",
     }[code]
@@ -136,7 +143,9 @@ def test_paged_flat_gather_boundary(arch, t):
 
 def test_ragged_boundary_on_gfx942():
     """Rule 6: ragged gfx942 16 -> fa2 'ragged KV', 17 -> aiter."""
-    r = lambda n: expected_route(SPEC, q(api="ragged", page_size=1, max_q_len=n))
+    def r(n):
+        return expected_route(SPEC, q(api="ragged", page_size=1, max_q_len=n))
+
     assert (r(16).backend, r(16).reason, r(16).threshold) == ("fa2", R.RAGGED_SHORT_QUERY, 16)
     assert (r(17).backend, r(17).reason) == ("aiter", None)
 
@@ -238,7 +247,8 @@ def test_softcap_defect_is_gfx950_only_and_routed_pages_keep_aiter():
     assert expected_route(SPEC, q(arch="gfx950", page_size=5, max_q_len=64, **SOFTCAP)).reason is R.SOFTCAP_DEFECT
 
 
-@pytest.mark.parametrize("arch,fp8,page", [("gfx942", "e4m3fnuz", 16), ("gfx942", "e4m3fnuz", 1), ("gfx950", "e4m3fn", 1024)])
+@pytest.mark.parametrize("arch,fp8,page",
+                         [("gfx942", "e4m3fnuz", 16), ("gfx942", "e4m3fnuz", 1), ("gfx950", "e4m3fn", 1024)])
 def test_fp8_paged_at_a_routed_page_goes_to_aiter_without_a_gate(arch, fp8, page):
     """Rule 20: fp8 at a routed page with bf16 output -> aiter, even for a 1-token query."""
     e = expected_route(SPEC, q(arch=arch, q_dtype=fp8, kv_dtype=fp8, page_size=page, max_q_len=1))

@@ -26,11 +26,11 @@ from typing import Any, Iterator, Optional
 import pytest
 import torch
 
-import kernels.flashinfer as fi
-import kernels.flashinfer_lib as fl
-from kernels.flashinfer_variants import reset_seen
+import kernels.flashinfer.adapter as fi
+import kernels.flashinfer.lib as fl
+from kernels.flashinfer.variants import reset_seen
 from kernels.protocol import Support
-from kernels.standins import standin_of
+from kernels.standin_label import standin_of
 from kernels.standins.rocm_fork import RecordedGraphs, installed
 from routing import reasons as R
 from routing.check import ObservedRoute, RoutingVerdict, check, coverage
@@ -165,7 +165,8 @@ def scenarios() -> list[Scenario]:
                     one(f"{arch} {aiter} decode", DECODE, aiter=aiter, **a)]
         # lifecycle: successive plans of one adapter
         out += [
-            Scenario(f"{arch} eager paged long-short-long", (paged(), paged(qo=(3, t)), paged()), install=Install(arch)),
+            Scenario(f"{arch} eager paged long-short-long", (paged(), paged(qo=(3, t)), paged()),
+                     install=Install(arch)),
             Scenario(f"{arch} eager ragged long-short-long", (ragged(), ragged(qo=(5, 9)), ragged()),
                      install=Install(arch)),
             Scenario(f"{arch} eager masked then maskless", (paged(mask="custom"), paged()), install=Install(arch)),

@@ -13,9 +13,10 @@ from routing.spec import (
 from scenarios.case import Case
 
 GATE = ThresholdTable("gate", {"a1": 4, "a2": None})
+DEFAULT_LIFECYCLE = Lifecycle()  # frozen: one shared default, as a default argument would be
 
 
-def toy_spec(table: ThresholdTable = GATE, lifecycle: Lifecycle = Lifecycle()) -> RoutingSpec:
+def toy_spec(table: ThresholdTable = GATE, lifecycle: Lifecycle = DEFAULT_LIFECYCLE) -> RoutingSpec:
     """Mask beats the gate beats the default: three rows in precedence order."""
     return RoutingSpec(
         library="toy", archs=("a1", "a2"), lifecycle=lifecycle, thresholds={"gate": table},

@@ -12,7 +12,7 @@ from routing import ab_tables as T
 from scenarios.errors import InvalidValue
 from routing.threshold import (
     ABTable, Cell, ContradictoryObservation, InvalidTable, NoMeasurements, Observation, Quote, Row,
-    UndeterminedThreshold, costs_at, derive, main, render, row_crossovers,
+    UndeterminedThreshold, costs_at, derive, render, row_crossovers,
 )
 
 SEED_LINES = Path(__file__).resolve().parents[1] / "data" / "sources" / "seed_lines"
@@ -365,7 +365,9 @@ def test_render_refuses_a_result_from_another_table():
 
 
 def test_cli_renders_every_table_and_refuses_an_unknown_name(capsys):
-    """python -m routing.threshold prints each table (exit 0); an unknown name exits 2 with a fix."""
+    """`attncheck threshold` prints each table (exit 0); an unknown name exits 2 with a fix."""
+    from conformance.commands.threshold import forward as main
+
     assert main([]) == 0
     out = capsys.readouterr().out
     assert all(f"## {name}" in out for name in T.TABLES)

@@ -1,7 +1,7 @@
 """Kernel launches of the stand-in, and a CUDA-graph stand-in that records them.
 
 Part of the ROCm FlashInfer fork stand-in; not of the fork's API. A CPU has no CUDA graphs, yet
-the adapter's graph mode (kernels/flashinfer.py: warm-up, capture, replay after a re-plan) is
+the adapter's graph mode (kernels/flashinfer/adapter.py: warm-up, capture, replay after a re-plan) is
 where the fork's "graph mode: the first plan decides" lifecycle (rocm_fork.md section 4, rule 14)
 shows. So every stand-in run() hands its kernel to `launch()`: run now, or, while a
 `RecordedGraphs.capture` is under way, recorded with the Python scalars bound at capture and the
@@ -30,7 +30,7 @@ def capturing() -> bool:
 
 
 class RecordedGraphs:
-    """kernels.flashinfer.TorchGraphs' interface (warmup, capture, replay) over recorded launches."""
+    """kernels.flashinfer.adapter.TorchGraphs' interface (warmup, capture, replay) over recorded launches."""
 
     def __init__(self) -> None:
         self.warmups = 0

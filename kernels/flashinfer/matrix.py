@@ -1,7 +1,7 @@
 """FlashInfer's matrix: the issue's axes covered with few JIT modules, so one runner call builds them.
 
 Every distinct (dtype triple, head dims, window on/off, soft cap on/off) is a separate compiled
-module per backend and API family (kernels/flashinfer_variants.py), and a module costs 12-90 s of
+module per backend and API family (kernels/flashinfer/variants.py), and a module costs 12-90 s of
 compiler time. The generic matrix (scenarios/matrix.py) draws those axes independently and would
 need dozens of modules; this one draws cases inside a fixed set of PROFILES, each one module key,
 chosen so that every axis value the issue names appears (bf16, fp16, fp8 KV, fp8 Q+KV; head dims

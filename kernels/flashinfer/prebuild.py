@@ -18,22 +18,21 @@ Which generator the wrappers call, read from 0.7.2.post1:
       of the resolved backend with head_dim for both (decode.py:2397)
   single prefill: `gen_single_prefill_module(backend, q, kv, o, hd_qk, hd_vo, pos, window, cap,
       fp16_qk_reduction)` (prefill.py:1527)
-`auto` is resolved as supports() resolves it (kernels/flashinfer_support `auto_resolution`, asking
-the library's own `determine_attention_backend`); a paged wrapper's sticky resolution can differ from it, and anything not
-prebuilt is simply compiled on first use (and timed as compile by the adapter).
+`auto` is resolved as supports() resolves it (kernels/flashinfer/support `auto_resolution`, asking
+the library's own `determine_attention_backend`); a paged wrapper's sticky resolution can differ
+from it, and anything not prebuilt is simply compiled on first use (and timed as compile by the adapter).
 """
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional
 
-from kernels import flashinfer_lib as fl
-from kernels.flashinfer_support import auto_resolution, case_auto_pick
-from kernels.flashinfer_variants import split_backend
+from kernels.flashinfer import lib as fl
+from kernels.flashinfer.support import auto_resolution, case_auto_pick
+from kernels.flashinfer.variants import split_backend
 from scenarios.case import Case
 from scenarios.dtypes import to_torch
 
@@ -227,59 +226,3 @@ def supports_fn(target: Any, device: str, options: Optional[dict] = None) -> Cal
         return bool(made[backend].supports(case).ok)
 
     return supports
-
-
-def main(argv: Optional[list[str]] = None) -> int:
-    """Build every module a matrix run on `--backend`s will load, all cores on it, before anything else
-    runs: on the H200 a sitting that built while the matrix, the machines and the mutants ran spent
-    its 660 s on lock waits and a fa3 prebuild that never finished. Exit 0 built (or cached), 1 a
-    build failed, 2 bad usage."""
-    import argparse
-    import json
-
-    from kernels.flashinfer import TARGET
-    from scenarios.case import load_cases
-    from scenarios.errors import InvalidValue
-
-    p = argparse.ArgumentParser(prog="python -m kernels.flashinfer_prebuild", description=main.__doc__)
-    p.add_argument("--budget", default="quick", help="the matrix budget whose cases decide the modules")
-    p.add_argument("--backend", action="append", help="backends of the coming runs (repeatable; default: all)")
-    p.add_argument("--case", action="append", dest="cases", default=None,
-                   help="these cases instead of the budget's matrix: a JSON object or list, or @file.json "
-                        "(repeatable), as `attncheck run --case` takes them")
-    p.add_argument("--decode-tensor-cores", action="store_true",
-                   help="the run will pass --adapter-option decode_tensor_cores=true (decode loads prefill modules)")
-    p.add_argument("--device", default="cuda")
-    p.add_argument("--out", help="write the build summary here as JSON")
-    a = p.parse_args(argv)
-    avail = TARGET.available(a.device)
-    if not avail.ok:
-        print(f"error: --device {a.device}: {avail.reason}; run this on the FlashInfer runner", file=sys.stderr)
-        return 2
-    offered = TARGET.backends(a.device)
-    unknown = [b for b in a.backend or () if b not in offered]
-    if unknown:
-        print(f"error: --backend {unknown[0]}: expected one of {', '.join(offered)}", file=sys.stderr)
-        return 2
-    try:
-        cases = ([c for text in a.cases for c in load_cases(text)] if a.cases else TARGET.matrix(a.budget))
-    except InvalidValue as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    families = list(dict.fromkeys(split_backend(b)[0] for b in (a.backend or offered)))
-    tc = a.decode_tensor_cores
-    reqs = requests_for(cases, families, a.device, supports_fn(TARGET, a.device, {"decode_tensor_cores": tc}),
-                        decode_tensor_cores=tc)
-    print(f"{len(reqs)} modules for {len(cases)} cases on {', '.join(families)}", flush=True)
-    res = prebuild(reqs)
-    print(f"{len(res.requested)} modules built or found cached in {res.seconds:.1f} s"
-          + (f"; failed: {res.error}" if res.error else ""), flush=True)
-    if a.out:
-        with open(a.out, "w", encoding="utf-8") as f:
-            json.dump({**res.to_json(), "families": families, "budget": None if a.cases else a.budget,
-                       "cases": len(cases), "decode_tensor_cores": tc}, f, indent=2)
-    return 1 if res.error else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """The one module that touches the `flashinfer` package: lazy import, feature detection, its own checks.
 
-Nothing here runs at import time, and `import kernels.flashinfer` never imports flashinfer: every
+Nothing here runs at import time, and `import kernels.flashinfer.adapter` never imports flashinfer: every
 function imports it on first call (CPU machines and CI never do). Tests inject a fake package
 into sys.modules["flashinfer"] (tests/kernels/fake_flashinfer.py) and everything below reads it
 the same way.
@@ -27,7 +27,7 @@ from typing import Any, Callable, Optional
 
 from kernels import _env
 from kernels.errors import KernelUnavailable
-from kernels.standins import standin_of, version_label
+from kernels.standin_label import standin_of, version_label
 
 TARGET = "flashinfer"
 

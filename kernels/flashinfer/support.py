@@ -52,7 +52,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from kernels import skips
-from kernels.flashinfer_lib import LibFacts, determine_auto
+from kernels.flashinfer.lib import LibFacts, determine_auto
 from kernels.protocol import Support
 from scenarios.case import Case
 from scenarios.dtypes import is_fp8, to_torch
@@ -116,7 +116,7 @@ def decide(case: Case, backend: str, *, graph: bool, facts: LibFacts, auto_pick:
 
 
 def case_auto_pick(device: str, case: Case) -> Optional[str]:
-    """Upstream's selector asked about `case` the way plan() asks it (kernels.flashinfer_lib.determine_auto)."""
+    """Upstream's selector asked about `case` the way plan() asks it (kernels.flashinfer.lib.determine_auto)."""
     return determine_auto(device, has_mask=case.mask == "custom", q_dtype=to_torch(case.q_dtype),
                           kv_dtype=to_torch(case.kv_dtype), head_dim_qk=case.head_dim_qk,
                           head_dim_vo=case.head_dim_vo)

@@ -9,9 +9,9 @@ The API is chosen by Case.layout:
     paged  -> BatchPrefillWithPagedKVCacheWrapper      ragged -> BatchPrefillWithRaggedKVCacheWrapper
     decode -> BatchDecodeWithPagedKVCacheWrapper       single -> single_prefill_with_kv_cache
 Everything version- or vendor-specific is read from the installed package by feature
-(kernels/flashinfer_lib.py); which cases a backend declines, with the source line each refusal
-rests on, is kernels/flashinfer_support.py; the JIT variant key and compile/run timing are
-kernels/flashinfer_variants.py. docs/flashinfer-adapter.md is the long form.
+(kernels/flashinfer/lib.py); which cases a backend declines, with the source line each refusal
+rests on, is kernels/flashinfer/support.py; the JIT variant key and compile/run timing are
+kernels/flashinfer/variants.py. docs/flashinfer-adapter.md is the long form.
 
 Lifecycle. An adapter owns ONE long-lived wrapper per API (and per KV layout, which the wrapper
 fixes at construction), created on first use and planned again for every case: lifecycle defects
@@ -65,11 +65,11 @@ from typing import Any, Callable, Optional
 import torch
 
 from kernels import _env, skips
-from kernels import flashinfer_lib as fl
-from kernels.flashinfer_calls import LibraryCall, as_poisoned, as_zeros, host_copy
+from kernels.flashinfer import lib as fl
+from kernels.flashinfer.calls import LibraryCall, as_poisoned, as_zeros, host_copy
 from kernels.errors import KernelUnavailable, UnknownBackend, UnsupportedCase
-from kernels.flashinfer_support import case_auto_pick, decide
-from kernels.flashinfer_variants import (GRAPH_SUFFIX, RunTiming, VariantKey, first_use, mark_used, split_backend,
+from kernels.flashinfer.support import case_auto_pick, decide
+from kernels.flashinfer.variants import (GRAPH_SUFFIX, RunTiming, VariantKey, first_use, mark_used, split_backend,
                                          variant_key)
 from kernels.protocol import (LSE_BASE2, LSE_NATURAL, NOT_REPORTED, AttentionKernel, KernelOutput, Reason, Stage,
                               Support)
@@ -335,7 +335,7 @@ class FlashInferKernel:
         self.timings: list[RunTiming] = []
         self.graph_events: list[str] = []
         self.last_run: dict[str, Any] = {}
-        # A list to log every library call into (kernels/flashinfer_calls.py); eager mode only.
+        # A list to log every library call into (kernels/flashinfer/calls.py); eager mode only.
         self.call_log: Optional[list[LibraryCall]] = None
         self._labels: dict[int, str] = {}
 
@@ -469,7 +469,8 @@ class FlashInferKernel:
             # raises when a later one needs it wider (prefill.py:3872-3890; seen on the H200, fourth sitting)
             table = getattr(slot.wrapper, "_cudnn_block_tables", None) if c.layout == "paged" else None
             if table is not None and (widest := _widest_request_pages(inputs)) > table.shape[1]:
-                why.append(f"a request of {widest} pages > the cuDNN block table's {table.shape[1]} the first plan fixed")
+                why.append(f"a request of {widest} pages > the cuDNN block table's {table.shape[1]} "
+                           "the first plan fixed")
         if slot is None or why:
             max_pages = max(self.options.graph_max_pages, slot.max_pages if slot else 0)
             max_mask = max(self.options.graph_max_mask_bytes, slot.max_mask_bytes if slot else 0)
@@ -824,8 +825,8 @@ class FlashInferTarget:
         return fl.versions()
 
     def matrix(self, budget: str, seed: int = 0) -> list[Case]:
-        """The matrix designed around few JIT modules (kernels/flashinfer_matrix.py)."""
-        from kernels import flashinfer_matrix
+        """The matrix designed around few JIT modules (kernels/flashinfer/matrix.py)."""
+        from kernels.flashinfer import matrix as flashinfer_matrix
 
         return flashinfer_matrix.build(budget, seed)
 
@@ -837,7 +838,7 @@ class FlashInferTarget:
         are mostly built by then); "+graph" joins its eager backend, sharing its modules. `options`
         are the run's adapter options: with decode_tensor_cores a decode case loads a prefill module.
         """
-        from kernels import flashinfer_prebuild as pb
+        from kernels.flashinfer import prebuild as pb
 
         order = {"fa2": 0, "fa3": 1, AUTO: 2}
         families: dict[str, list[str]] = {}

@@ -1,4 +1,4 @@
-"""`attncheck mutate`: the command line of the mutation run (engine.py does the work).
+"""`attncheck mutate`: the command line of the mutation run (conformance/mutations/engine.py does the work).
 
     attncheck mutate --target T [--device D] [--budget B] [--out DIR] [--only NAME ...]
                      [--workers N] [--isolation forkserver|exec] [--selection coverage|all]
@@ -14,10 +14,12 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
+from conformance.commands.common import EXIT_FAILED, EXIT_OK
 from scenarios.errors import InvalidValue
 
+NAME = "mutate"
 DEFAULT_OUT = "attncheck-mutate"
 SELECTIONS = ("coverage", "all")
 
@@ -27,7 +29,7 @@ def add_parser(sub: Any) -> None:
     from conformance.mutations.launcher import ISOLATIONS
     from conformance.mutations.targets import BUDGETS, TARGETS
 
-    p = sub.add_parser("mutate", help="prove every test can fail: run a mutant catalogue, write its kill matrix")
+    p = sub.add_parser(NAME, help="prove every test can fail: run a mutant catalogue, write its kill matrix")
     p.add_argument("--target", default="torch", help=f"whose catalogue: {', '.join(TARGETS)} (default: torch)")
     p.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu); CUDA-only mutants skip on cpu")
     p.add_argument("--budget", default="quick", help="; ".join(f"{k}: {v}" for k, v in BUDGETS.items()))
@@ -42,6 +44,7 @@ def add_parser(sub: Any) -> None:
                    help="measure every cell (every selected test under every mutant), whatever the budget")
     p.add_argument("--compare-whole-suite", action="store_true",
                    help="also run every mutant against every test, and report both wall times")
+    p.set_defaults(handler=handle)
 
 
 def _settings(args: argparse.Namespace) -> Any:
@@ -88,7 +91,7 @@ def _settings(args: argparse.Namespace) -> Any:
                     only=tuple(args.only) if args.only else None)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     """Validate, run, print the verdict; 0 when proven, 1 when not (usage errors raise InvalidValue)."""
     from conformance.mutations.engine import Mutation
     from conformance.mutations.killmatrix import JSON, MARKDOWN
@@ -114,4 +117,4 @@ def run(args: argparse.Namespace) -> int:
     for r in km.rows_killing_nothing()[:20]:
         print(f"  kills nothing: {r}")
     print(f"matrix: {settings.out_dir / JSON}\nreport: {settings.out_dir / MARKDOWN}")
-    return 0 if km.ok else 1
+    return EXIT_OK if km.ok else EXIT_FAILED

@@ -1,0 +1,66 @@
+"""What the attncheck subcommands share: exit codes, usage errors, device, JIT cache, option checks.
+
+Exit status of every subcommand: 0 ok, 1 something failed, 2 bad usage, reported in one line that
+names the value and the fix before anything is written; 130 interrupted.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Optional
+
+from kernels.errors import KernelUnavailable, UnknownBackend, UnknownTarget
+from scenarios.errors import InvalidInputs, InvalidValue
+
+PROG = "attncheck"
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+USAGE_ERRORS = (UnknownTarget, UnknownBackend, KernelUnavailable, InvalidValue, InvalidInputs)
+
+
+def prog(name: str) -> str:
+    """The program name a subcommand's own parser shows: `attncheck routes`."""
+    return f"{PROG} {name}"
+
+
+def default_device() -> str:
+    import torch
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def set_jit_cache(path: str) -> None:
+    """Point FlashInfer's JIT cache at `path`; it reads the variable once, at import."""
+    if "flashinfer" in sys.modules:
+        raise InvalidValue("--jit-cache", path, "to be set before flashinfer is imported",
+                           "set FLASHINFER_WORKSPACE_BASE in the environment instead")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise InvalidValue("--jit-cache", path, "a directory that can be created",
+                           f"pass a writable path ({e.strerror})") from None
+    os.environ["FLASHINFER_WORKSPACE_BASE"] = os.path.abspath(path)
+
+
+def parse_options(items: Optional[list[str]]) -> dict:
+    """["mask_form=packed", "decode_tensor_cores=true"] -> {"mask_form": "packed", "decode_tensor_cores": True}."""
+    out: dict = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InvalidValue("--adapter-option", item, "KEY=VALUE", "write it as e.g. mask_form=packed")
+        low = value.lower()
+        out[key] = True if low == "true" else False if low == "false" else int(value) if value.isdigit() else value
+    return out
+
+
+def out_dir(flag: str, path: str) -> None:
+    """Create the output directory `path` (given by `flag`), or refuse it as a usage error."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise InvalidValue(flag, path, "a directory that can be created",
+                           f"pass a writable path ({e.strerror})") from None
+
+
+def add_forwarded(sub: Any, name: str, what: str) -> None:
+    """Register a subcommand whose tool keeps its own parser: cli.main hands it the arguments unparsed."""
+    sub.add_parser(name, help=f"{what} (its options: {prog(name)} --help)", add_help=False)

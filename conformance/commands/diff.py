@@ -1,0 +1,55 @@
+"""`attncheck diff BASE NEW`: compare new results with a baseline (attncheck record) for regressions.
+
+Exit status: 0 no regression, 1 a regression, 2 bad usage or a baseline that cannot be compared,
+in one line naming the value and the fix, before any file is written.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any, Sequence
+
+from conformance.commands.common import EXIT_FAILED, EXIT_OK, out_dir
+from scenarios.errors import InvalidValue
+
+NAME = "diff"
+DIFF_MD, DIFF_JSON = "diff.md", "diff.json"
+
+
+def add_parser(sub: Any) -> None:
+    d = sub.add_parser(NAME, help="compare NEW results with a BASE baseline; exit 1 on a regression")
+    d.add_argument("base", metavar="BASE", help="baseline: results file or directory (attncheck record --out)")
+    d.add_argument("new", metavar="NEW", help="new results: file or directory")
+    d.add_argument("--error-factor", type=float, default=2.0,
+                   help="error growth that is a regression: NEW worst err/bound > FACTOR x BASE (default 2)")
+    d.add_argument("--error-floor", type=float, default=0.25,
+                   help="... and NEW worst err/bound at least this (default 0.25 of the bound)")
+    d.add_argument("--max-slowdown", type=float, default=0.10,
+                   help="allowed slowdown: a timing regression when the interval of NEW/BASE lies above 1 + this "
+                        "(default 0.10)")
+    d.add_argument("--out", default=None, help=f"directory for {DIFF_MD} and {DIFF_JSON}")
+    d.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from conformance import record_diff as rd
+    from reports.merge import load_runs
+
+    for flag, v in (("--error-factor", args.error_factor), ("--error-floor", args.error_floor)):
+        if not v > 0:
+            raise InvalidValue(flag, v, "a positive number", f"pass e.g. {flag} 2")
+    if not args.max_slowdown >= 0:
+        raise InvalidValue("--max-slowdown", args.max_slowdown, "a fraction >= 0", "pass e.g. --max-slowdown 0.10")
+    base, new = rd.side("BASE", load_runs([args.base])), rd.side("NEW", load_runs([args.new]))
+    rd.check_compatible(base, new)
+    rep = rd.diff(base, new, args.error_factor, args.error_floor, args.max_slowdown)
+    md = rd.render_markdown(rep)
+    if args.out:
+        out_dir("--out", args.out)
+        with open(os.path.join(args.out, DIFF_MD), "w", encoding="utf-8") as f:
+            f.write(md)
+        with open(os.path.join(args.out, DIFF_JSON), "w", encoding="utf-8") as f:
+            json.dump(rd.to_json(rep), f, indent=1, sort_keys=True)
+    print(md)
+    return EXIT_FAILED if rep.regressions else EXIT_OK

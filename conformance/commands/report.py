@@ -1,0 +1,43 @@
+"""`attncheck report RESULTS...`: render or merge the results of several runners (markdown, JSON, HTML).
+
+Exit status: 0 written, 2 bad usage (results that cannot be merged, an output directory that
+cannot be created), in one line naming the value and the fix.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any, Sequence
+
+from conformance.commands.common import EXIT_OK, out_dir
+
+NAME = "report"
+REPORT_MD, REPORT_JSON, REPORT_HTML = "report.md", "report.json", "report.html"
+
+
+def add_parser(sub: Any) -> None:
+    r = sub.add_parser(NAME, help="render or merge results of several runners: markdown, JSON, HTML")
+    r.add_argument("results", nargs="+", metavar="RESULTS", help="results files or directories (any number)")
+    r.add_argument("--out", default="attncheck-report", help=f"directory for {REPORT_MD}, {REPORT_JSON}, {REPORT_HTML}")
+    r.add_argument("--title", default="attncheck report", help="the report's title")
+    r.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from conformance.route_records import check_runs  # imports the FlashInfer adapter module: only here
+    from reports import combined
+    from reports.html import render_html
+    from reports.merge import load_runs
+
+    runs = load_runs(list(args.results))
+    model = combined.build(runs, routing=check_runs(runs))
+    md, page = combined.render_markdown(model, args.title), render_html(model, args.title)
+    out_dir("--out", args.out)
+    for name, text in ((REPORT_MD, md), (REPORT_HTML, page),
+                       (REPORT_JSON, json.dumps(model, indent=1, sort_keys=True, allow_nan=False))):
+        with open(os.path.join(args.out, name), "w", encoding="utf-8") as f:
+            f.write(text)
+    print(md)
+    print(f"written: {', '.join(os.path.join(args.out, n) for n in (REPORT_MD, REPORT_JSON, REPORT_HTML))}")
+    return EXIT_OK

@@ -1,0 +1,119 @@
+"""One (case, backend) evaluated: supports -> plan -> run -> judge, as a record, with the fresh-adapter
+control of a failing record and the CUDA-context probe after an error.
+
+The in-process run (conformance/parity_run.py), its isolated child (conformance/isolate.py) and the
+pytest grid (conformance/test_parity_grid.py) all evaluate through here.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Optional
+
+from kernels._env import context_after_error
+from kernels.errors import LibraryRefused
+from kernels.protocol import AttentionKernel, reason_to_json, route_of_failed_run
+from oracle.judge import Truth, judge
+from reports.records import FAILING, ParityRecord, is_crash
+from scenarios.case import Case
+from scenarios.errors import InvalidValue
+from scenarios.tensors import Inputs
+
+CONTEXT_LOST = "the CUDA context was lost after this case; the next case ran in a fresh process"
+PENDING_CLEARED = "it left a pending CUDA error, read and cleared before the next case"
+CONTEXT_LOST_IN_PROCESS = ("the CUDA context is lost after this case; every later case of the run is evaluated "
+                           "in a child process (as --isolate)")
+
+
+def note_context(rec: ParityRecord, device: str, lost_text: Optional[str]) -> bool:
+    """After a record's error on `device`: whether the context still serves, naming on `rec` what the
+    probe met: a pending error (cleared), or the loss as `lost_text` (None: the caller names it)."""
+    alive, met = context_after_error(device)
+    if met and (alive or lost_text is not None):
+        rec.reason = f"{rec.reason}; {PENDING_CLEARED if alive else lost_text}: {met}"
+    return alive
+
+
+def evaluate(adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Callable[[], Truth],
+             base: dict) -> ParityRecord:
+    """One (case, backend): supports -> plan -> run -> judge, as a record; never raises for the library.
+
+    `base` holds the record fields fixed for a run (run_id, target, device, seed). When the adapter
+    reports per-variant timing (`last_timing`, FlashInfer), a variant's first use is recorded as
+    compile time apart from run time.
+    """
+    rec = ParityRecord(backend=adapter.backend, case_id=case.id, case=case.to_json(), status="skip",
+                       features=list(case.features), **base)
+    sup = adapter.supports(case)
+    if not sup.ok:
+        rec.reason = sup.reason
+        return rec
+    try:
+        t0 = time.perf_counter()
+        adapter.plan(inputs)
+        t1 = time.perf_counter()
+        res = adapter.run(inputs)
+        t2 = time.perf_counter()
+    except LibraryRefused as e:
+        rec.status, rec.reason = "refused", f"{e.message}"
+        return rec
+    except Exception as e:  # the library raised: an error, reported with its type and text
+        rec.status = "error"
+        rec.reason = f"{type(e).__name__}: {e}"[:2000]
+        planned = route_of_failed_run(adapter, inputs)
+        if planned is not None:  # plan() returned and said which backend: the record keeps it
+            rec.resolved_backend, rec.fallback_reason = planned[0], reason_to_json(planned[1])
+        return rec
+    rec.plan_s, rec.run_s = t1 - t0, t2 - t1
+    timing = getattr(adapter, "last_timing", None)
+    if timing is not None and timing.first_use:
+        rec.compile_s = timing.compile_s
+    rec.resolved_backend = res.resolved_backend
+    rec.fallback_reason = reason_to_json(res.fallback_reason)
+    want_lse = case.return_lse and res.lse is not None
+    out_cmp, lse_cmp = judge(get_truth(), res.out, res.lse if want_lse else None, lse_base=res.lse_base,
+                             adapter=adapter.target, backend=adapter.backend)
+    rec.out = out_cmp.to_json()
+    rec.lse = lse_cmp.to_json() if lse_cmp is not None else None
+    rec.lse_provided = res.lse is not None
+    rec.status = "pass" if out_cmp.passed and (lse_cmp is None or lse_cmp.passed) else "fail"
+    return rec
+
+
+def fresh_control(adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Callable[[], Truth],
+                  rec: ParityRecord) -> None:
+    """For a failing record: the same case on a fresh adapter, its status in `rec.fresh`.
+
+    The run keeps one long-lived adapter per backend, as a server keeps its wrappers, so a record can
+    fail because of an earlier plan (a stale mask, a sticky backend). A fresh adapter that passes
+    says so: the case alone is fine, the history is not. A crash is not repeated.
+    """
+    if rec.status not in FAILING or is_crash(rec) or not callable(getattr(adapter, "fresh", None)):
+        return
+    rec.fresh = evaluate(adapter.fresh(), case, inputs, get_truth, {k: getattr(rec, k) for k in
+                                                                 ("run_id", "target", "device", "seed", "standin")}
+                         ).status
+
+
+def evaluate_with_control(adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Callable[[], Truth],
+                          base: dict, device: str, lost_text: Optional[str]) -> tuple[ParityRecord, bool]:
+    """evaluate(), then fresh_control() of a failing record, probing the CUDA context after each error:
+    a pending error is read, cleared and named on the record (the next case would meet it otherwise),
+    a loss is named as `lost_text` (None: the caller names it). Returns (record, whether the context
+    still serves). The in-process run and the isolated child both evaluate through here."""
+    rec = evaluate(adapter, case, inputs, get_truth, base)
+    alive = rec.status != "error" or note_context(rec, device, lost_text)
+    if alive:
+        fresh_control(adapter, case, inputs, get_truth, rec)
+        alive = rec.fresh != "error" or note_context(rec, device, lost_text)
+    return rec, alive
+
+
+def make_adapter(target: Any, backend: str, device: str, options: dict) -> AttentionKernel:
+    """A new adapter of `backend`, given the run's adapter options (a bad option is a usage error)."""
+    if not options:
+        return target.make(backend, device)
+    try:
+        return target.make(backend, device, **options)
+    except (TypeError, ValueError) as e:
+        raise InvalidValue("--adapter-option", ",".join(f"{k}={v}" for k, v in options.items()),
+                           f"options the {target.name} target's adapters take", f"drop or correct it ({e})") from None

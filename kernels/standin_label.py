@@ -1,0 +1,30 @@
+"""How a stand-in library is recognised and labelled (kernels/standins/ holds the stand-ins).
+
+Apart from the stand-ins themselves, so that the adapters can read the label without importing
+a stand-in, which in turn patches an adapter when it is installed.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+MARKER = "__attncheck_standin__"
+VERSION_PREFIX = "stand-in: "
+
+
+def standin_of(module: Any) -> Optional[str]:
+    """The stand-in name a module carries, or None for a real library (or no module)."""
+    name = getattr(module, MARKER, None)
+    return str(name) if name else None
+
+
+def version_label(name: str) -> str:
+    """What a target's versions() says for a library that is a stand-in."""
+    return VERSION_PREFIX + name
+
+
+def standin_from_versions(versions: Mapping[str, str]) -> Optional[str]:
+    """The stand-in a run header's versions name, or None when every library is real."""
+    for value in versions.values():
+        if isinstance(value, str) and value.startswith(VERSION_PREFIX):
+            return value[len(VERSION_PREFIX):]
+    return None
