@@ -434,7 +434,8 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
              (_ENV + "test_a_library_script_warms_vml_before_it_builds_an_adapter",)),
     _harness("layer-upward-import", "scenarios/case.py",
              "from __future__ import annotations\n",
-             "from __future__ import annotations\n\n\ndef _gate():  # an upward import, made at call time\n    import conformance.gate\n    return conformance.gate\n",
+             "from __future__ import annotations\n\n\ndef _gate():  # an upward import, made at call time\n"
+             "    import conformance.gate\n    return conformance.gate\n",
              "the bottom layer imports the top one: a Case can no longer be read without the gate and its ledger",
              (_LAYERS + "test_lint_imports_keeps_every_contract",)),
     _harness("oracle-imports-kernels", "oracle/reference.py",
@@ -444,7 +445,8 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
              (_LAYERS + "test_lint_imports_keeps_every_contract",)),
     _harness("sibling-import-cycle", "kernels/flashinfer/support.py",
              "from __future__ import annotations\n",
-             "from __future__ import annotations\n\n\ndef _adapter():  # a sibling imported back, at call time\n    import kernels.flashinfer.adapter\n    return kernels.flashinfer.adapter\n",
+             "from __future__ import annotations\n\n\ndef _adapter():  # a sibling imported back, at call time\n"
+             "    import kernels.flashinfer.adapter\n    return kernels.flashinfer.adapter\n",
              "two modules of one package import each other (support <- adapter -> support)",
              (_LAYERS + "test_lint_imports_keeps_every_contract",)),
     _harness("vml-warmup-fp32-only", "kernels/_env.py",
