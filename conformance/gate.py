@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Optional
 
-from conformance.known_failures import KnownFailure, upstream_of
+from conformance.known_failures import KnownFailure, entry_for, upstream_of
 from kernels import skips
 from reports.records import CRASHED, FAILING, ParityRecord
 from scenarios.case import Case
@@ -45,6 +45,38 @@ def judge_record(rec: ParityRecord, entry: Optional[KnownFailure]) -> LedgerVerd
                              f"({upstream_of(entry)}). Fix: narrow the entry's applies() or versions, or "
                              f"remove it if the library fixed the defect")
     return LedgerVerdict("pass" if rec.status == "pass" else "skip")
+
+
+GATE_FAILING: frozenset[str] = frozenset({"fail", "unexpected_pass"})
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """The ledger as one run asks it: the target, its version, the architecture and the adapter options.
+
+    `attncheck run` and the pytest grid both ask it before a case (is it held back?) and after its
+    record (which entry explains it, and the gate's verdict), so they agree on every verdict and on
+    the exit status: a run fails when a verdict is in GATE_FAILING.
+    """
+
+    target: str
+    version: Optional[str]
+    arch: Optional[str]
+    options: Optional[dict[str, Any]] = None
+
+    def held_back(self, case: Case, backend: str) -> Optional[KnownFailure]:
+        """The crash entry that keeps (case, backend) from being launched, if any."""
+        return crash_entry(entry_for(self.target, case.to_json(), backend, self.version, self.arch, self.options))
+
+    def verdict(self, case: Case, backend: str, rec: ParityRecord) -> tuple[Optional[KnownFailure], LedgerVerdict]:
+        """The entry that predicts `rec` fails, asked about the kernel the record ran where it says (an auto
+        record's long-lived wrapper may hold another kernel than a fresh pick); a failing record names it
+        in `rec.known`. Returns the entry and the gate's verdict."""
+        entry = entry_for(self.target, case.to_json(), backend, self.version, self.arch, self.options,
+                          resolved=rec.resolved_backend)
+        if rec.status in FAILING and entry is not None:
+            rec.known = entry.id
+        return entry, judge_record(rec, entry)
 
 
 def not_launched(case: Case, backend: str, entry: KnownFailure, base: dict[str, Any]) -> ParityRecord:

@@ -13,15 +13,15 @@ import os
 import uuid
 from typing import Any, Callable, Optional
 
-from conformance.gate import crash_entry, not_launched
+from conformance.gate import GATE_FAILING, Ledger, LedgerVerdict, not_launched
 from conformance.evaluate import CONTEXT_LOST, note_context
 from conformance.isolate import IsolatedEvaluator
-from conformance.known_failures import KnownFailure, entry_for
+from conformance.known_failures import KnownFailure
 from conformance.markers import arch_here
 from conformance.parity_run import HARNESS_VERSION
 from kernels import get_target
 from kernels.standin_label import standin_from_versions
-from reports.records import FAILING, ParityRecord, RunFooter, RunHeader, count_key
+from reports.records import ParityRecord, RunFooter, RunHeader, count_key
 from reports.sink import JsonlSink
 from scenarios.case import Case
 
@@ -40,6 +40,8 @@ class GridRun:
                                          standin=standin_from_versions(self.versions))
         self.evaluator: Optional[IsolatedEvaluator] = self._isolated() if isolate else None
         self.records: list[ParityRecord] = []
+        self.verdicts: list[LedgerVerdict] = []
+        self.ledger = Ledger(target, self.version, arch_here(device))
         self._argv = list(argv or [])
         self._path = os.path.join(results_dir, f"results-{worker}.jsonl") if results_dir else None
         self._sink: Optional[JsonlSink] = None
@@ -47,14 +49,14 @@ class GridRun:
     def _isolated(self) -> IsolatedEvaluator:
         return IsolatedEvaluator(self.target, self.device, self.seed, timeout_s=self.case_timeout_s)
 
-    def evaluate(self, case: Case, backend: str,
-                 in_process: Callable[[], ParityRecord]) -> tuple[ParityRecord, Optional[KnownFailure]]:
-        """The record of one (case, backend), written, and the ledger entry that predicts it fails (if any).
+    def evaluate(self, case: Case, backend: str, in_process: Callable[[], ParityRecord]
+                 ) -> tuple[ParityRecord, Optional[KnownFailure], LedgerVerdict]:
+        """The record of one (case, backend), written; the ledger entry that predicts it fails (if any), and
+        the gate's verdict (conformance.gate.Ledger, as `attncheck run` judges it).
 
         `in_process` evaluates it in this process.
         """
-        entry = entry_for(self.target, case.to_json(), backend, self.version, arch_here(self.device))
-        crash = crash_entry(entry)
+        crash = self.ledger.held_back(case, backend)
         if crash is not None:
             rec = not_launched(case, backend, crash, self.base)
         elif self.evaluator is not None:
@@ -63,13 +65,10 @@ class GridRun:
             rec = in_process()
             if rec.status == "error" and not note_context(rec, self.device, CONTEXT_LOST):
                 self.evaluator = self._isolated()  # this process's GPU is unusable from here on
-        if rec.resolved_backend is not None:  # asked again about the kernel that ran (differs for an auto record)
-            entry = entry_for(self.target, case.to_json(), backend, self.version, arch_here(self.device),
-                              resolved=rec.resolved_backend)
-        if rec.status in FAILING and entry is not None:
-            rec.known = entry.id
+        entry, verdict = self.ledger.verdict(case, backend, rec)
+        self.verdicts.append(verdict)
         self._write(rec)
-        return rec, entry
+        return rec, entry, verdict
 
     def _write(self, rec: ParityRecord) -> None:
         self.records.append(rec)
@@ -92,5 +91,5 @@ class GridRun:
             for r in self.records:
                 counts[count_key(r)] = counts.get(count_key(r), 0) + 1
             self._sink.write(RunFooter(run_id=self.run_id, counts=counts, elapsed_s=elapsed_s,
-                                       exit_status=int(any(r.status in FAILING for r in self.records))))
+                                       exit_status=int(any(v.outcome in GATE_FAILING for v in self.verdicts))))
             self._sink.close()

@@ -196,7 +196,9 @@ LEDGER: tuple[KnownFailure, ...] = (
         "fail", "docs/evidence/repro_flashinfer_paged_mask_zero_pages_graph.py", confirmed=True,
         seen="2026-12-01 H200, through the adapter: paged page 5 NHD, bf16 q over e4m3 KV, qo [3, 3] over kv "
              "[128, 0]: fa2+graph and auto+graph (fa2) output error 0.479 against 0.041, fresh wrappers too; "
-             "eager fa2 passes (second and third sittings). The script (fourth sitting, "
+             "eager fa2 passes (docs/evidence/2026-12-01-flashinfer-h200-session-2.md and "
+             "docs/evidence/2026-12-01-flashinfer-h200-session-3.md). The script "
+             "(docs/evidence/2026-12-01-flashinfer-h200-session-4.md, "
              "repro_flashinfer_paged_mask_zero_pages_graph.h200.txt): eager 0.0034, graph run as is and replayed "
              "0.4205, request 0 alone 0.0034, against 0.05; its first two versions failed their own control (they "
              "did not fold causal into the custom mask, under which FlashInfer ignores `causal`: "
@@ -212,7 +214,8 @@ LEDGER: tuple[KnownFailure, ...] = (
              "through the parity run on 0.7.2.post1 and 0.7.4 alike (unmasked ragged HND cases after a masked one); "
              "when the old mask is shorter than the new batch needs, an illegal memory access instead "
              "(repro_flashinfer_ragged_stale_mask_crash.h200.txt: masked [1]/[1031], then unmasked [1,300,300]/"
-             "[33,33,128]; fresh and re-masked controls pass); 2026-12-01, fifth sitting: after a masked plan whose "
+             "[33,33,128]; fresh and re-masked controls pass); 2026-12-01 "
+             "(docs/evidence/2026-12-01-flashinfer-h200-session-5.md): after a masked plan whose "
              "one request has no query rows (an empty mask, a null buffer) the unmasked re-plan's kernel "
              "(MaskMode 2) reads mask bytes at 0x26-0x2b (compute-sanitizer memcheck), an illegal memory access "
              "in a fresh process too (2026-12-01-h200-5/followup-3)"),
@@ -333,8 +336,9 @@ LEDGER: tuple[KnownFailure, ...] = (
         "BatchDecodeWithPagedKVCacheWrapper with tensor cores (use_tensor_cores=True; fa3 always): plan() of a "
         "batch with no requests raises torch's max() error (decode.py:2371 `kv_lens_arr_host.max()`)",
         "error", "docs/evidence/repro_flashinfer_decode_empty_batch_plan.py", confirmed=True,
-        seen="2026-12-01 H200, through the adapter (fourth sitting): auto and auto+graph with --adapter-option "
-             "decode_tensor_cores=true on the directed empty decode batch; the script "
+        seen="2026-12-01 H200, through the adapter (docs/evidence/2026-12-01-flashinfer-h200-session-4.md): auto "
+             "and auto+graph with --adapter-option decode_tensor_cores=true on the directed empty decode batch; the "
+             "script "
              "(repro_flashinfer_decode_empty_batch_plan.h200.txt): tensor-core plan() raises, CUDA-core returns",
         applies=lambda c, b: c["layout"] == "decode" and len(c["qo_lens"]) == 0 and b in ("fa2", "auto", "fa3"),
         options={"decode_tensor_cores": (True,)}),  # fa3 counts as tensor cores (entry_for)
@@ -343,8 +347,9 @@ LEDGER: tuple[KnownFailure, ...] = (
         "BatchDecodeWithPagedKVCacheWrapper on the cudnn backend: plan() of a batch with no requests raises "
         "torch's max() error (decode.py:2547 `int(kv_lens_arr_host.max())`)",
         "error", "docs/evidence/repro_flashinfer_decode_empty_batch_plan.py", confirmed=True,
-        seen="2026-12-01 H200, through the adapter (fourth sitting, --backend cudnn): the directed empty decode "
-             "batch; the script (repro_flashinfer_decode_empty_batch_plan.h200.txt)",
+        seen="2026-12-01 H200, through the adapter (docs/evidence/2026-12-01-flashinfer-h200-session-4.md, "
+             "--backend cudnn): the directed empty decode batch; the script "
+             "(repro_flashinfer_decode_empty_batch_plan.h200.txt)",
         applies=lambda c, b: c["layout"] == "decode" and len(c["qo_lens"]) == 0 and b == "cudnn"),
     KnownFailure(
         "flashinfer-cudnn-empty-kv-rows-unwritten", "flashinfer", ("0.7.2.post1",),
@@ -352,8 +357,9 @@ LEDGER: tuple[KnownFailure, ...] = (
         "unwritten (the output buffer keeps its contents, LSE NaN) where another request has keys; every other "
         "backend writes 0 and LSE -inf there",
         "fail", "docs/evidence/repro_flashinfer_cudnn_empty_kv_rows.py", confirmed=True,
-        seen="2026-12-01 H200, through the adapter (fourth sitting, --backend cudnn): paged qo [3, 2] over kv "
-             "[0, 9], ragged [0, 5, 0] over [7, 0, 0], ragged d256 [17, 64] over [33, 0], paged (192, 128) "
+        seen="2026-12-01 H200, through the adapter (docs/evidence/2026-12-01-flashinfer-h200-session-4.md, "
+             "--backend cudnn): paged qo [3, 2] over kv [0, 9], ragged [0, 5, 0] over [7, 0, 0], ragged d256 "
+             "[17, 64] over [33, 0], paged (192, 128) "
              "[1, 1, 300] over [4099, 4099, 0]: exactly the rows of the empty requests unwritten, the rest within "
              "bounds; fresh wrappers alike; the script (repro_flashinfer_cudnn_empty_kv_rows.h200.txt): paged "
              "[3, 2]/[0, 9] and ragged [0, 5, 0]/[7, 0, 0] leave exactly those rows unwritten with LSE NaN, the "
@@ -366,8 +372,9 @@ LEDGER: tuple[KnownFailure, ...] = (
         "the cudnn backend, paged prefill of a batch with queries where no request has keys: run() raises "
         "CUDNN_STATUS_BAD_PARAM_NULL_POINTER (no KV page to bind) instead of writing 0 and LSE -inf",
         "error", "docs/evidence/repro_flashinfer_cudnn_empty_kv_rows.py", confirmed=True,
-        seen="2026-12-01 H200, through the adapter (fourth sitting, --backend cudnn): paged page 1, qo [300, 1, "
-             "127] over kv [0, 0, 0], fresh wrapper alike; the script (repro_flashinfer_cudnn_empty_kv_rows.h200.txt)",
+        seen="2026-12-01 H200, through the adapter (docs/evidence/2026-12-01-flashinfer-h200-session-4.md, "
+             "--backend cudnn): paged page 1, qo [300, 1, 127] over kv [0, 0, 0], fresh wrapper alike; the script "
+             "(repro_flashinfer_cudnn_empty_kv_rows.h200.txt)",
         applies=lambda c, b: (b == "cudnn" and c["layout"] == "paged" and sum(c["qo_lens"]) > 0
                               and len(c["kv_lens"]) > 0 and not any(c["kv_lens"]))),
     KnownFailure(

@@ -15,10 +15,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from conformance.gate import crash_entry, not_launched
+from conformance.gate import GATE_FAILING, Ledger, LedgerVerdict, not_launched
 from conformance.evaluate import CONTEXT_LOST_IN_PROCESS, evaluate_with_control, make_adapter
 from conformance.isolate import IsolatedEvaluator
-from conformance.known_failures import entry_for, known_for
 from conformance.markers import arch_here
 from kernels import get_target, skips
 from kernels._env import warm_mkl_vml
@@ -27,7 +26,7 @@ from kernels.protocol import Stage
 from kernels.standin_label import standin_from_versions
 from oracle.judge import Truth, truth
 from reports.parity import render_markdown
-from reports.records import FAILING, ParityRecord, RunFooter, RunHeader, StageRecord, count_key, read_jsonl
+from reports.records import ParityRecord, RunFooter, RunHeader, StageRecord, count_key, read_jsonl
 from reports.sink import JsonlSink
 from scenarios import matrix
 from scenarios.case import Case
@@ -44,6 +43,7 @@ class RunOutcome:
     run_id: str
     out_dir: str
     records: list[ParityRecord] = field(default_factory=list)
+    verdicts: list[LedgerVerdict] = field(default_factory=list)  # the gate's, one per record
     exit_status: int = 0
 
     @property
@@ -106,6 +106,7 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
     started = time.perf_counter()
     versions = target.versions()
     arch = arch_here(device)
+    ledger = Ledger(target_name, versions.get(target_name), arch, adapter_options)
     # A stand-in's records are labelled, counted apart and never read as conformance (kernels/standins/).
     base = dict(run_id=run_id, target=target_name, device=device, seed=seed, standin=standin_from_versions(versions))
     total = len(cases) * len(adapters)
@@ -122,10 +123,8 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
     def out_of_time() -> bool:
         return time_budget_s is not None and time.perf_counter() - started > time_budget_s
 
-    def emit(rec: ParityRecord) -> None:
-        if rec.status in FAILING:
-            rec.known = known_for(target_name, rec.case, rec.backend, versions.get(target_name), arch,
-                                  adapter_options, rec.resolved_backend)
+    def emit(case: Case, rec: ParityRecord) -> None:
+        outcome.verdicts.append(ledger.verdict(case, rec.backend, rec)[1])
         sink.write(rec)
         outcome.records.append(rec)
         progress(rec, len(outcome.records), total)
@@ -149,18 +148,16 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
                 for case in cases:
                     if out_of_time():
                         for b in stage.backends:
-                            emit(_not_run(case, b, time_budget_s, base))
+                            emit(case, _not_run(case, b, time_budget_s, base))
                         continue
-                    crashes = {b: crash_entry(entry_for(target_name, case.to_json(), b, versions.get(target_name), arch,
-                                                        adapter_options))
-                               for b in stage.backends}
+                    crashes = {b: ledger.held_back(case, b) for b in stage.backends}
                     for b, entry in crashes.items():
                         if entry is not None:
-                            emit(not_launched(case, b, entry, base))
+                            emit(case, not_launched(case, b, entry, base))
                     launch = [b for b in stage.backends if crashes[b] is None]
                     if isolated is not None:
                         for b in launch:
-                            emit(isolated.evaluate(case, b, base))
+                            emit(case, isolated.evaluate(case, b, base))
                         continue
                     case_inputs = to_device(inputs, device) if inputs is not None else materialize(case, seed, device)
                     validate_inputs(case_inputs)
@@ -174,11 +171,11 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
                     for i, b in enumerate(launch):
                         rec, alive = evaluate_with_control(adapters[b], case, case_inputs, get_truth, base, device,
                                                            CONTEXT_LOST_IN_PROCESS)
-                        emit(rec)
+                        emit(case, rec)
                         if not alive:  # nothing more can run in this process: the rest go to child processes
                             isolated = IsolatedEvaluator(target_name, device, seed, adapter_options)
                             for rest in launch[i + 1:]:
-                                emit(isolated.evaluate(case, rest, base))
+                                emit(case, isolated.evaluate(case, rest, base))
                             break
         finally:
             if isolated is not None:
@@ -186,7 +183,7 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
             counts: dict[str, int] = {}
             for r in outcome.records:
                 counts[count_key(r)] = counts.get(count_key(r), 0) + 1
-            outcome.exit_status = 1 if any(r.status in FAILING for r in outcome.records) else 0
+            outcome.exit_status = 1 if any(v.outcome in GATE_FAILING for v in outcome.verdicts) else 0
             finished = len(outcome.records) == total
             if finished:
                 sink.write(RunFooter(run_id=run_id, counts=counts, elapsed_s=time.perf_counter() - started,

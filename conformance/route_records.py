@@ -1,38 +1,15 @@
 """Check a parity run's records against a routing spec: verdicts and coverage, both ways.
 
-The `auto` records are checked against what the library's own choice must be; under a FlashInfer
-spec the records of an explicit backend are checked too (its rows: upstream runs it as asked, the
-fork redirects with a reason), which is how the explicit rows get observed.
-
     attncheck routes RESULTS.jsonl --spec flashinfer_cuda --arch sm90 [--out DIR]
     (or python -m conformance.route_records RESULTS.jsonl ...)
 
-A record of backend "auto" or "auto+graph" is one plan() of one long-lived adapter: the run
-makes one adapter per backend and plans every case on it, in file order
-(conformance/parity_run.py). Its expectation is therefore not the fresh route of its case: the
-spec's Lifecycle applies along the plans of the wrapper that served it (a sticky paged wrapper
-keeps its first answer). `plan_sequences` rebuilds those wrappers as kernels/flashinfer/adapter.py keys
-them: eager per (API, KV layout); CUDA graph per (API, KV layout, batch size, masked), replaced
-by a new wrapper when a case needs more pages, mask bytes or query rows than the first plan fixed.
-
-A per-request library (torch SDPA: one SDPA call per request, routing/per_request.py) has rows that
-describe one request: a record's expectation is `batch_route`, its requests' backends sorted and joined
-with '+' as kernels/torch_sdpa.py names them, and every row that decided a request counts as reached
-when it passes.
-
-Which records count:
-
-* skip: supports() declined, so no plan() ran; not part of any sequence.
-* pass / fail: planned; the observation is (resolved_backend, fallback_reason). Single prefill's
-  "unobserved" (the module lookup was not seen) is no observation.
-* error / refused: planned (it is part of the wrapper's history either way). It is an
-  observation only if resolved_backend is set, or if the spec expects plan() to raise there, in
-  which case the exception type the record names is the observation. Otherwise nothing says
-  which backend was chosen, and the record is listed as unobserved.
-
-Exit status: 0 when every observation passes and is explained (rows left unreached are listed,
-not failed), 1 when one fails or no row explains it (a spec gap included), 2 on bad input (the
-message names the value and the fix).
+The `auto` records are checked against the library's own choice along the plans of the long-lived
+wrapper that served each one (`plan_sequences` rebuilds those wrappers as kernels/flashinfer/adapter.py
+keys them); under a FlashInfer spec an explicit backend's records are checked against its rows too.
+Exit status: 0 when every observation passes and is explained (unreached rows are listed, not
+failed), 1 when one fails or no row explains it (a spec gap included), 2 on bad input (the message
+names the value and the fix). Which records count and what each is expected to show:
+docs/routing-specs.md, section "`conformance/route_records.py`: which records count".
 """
 from __future__ import annotations
 

@@ -5,7 +5,6 @@ from typing import Any
 
 import pytest
 
-from conformance.gate import judge_record
 from conformance.gate_plugin import as_decision, note
 from conformance.grid_run import GridRun
 from conformance.evaluate import evaluate
@@ -42,8 +41,7 @@ def test_backend_matches_the_oracle(parity_case: Case, backend: str, attncheck_g
         inputs, t = _inputs_and_truth(parity_case, grid.seed, grid.device)
         return evaluate(_ADAPTERS[key], parity_case, inputs, lambda: t, grid.base)
 
-    rec, entry = grid.evaluate(parity_case, backend, in_process)
-    verdict = judge_record(rec, entry)
+    rec, _, verdict = grid.evaluate(parity_case, backend, in_process)
     note(request.node, rec, verdict)
     if rec.status in ("skip", "refused"):
         as_decision(request.node)

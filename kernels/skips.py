@@ -28,11 +28,10 @@ def constant_of(reason: str) -> str:
     return reason.split(": ", 1)[0]
 
 
-# Added with the flashinfer target (kernels/flashinfer/adapter.py).
+# A layout the adapter cannot capture in a CUDA graph (single prefill: no plan(), no fixed buffers).
 GRAPH_MODE = "adapter has no CUDA-graph mode for this layout"
 
-# Added with staged runs (conformance/parity_run.py --time-budget).
+# Not the case's fault: the run's --time-budget was spent before the case's turn came.
 TIME_BUDGET = "not run, the time budget of the run was spent"
 
-# Added with the cuDNN backend's runs on the H200 (docs/evidence/probe_flashinfer_cudnn_limits.py).
 PAGE_SIZE = "backend does not support this page size"

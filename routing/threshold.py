@@ -1,60 +1,15 @@
 """A/B timing tables -> a short-query routing threshold, with what a wrong choice would cost.
 
 A table compares backend A with backend B on one architecture: rows are shapes (batch, kv_len),
-columns are query lengths, and each cell is ratio = time(A) / time(B) for that shape and query
-length, or None where nothing was measured (or nothing was printed). ratio > 1 means A is slower:
-A *loses* the cell. ratio < 1 means A *wins* it. ratio == 1.0 exactly is a *tie*: neither a loss
-nor a win, so it stops a threshold like a win does (the gate routes a length to B only where
-every measurement says B is faster; a tie says nothing of the sort). Printed tables round to two
-decimals, so a printed "1.00" is a tie to this tool whatever the unrounded figure was.
-
+columns are query lengths, each cell ratio = time(A) / time(B), or None where nothing was measured.
 The rule (the seeds' "16 is the last column where AITER loses in every cell"):
 
     q* = the largest measured query length such that A loses in every cell of every column
          <= q*; the gate then routes q_len <= q* to B.
 
-Scan the columns in increasing order; a column either *loses* (every row measured and > 1, or an
-Observation states it) and the scan goes on, or it stops the scan:
-
-* ``win``: a measured cell < 1 in the column. The threshold is the previous column.
-* ``tie``: no measured win, but a measured cell == 1.0. Same.
-* ``observed_win``: no measured win or tie, and an Observation states A wins somewhere there.
-* ``hole``: no measured win or tie, some cell missing, and no Observation settles the column.
-  A missing cell is never a loss and never a win, so the threshold stops *before* the column:
-  it does not extend over what was not measured.
-* ``end``: every column lost; q* is the last column. Nothing is claimed beyond it.
-
-q* is always a measured column (never interpolated across a gap between columns). Lengths between
-q* and the next column, and lengths below the first column, were not measured: the gate covers
-the lengths below the first column on the seeds' assumption that A's disadvantage grows as the
-query shrinks (AITER's time is flat in q_len while fa2's grows), which this tool does not check.
-
-Verdicts, kept apart:
-
-* ``threshold=None`` is a *measured* verdict: the first column does not lose (a measured win or
-  tie, or an observed win), so no gate serves ("never gate").
-* No data is an error, never None: an empty table raises ``NoMeasurements``; a first column with
-  a hole and no measured win or tie raises ``UndeterminedThreshold`` (neither 16 nor None can be
-  told). Both carry field / value / expected / fix.
-
-Observations. A seed sometimes states a column-level fact without printing its cells ("all five
-measured shapes lose at 16 query tokens", "first win at q24", "favouring AITER at every query
-length measured"). Such a fact is an ``Observation`` with its quote; ``derive`` takes them as an
-input. An observation only settles a column the cells leave open (a hole) or adds a column that
-has no cells; it never overrides a measured cell: a measured cell that contradicts it raises
-``ContradictoryObservation``. Cost figures come from measured cells only.
-
-Costs, for a candidate threshold q (``costs_at``; ``derive`` reports them at q*):
-
-* ``worst_gated_ratio``: the largest ratio at columns <= q: how much slower A is in the worst cell
-  the gate takes away from it (the benefit of the gate, or the cost of *not* gating there).
-* ``best_gated_ratio``: the smallest ratio at columns <= q.
-* ``worst_cost_of_gating``: the smallest ratio < 1 at columns <= q: the cell where routing to B
-  costs most, by a factor 1/ratio. None when A wins no gated cell (always so at q*).
-* ``next_column_best_for_A``: the smallest ratio in the first column above q. If < 1, extending
-  the gate there would cost 1/ratio in that cell: why the gate stops.
-* ``next_column_worst_for_A``: the largest ratio in that column: what *not* extending the gate
-  leaves to A (A is slower by that factor there).
+`threshold=None` is a measured verdict ("never gate"); no data is an error, never None. What stops
+the scan (a win, a tie, an observed win, a hole), Observations and the cost figures:
+docs/threshold-tool.md, section "`routing/threshold.py`: the terms in brief".
 """
 from __future__ import annotations
 
@@ -68,7 +23,7 @@ from scenarios.errors import InvalidValue
 
 Stop = Literal["win", "tie", "observed_win", "hole", "end"]
 
-# A tie (ratio exactly 1.0) is not a loss: it stops the threshold. See the module docstring.
+# A tie (ratio exactly 1.0) is not a loss: it stops the threshold (docs/threshold-tool.md, "The rule").
 TIE_IS_LOSS = False
 
 
@@ -257,7 +212,7 @@ class Observation:
 
 @dataclass(frozen=True)
 class GateCosts:
-    """Measured consequences of gating q_len <= q to B (see the module docstring)."""
+    """Measured consequences of gating q_len <= q to B (docs/threshold-tool.md, "What it reports")."""
 
     q: Optional[int]
     worst_gated_ratio: Optional[Cell]

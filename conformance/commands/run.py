@@ -111,7 +111,12 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     fl = failures(recs)
     cases_n = len({r.case_id for r in recs})
     backends_n = len({r.backend for r in recs if r.status in ("pass", "fail")})
+    known = sum(v.outcome == "expected_failure" for v in outcome.verdicts)
+    claimed = [(r, v) for r, v in zip(recs, outcome.verdicts) if v.outcome == "unexpected_pass"]
     print(f"\n{cases_n} cases, {len(recs)} records, {backends_n} backends exercised, "
-          f"{len(fl)} failing, {time.perf_counter() - t0:.1f} s")
+          f"{len(fl)} failing ({known} explained by the ledger), {len(claimed)} unexpected passes, "
+          f"{time.perf_counter() - t0:.1f} s")
+    for r, v in claimed:
+        print(f"  UNEXPECTED PASS {r.backend} {r.case_id}: {v.message}")
     print(f"results: {outcome.results_path}\nreport:  {os.path.join(outcome.out_dir, 'report.md')}")
     return EXIT_FAILED if outcome.exit_status else EXIT_OK

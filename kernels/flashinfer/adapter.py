@@ -5,56 +5,11 @@
     TARGET.make("fa2", "cuda") -> FlashInferKernel (eager);  TARGET.make("fa2+graph", "cuda") (CUDA graph)
     TARGET.make("fa2", "cuda", graph=True) is the same as "fa2+graph".
 
-The API is chosen by Case.layout:
-    paged  -> BatchPrefillWithPagedKVCacheWrapper      ragged -> BatchPrefillWithRaggedKVCacheWrapper
-    decode -> BatchDecodeWithPagedKVCacheWrapper       single -> single_prefill_with_kv_cache
-Everything version- or vendor-specific is read from the installed package by feature
-(kernels/flashinfer/lib.py); which cases a backend declines, with the source line each refusal
-rests on, is kernels/flashinfer/support.py; the JIT variant key and compile/run timing are
-kernels/flashinfer/variants.py. docs/flashinfer-adapter.md is the long form.
-
-Lifecycle. An adapter owns ONE long-lived wrapper per API (and per KV layout, which the wrapper
-fixes at construction), created on first use and planned again for every case: lifecycle defects
-only show under reuse. fresh() returns an adapter with the same configuration and brand-new
-wrappers (the control). In graph mode the library also fixes the batch size (qo_indptr_buf is
-[batch + 1], prefill.py:2855) and decides MaskMode.CUSTOM from whether custom_mask_buf was given
-at construction (prefill.py:4382, 6405), so graph wrappers are kept per (API, KV layout, batch
-size, masked); their fixed buffers are sized from AdapterOptions.graph_max_pages /
-graph_max_mask_bytes, and a case that does not fit (more pages or mask bytes, or more query rows
-than the wrapper's first plan fixed, prefill.py:3477) gets a NEW wrapper with doubled buffers,
-recorded in `graph_events`. Graph mode: plan() -> (first time for this signature: warm-up run,
-then torch.cuda.CUDAGraph capture of run() on static tensors) -> inputs copied into the static
-tensors -> static output poisoned -> replay -> output read. A later case with the same signature
-re-plans the same wrapper and replays the SAME graph (replay after a re-plan), as a server does.
-
-What the library chose. resolved_backend is read from the wrapper after plan/run: paged
-`wrapper._backend` (overwritten by the first auto plan and never re-resolved: sticky,
-prefill.py:3669-3670), ragged `wrapper._backend` (re-resolved from `_requested_backend` on every
-plan, prefill.py:4968-4969, 5527-5528), decode the public `wrapper.resolved_backend` property
-(decode.py:1499), single: the backend single_prefill_with_kv_cache passes to
-get_single_prefill_module (prefill.py:1503, 1527), observed by wrapping that global for the call
-("unobserved" if the call never reached it under auto). fallback_reason is the ROCm fork's
-`wrapper.backend_fallback_reason` where the attribute exists (None then means "no fallback"),
-else NOT_REPORTED: upstream gives no reason, which is not the same as None.
-
-Arguments. Index tensors go to the device as int32. A custom mask is folded with the Case's
-causal and window masks first (FlashInfer ignores `causal` under a custom mask: plan() docstring
-"only effective when custom_mask is not provided", prefill.py:1357, 3296), then passed as
-AdapterOptions.mask_form says: "bool" (custom_mask), "packed" (packed_custom_mask from the
-library's segment_packbits, bit order "little" as plan() itself uses, prefill.py:3425-3428) or
-"packed_flat" (the library's packbits over the whole flat mask, the form plan()'s docstring
-names). fp8 descales follow each API's own convention (fp8_arguments below). The output and LSE
-are written into buffers poisoned with oracle.compare.poison (out=/lse= on the three wrappers);
-single_prefill_with_kv_cache takes no out=, so its output is poisoned by allocator reuse where that
-works (see _run_single) and `last_run["poison_effective"]` says whether it did. Zero-length
-requests and empty batches are passed to the library as they are; nothing is fabricated.
-
-LSE base: FlashInfer's kernels emit base 2 (utils.py:62-63). Paged and ragged run() of 0.7.2 take
-lse_base ("log2" default, or "ln", prefill.py _finish_lse:132-146; cuDNN converts itself,
-cudnn/prefill.py:1304-1309); the adapter passes AdapterOptions.lse_base there and declares it.
-Decode and single take no lse_base: base 2 (cuDNN decode converts to base 2, cudnn/decode.py:511).
-The ROCm fork's run() takes no lse_base: base 2 (its AITER path merges partial states with
-FlashInfer's base-2 merge_state_in_place, so its LSE is in that base too -- unverified on AMD).
+Case.layout picks the API. An adapter keeps ONE long-lived wrapper per API and KV layout (in graph
+mode also per batch size and masked) and plans it again for every case, since lifecycle defects only
+show under reuse; fresh() is the control. Library facts: lib.py; declines: support.py; JIT variants
+and timing: variants.py. The lifecycle, what the library chose, the arguments, poisoning and the LSE
+base: docs/flashinfer-adapter.md, section "`kernels/flashinfer/adapter.py`: lifecycle, observation, arguments".
 """
 from __future__ import annotations
 
@@ -151,7 +106,7 @@ def packed_mask_bytes(case: Case, form: str) -> int:
 
 
 def mask_arguments(lib: Any, inputs: Inputs, form: str) -> dict[str, Any]:
-    """{} or {"custom_mask": ...} or {"packed_custom_mask": ...} per `form` (see module docstring)."""
+    """{} or {"custom_mask": ...} or {"packed_custom_mask": ...} per `form` (docs/flashinfer-adapter.md)."""
     c = inputs.case
     if c.mask != "custom":
         return {}
@@ -217,7 +172,7 @@ def fp8_arguments(case: Case, resolved: str, facts: fl.LibFacts, device: torch.d
 
 
 def resolved_backend_of(api: str, wrapper: Any) -> str:
-    """The backend a wrapper says it resolved to (see the module docstring for which attribute)."""
+    """The backend a wrapper says it resolved to (which attribute: docs/flashinfer-adapter.md, per API)."""
     if api == "decode" and isinstance(getattr(type(wrapper), "resolved_backend", None), property):
         return str(wrapper.resolved_backend)
     for attr in ("_backend", "backend"):
@@ -466,7 +421,8 @@ class FlashInferKernel:
             if c.layout != "decode" and fixed is not None and c.total_qo > fixed:
                 why.append(f"{c.total_qo} query rows > the {fixed} the wrapper's first plan fixed")
             # cuDNN paged prefill builds a [batch, widest request's pages] block table at the first plan and
-            # raises when a later one needs it wider (prefill.py:3872-3890; seen on the H200, fourth sitting)
+            # raises when a later one needs it wider (prefill.py:3872-3890; seen on the H200:
+            # docs/evidence/2026-12-01-flashinfer-h200-session-4.md)
             table = getattr(slot.wrapper, "_cudnn_block_tables", None) if c.layout == "paged" else None
             if table is not None and (widest := _widest_request_pages(inputs)) > table.shape[1]:
                 why.append(f"a request of {widest} pages > the cuDNN block table's {table.shape[1]} "

@@ -1,48 +1,11 @@
 """supports() for the flashinfer target: every decline, with the library source it rests on.
 
 A pure function of (case, backend, graph mode, LibFacts): no flashinfer import, no device. Line
-numbers are of flashinfer-python 0.7.2.post1 (prefill.py, decode.py, utils.py,
-jit/attention/modules.py, jit/utils.py) and of the ROCm fork as written up in
-tests/data/sources/rocm_fork.md section 1 (fork rules run only against the CPU fake).
+numbers are of flashinfer-python 0.7.2.post1 and of the ROCm fork as written up in
+tests/data/sources/rocm_fork.md section 1 (fork rules run only against the CPU fake). Every decline
+of the target is made here and nowhere else; each one and the source line it rests on:
+docs/flashinfer-adapter.md, section "`kernels/flashinfer/support.py`: every decline and its source".
 
-Declined here, and nowhere else:
-  dtypes     fp32 q/kv/o and e4m3fnuz on upstream: the JIT dtype tables know fp16, bf16, e4m3fn,
-             e5m2 only (jit/utils.py:33 dtype_map, :69 filename_safe_dtype_map; the module URI
-             lookup raises KeyError). The fork: fp16/bf16, and fp8 e4m3fn/e4m3fnuz on paged only.
-  mixing     q and kv of different dtypes, except a 16-bit q over fp8 kv ("KV-only quant",
-             modules.py:1029-1032; prefill.py ragged run(): "FA2/FA3 with a 16-bit query consumes
-             unscaled FP8 KV values"), which fa3 refuses (utils.py:456 is_fa3_backend_supported:
-             "FA3 FP8 KV cache currently requires FP8 query") and cudnn/aiter do not take.
-  fp8 q      on fa2 (modules.py:1042 and :555 `assert not fp8_enabled, "fp8 tensor core is not
-             supported in fa2 backend"`); with a soft cap on fa3 (the DefaultFP8Attention variant
-             has no logits_soft_cap scalar, modules.py:1092-1105); single prefill fp8 with a window
-             or unequal head dims (prefill.py single_prefill_with_kv_cache: `assert window_left ==
-             -1`, `assert q.shape[-1] == k.shape[-1] == v.shape[-1]`).
-  fa3        a custom mask (is_fa3_backend_supported returns False for use_custom_mask; the wrapper
-             __init__ docstring: "the SM90 batch prefill kernels return cudaErrorNotSupported under
-             MaskMode.CUSTOM"); head dims other than 64/128/256 pairs and (192, 128)
-             (utils.py:504 is_fa3_prefill_head_dim_supported).
-  cudnn      paged/ragged with a window, soft cap or custom mask (plan(): NotImplementedError "cuDNN
-             paged/ragged prefill supports only causal or full attention without position encoding,
-             window_left, logits_soft_cap or custom masks"); ragged HND (run(): "cuDNN ragged prefill
-             backend requires kv_layout='NHD'"); LSE of a single-token GQA batch (run():
-             NotImplementedError, NVBug 6783545); single prefill (backend is auto/fa2/fa3 only);
-             decode with fp8, mixed dtypes, o != q or a soft cap (decode.py BatchDecode __init__
-             docstring: cudnn "supports fp16/bf16 q/kv/o of one dtype ... not RoPE, soft-cap, fp8").
-  trtllm-gen ragged (get_trtllm_gen_prefill_module()._ragged_run raises "Variable length is not
-             implemented for trtllm-gen backend yet.") and single; a soft cap (paged plan():
-             "logits_soft_cap must be 0.0 for trtllm-gen paged KV cache", decode `assert
-             logits_soft_cap == 0.0`); a non-causal window (paged plan(): NotImplementedError);
-             a custom mask (its _paged_run takes only is_causal: the mask would be ignored).
-  decode     a custom mask (plan() takes none) and head_dim_qk != head_dim_vo (plan() takes one
-             head_dim). qo_len != 1 cannot occur: Case refuses it for layout "decode".
-  graph      single prefill: the function has no plan() and no fixed buffers to capture against
-             (an adapter decision, GRAPH_MODE).
-  fork       aiter: NHD only, no custom mask, equal head dims, equal q/kv dtypes, no soft cap where
-             the fork's arch_caps names the soft-cap defect (plan() ValueError); fp8 only on paged
-             (ragged plan() NotImplementedError "not supported on ragged batch prefill", single
-             _reject_fp8_on_fa2), never on fa2, output bf16 (plan() NotImplementedError), in the
-             fork's native encoding when it says which; o_dtype == q dtype otherwise.
 "auto" is judged as the backend the library's own selector picks for the case in a FRESH wrapper
 (flashinfer.utils.determine_attention_backend, passed in as `auto_pick`), never as the sticky
 choice of a reused wrapper: that difference is what the lifecycle checks are for.

@@ -4,35 +4,11 @@ Data only: rows in precedence order, per-architecture tables, lifecycle flags. T
 `routing/spec.py`; the comparison is `routing/check.py`. Every `source=` cites file:line of the
 0.7.2.post1 wheel (flashinfer/prefill.py, decode.py, utils.py).
 
-What `auto` resolves to, per API (what kernels/flashinfer/adapter.py reports as resolved_backend):
-
-* paged: plan() calls determine_attention_backend once and stores the answer in `_backend`
-  (prefill.py:3669-3678); later plans keep it, eager or graph (sticky).
-* ragged: plan() re-resolves from `_requested_backend` on every plan (prefill.py:5527-5537),
-  then may upgrade fa2: fmha_v2 on SM120 (:5538-5575), cudnn or cutlass on SM100/SM110
-  (:5583-5631 -> `_blackwell_ragged_auto_upgrade` :2462-2567). The mask it reads is
-  `_custom_mask_buf`, which an unmasked eager plan does not clear (:5295-5300): once masked, a
-  wrapper resolves as masked.
-* decode: without tensor cores the CUDA-core batch_decode module, which `resolved_backend` reports
-  as "fa2" (decode.py:1507-1508); with tensor cores "fa2" for 16-bit q and kv, else
-  determine_attention_backend (decode.py:2375-2391), fixed by the first plan (the test is
-  `self._backend == "auto"`). cuDNN auto (decode.py:2036) needs q_len_per_req 2..4 (:807), and
-  every decode plan of the harness is single-token, so it is not a row.
-* single: single_prefill_with_kv_cache calls determine_attention_backend per call
-  (prefill.py:1502-1512).
-
-determine_attention_backend (utils.py:574-629): fa3 iff is_sm90a_supported (utils.py:663-665,
-compute capability major 9) and is_fa3_backend_supported (utils.py:456-501) and, head dims given,
-is_fa3_prefill_head_dim_supported (utils.py:504-508); otherwise fa2. Its checks are rows of their
-own, in the library's order, so coverage shows which were exercised.
-
-Architectures are compute capabilities ("sm90"). The tables assume a CUDA new enough for every
-`is_smXXa_supported` (>= 12.8; utils.py:663-695): an older toolkit turns them False, which an arch
-key cannot say. An arch absent from ARCHS reads MISSING in every table: each row that depends on
-the architecture reports a spec gap there, never a guess.
-
-Upstream gives no fallback reason, so every row expects NOT_REPORTED (never None), the rows that
-expect plan() to raise included.
+Architectures are compute capabilities ("sm90"); an arch absent from ARCHS reads MISSING in every
+table, so each row that depends on it reports a spec gap there, never a guess. Upstream gives no
+fallback reason, so every row expects NOT_REPORTED (never None), the raise rows included. Where
+`auto` is resolved per API, the selector's checks in order, and the CUDA toolkit the tables assume:
+docs/routing-specs.md, section "`routing/specs/flashinfer_cuda.py`: how auto resolves".
 """
 from __future__ import annotations
 

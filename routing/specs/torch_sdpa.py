@@ -4,66 +4,12 @@ CPU, torch 2.11.0+cu130 on CUDA (sm90, cuDNN 9.19).
 Data only: rows in precedence order. The engine is `routing/spec.py`; the comparison is
 `routing/check.py`; the two-way check against torch is tests/routing/test_torch_spec.py.
 
-What is observed (kernels/torch_sdpa.py, "auto"): per request, the backend
-`torch._fused_sdp_choice` picks, joined with '+' when requests differ; "empty" when no request
-ran a backend. torch gives no reason text, so every row expects `NOT_REPORTED` (explicitly: not
-None, which would claim "no fallback happened").
-
-The CPU rule (aten/src/ATen/native/transformers/sdp_utils_cpp.cpp `use_flash_attention_cpp`,
-read through its observable effect; the C++ is not in the wheel). Confirmed with
-`torch._fused_sdp_choice` on torch 2.13.0+cpu; each fact is pinned by
-`test_cpu_rule_facts_on_raw_tensors`:
-
-* flash for fp16, bf16, fp32 and fp64 alike; with or without a bool or float attn_mask, is_causal
-  (qo == kv or not), a custom scale, enable_gqa (4 q heads on 2 kv heads), head dims 7 .. 512,
-  a non-contiguous (transposed) q whose last dim has stride 1, requires_grad;
-* math when head_dim_qk != head_dim_vo (`check_head_dim_size_cpp`: q, k, v last dims equal);
-* math when q or k/v has sequence length 0 (`check_nonzero_sequence_lengths_dense`); the adapter
-  never routes those on 2.13 (the empty shortcut), hence the "empty" row and not a math row;
-* math for dropout_p > 0, 3-D inputs and mixed q/k/v dtypes: unreachable through the adapter
-  (it passes dropout 0, 4-D tensors, and declines mixed dtypes before running), so not rows.
-
-The CUDA rule: the rows `cuda_*`, ONE REQUEST per query. The adapter makes one SDPA call per
-request, so a batch's resolved name is the sorted '+'-join of its requests' rows
-(`routing.per_request.batch_route` splits a batch and joins; a CUDA query of several requests
-is refused with a ValueError, never answered by the maxima). Read from torch's
-aten/src/ATen/native/transformers/cuda/sdp_utils.cpp; `sdp_utils.cpp:N` below are the line
-numbers of the copy read (an annotated copy of the file in the public index: the pytorch
-snapshot is over the fetch limit, so the v2.11.0 tag itself was not opened). Where the newest
-upstream text in the index differs, torch 2.11.0+cu130 on the H200 did what that copy says: on
-sm90 with cuDNN 9.19 cuDNN takes head dims up to 256 (newest: 128 below cuDNN 9.22), and
-efficient takes no GQA (newest: it does). Re-check the line numbers against the tag when it can
-be opened. Checked on the H200 (2026-12-01, torch 2.11.0+cu130, cuDNN 91900, sm90): every auto record of
-the quick matrix without flex (docs/evidence/2026-12-01-h200-4/matrix_torch_cuda.jsonl, 71 routed) is
-explained and every CUDA row reached (`python -m conformance.route_records ... --spec torch --arch sm90`,
-its output in docs/evidence/2026-12-01-h200-4/routing_torch_cuda/).
-
-Per request, in precedence order:
-
-1. a batch with no request: no SDPA call, "empty" (kernels/torch_sdpa.py:335);
-2. q or k of length 0: math. torch 2.11 has no empty-input shortcut (the adapter routes such
-   requests, kernels/torch_sdpa.py:329) and every fused backend refuses them
-   (`check_nonzero_sequence_lengths_dense`);
-3. causal alone with qo != kv (`causal_lower_right`): torch.nn.attention.bias.CausalBias._dispatch,
-   mirrored by kernels/torch_sdpa.py:142-151, calls flash, then efficient directly when their
-   can_use_* check (no mask, not causal) passes; otherwise SDPA gets the materialised mask;
-4. SDPA's selection, priority cudnn > flash > efficient > math (`check_prefer_cudnn_attention`:
-   cuDNN > 9.15 on sm90); a request is masked when it has a custom mask or a window (the adapter's
-   explicit bool mask) or is the materialised lower-right mask of 3; is_causal only with qo == kv:
-   * cudnn: fp16/bf16, both head dims <= 256 (`cudnn_max_head_dim[sm90]`) and multiples of 8,
-     kv_len != 1; masks, causal and GQA/MQA taken;
-   * flash: no mask, fp16/bf16, head dims equal and <= 256; GQA/MQA taken;
-   * efficient: fp16/bf16/fp32, head dims multiples of 8 (16-bit) or 4 (fp32), the same number of
-     q and kv heads (no GQA); masks taken;
-   * math otherwise.
-
-Not rows (the adapter cannot reach them): dropout (cuDNN's 1/16 resolution, 9.11-9.13 dropout),
-requires_grad (flash's sm86/89 head-dim limits, cuDNN's backward head dims), nested tensors, 3-D
-inputs, mixed dtypes, fp8, flash's is_causal with qo != kv (the adapter passes is_causal only
-when qo == kv), batch or heads > 65535, deterministic mode, sdpa_kernel contexts.
-
-Coverage on the CPU leaves exactly the CUDA rows unreached (`GAP_ROWS`); a CUDA arch other than
-sm90 reads MISSING in `cuda_rows`: a spec gap, never a guess.
+Observed per request: the backend torch picks, joined with '+' when requests differ; "empty" when
+no request ran one. torch gives no reason text, so every row expects `NOT_REPORTED` (not None,
+which would claim "no fallback happened"). The CUDA rows (`cuda_*`) describe ONE request
+(`routing.per_request.batch_route` splits a batch and joins); an arch other than sm90 reads MISSING
+in `cuda_rows`, a spec gap. Where each rule was read and how it was checked: docs/routing-specs.md,
+section "`routing/specs/torch_sdpa.py`: where the rules come from".
 """
 from __future__ import annotations
 
@@ -78,7 +24,7 @@ CPU_FLASH_DTYPES = frozenset({"fp16", "bf16", "fp32", "fp64"})
 # The adapter's name for a batch with no request that ran a backend (kernels.torch_sdpa.EMPTY_PATH).
 EMPTY = "empty"
 
-# ---- CUDA facts (sdp_utils.cpp line numbers of the copy read; see the docstring) -----------------
+# ---- CUDA facts (sdp_utils.cpp line numbers of the copy read: docs/routing-specs.md) --------------
 CUDA_SIXTEEN_BIT = frozenset({"fp16", "bf16"})  # check_dtypes_low_precision, sdp_utils.cpp:702-712 (sm80+)
 EFFICIENT_DTYPES = frozenset({"fp16", "bf16", "fp32"})  # sdp_utils.cpp:885-886, :948-950
 # minimum_gemm_alignment (sdp_utils.cpp:127-141) on sm80+: 128 bits / element size, at least 4.

@@ -250,7 +250,7 @@ def test_scripts_of_a_many_line_raise_parse_and_replay_on_the_subjects_device(fa
 def test_a_held_fa3_meeting_a_mask_is_known_by_the_kernel_the_run_meant(fake: Any) -> None:
     """Sticky paged auto: after an unmasked plan picked fa3, a masked plan's run fails ("operation not
     supported", as on the H200). The ledger is asked about fa3, what plan() held, and knows it; exploration
-    then goes on past it instead of stopping at the same known defect every sitting."""
+    then goes on past it instead of stopping at the same known defect in every device session."""
     subject = _with_ledger_at(_subjects()["flashinfer-sm90-paged"], "0.7.2.post1")
     inst = machine_for(subject)()
     case = inst.profile.probe("paged")

@@ -96,8 +96,9 @@ def test_a_library_script_reproduces_standalone(tmp_path: Path) -> None:
 
 def test_a_library_scripts_run_is_synchronised_inside_its_try(tmp_path: Path) -> None:
     """On a GPU a kernel's fault surfaces at the next sync: the run is synchronised inside its try, so the fault
-    is that run's reproduction, not a traceback later or nothing at all (the H200, fifth sitting: a plain
-    flashinfer script said "every call held" for a run that had read a mask at address 0)."""
+    is that run's reproduction, not a traceback later or nothing at all
+    (docs/evidence/2026-12-01-flashinfer-h200-session-5.md: a plain flashinfer script said "every call held" for
+    a run that had read a mask at address 0)."""
     subject = next(s for s in fault_subjects() if s.name == "fault-mask_not_cleared")
     script = write_repro(directed_failure(subject, "paged: masked then unmasked"), subject, tmp_path, "directed")
     text = script.read_text()

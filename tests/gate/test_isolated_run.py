@@ -80,10 +80,10 @@ def test_a_dead_cuda_context_moves_the_rest_of_a_gate_run_to_child_processes(mon
         return ParityRecord(backend="math", case_id=C1.id, case=C1.to_json(), status="error",
                             reason="RuntimeError: illegal", **base)
 
-    rec, _ = run.evaluate(C1, "math", error)  # a pending error, read and cleared: the run stays in process
+    rec, _, _ = run.evaluate(C1, "math", error)  # a pending error, read and cleared: the run stays in process
     assert rec.reason == f"RuntimeError: illegal; {PENDING_CLEARED}: AcceleratorError: invalid argument"
     assert run.evaluator is None
-    rec, entry = run.evaluate(C1, "math", error)
+    rec, entry, _ = run.evaluate(C1, "math", error)
     assert rec.reason == f"RuntimeError: illegal; {CONTEXT_LOST}: AcceleratorError: illegal memory access"
     assert entry is None and run.evaluator is not None and run.evaluator.starts == 0
     run.close(0.0)

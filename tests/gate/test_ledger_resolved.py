@@ -38,12 +38,12 @@ def test_the_gate_does_not_call_a_pass_on_the_held_kernel_unexpected(monkeypatch
     sees a plain pass; on fa3 the same pass is the entry's unexpected pass."""
     monkeypatch.setattr(kf, "LEDGER", (FA3_ONLY,))
     run = GridRun("torch", "cpu", "quick", 0, "w0")
-    rec, entry = run.evaluate(CASE, "auto", lambda: _record("pass", "fa2"))
-    assert entry is None and rec.known is None
-    rec, entry = run.evaluate(CASE, "auto", lambda: _record("pass", "fa3"))
-    assert entry is not None and entry.id == "fake-fa3-defect"
-    rec, entry = run.evaluate(CASE, "auto", lambda: _record("fail", "fa3"))
-    assert rec.known == "fake-fa3-defect"
+    rec, entry, verdict = run.evaluate(CASE, "auto", lambda: _record("pass", "fa2"))
+    assert entry is None and rec.known is None and verdict.outcome == "pass"
+    rec, entry, verdict = run.evaluate(CASE, "auto", lambda: _record("pass", "fa3"))
+    assert entry is not None and entry.id == "fake-fa3-defect" and verdict.outcome == "unexpected_pass"
+    rec, entry, verdict = run.evaluate(CASE, "auto", lambda: _record("fail", "fa3"))
+    assert rec.known == "fake-fa3-defect" and verdict.outcome == "expected_failure"
 
 
 def test_the_parity_run_annotates_a_failing_record_by_the_kernel_it_ran(monkeypatch: pytest.MonkeyPatch,
@@ -60,3 +60,31 @@ def test_the_parity_run_annotates_a_failing_record_by_the_kernel_it_ran(monkeypa
     out = pr.run_parity("torch", "cpu", "quick", str(tmp_path / "a"), cases=[CASE, CASE.replace(causal=True)],
                         backends=["auto"])
     assert [r.known for r in out.records] == [None, "fake-fa3-defect"]
+
+
+def _run_ran(monkeypatch: pytest.MonkeyPatch, tmp_path: Any, *ran: tuple[str, str]) -> pr.RunOutcome:
+    """A parity run of CASE variants on `auto` whose records say (status, kernel that ran), in order."""
+    it = iter(ran)
+
+    def recorded(adapter: Any, case: Case, *a: Any, **k: Any) -> tuple[ParityRecord, bool]:
+        status, kernel = next(it)
+        rec = _record(status, kernel)
+        rec.backend, rec.case_id, rec.case = adapter.backend, case.id, case.to_json()
+        return rec, True
+
+    monkeypatch.setattr(pr, "evaluate_with_control", recorded)
+    cases = [CASE, CASE.replace(causal=True)][:len(ran)]
+    return pr.run_parity("torch", "cpu", "quick", str(tmp_path), cases=cases, backends=["auto"])
+
+
+def test_the_cli_exit_status_is_the_gates_verdict(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """`attncheck run` and the pytest gate agree: failures the ledger explains exit 0, an unexplained failure
+    or a pass an entry claims (the library may be fixed) exits 1."""
+    monkeypatch.setattr(kf, "LEDGER", (FA3_ONLY,))
+    known = _run_ran(monkeypatch, tmp_path / "known", ("fail", "fa3"), ("error", "fa3"))
+    assert [v.outcome for v in known.verdicts] == ["expected_failure", "expected_failure"]
+    assert known.exit_status == 0
+    unexplained = _run_ran(monkeypatch, tmp_path / "unexplained", ("fail", "fa3"), ("fail", "fa2"))
+    assert [v.outcome for v in unexplained.verdicts] == ["expected_failure", "fail"] and unexplained.exit_status == 1
+    fixed = _run_ran(monkeypatch, tmp_path / "fixed", ("pass", "fa3"))
+    assert [v.outcome for v in fixed.verdicts] == ["unexpected_pass"] and fixed.exit_status == 1

@@ -39,7 +39,8 @@ def test_ids_are_unique() -> None:
     assert len({e.id for e in LEDGER}) == len(LEDGER)
 
 
-def test_the_h200_runs_failures_are_each_explained_by_one_entry() -> None:
+def test_every_failure_of_the_recorded_fa2_matrix_is_explained_by_one_entry() -> None:
+    """fa2 and fa2+graph over the matrix on the H200 (docs/evidence/2026-11-30-flashinfer-h200-matrix.md)."""
     recs = [r for r in read_jsonl(H200_RUN) if isinstance(r, ParityRecord) and r.status in ("fail", "error")]
     assert len(recs) == 6
     got = {(r.backend, known_for("flashinfer", r.case, r.backend, "0.7.2.post1")) for r in recs}
@@ -81,7 +82,9 @@ BLAMED_BY_THE_OLD_CHILD = {"paged-b1-h64x8-d256-bf16-p1HND-4b9141ac07",
                            "decode-b2-h8x8-d256-bf16-p16HND-zero_len-d2a4605c2a"}
 
 
-def test_the_second_h200_runs_failures_are_each_a_ledger_entry_a_lifecycle_defect_or_a_fixed_harness_fault() -> None:
+def test_every_recorded_isolated_matrix_failure_is_an_entry_a_lifecycle_defect_or_a_fixed_harness_fault() -> None:
+    """fa2 and fa2+graph over the quick matrix, each case in an isolated child
+    (docs/evidence/2026-12-01-flashinfer-h200-session-2.md)."""
     recs = [r for r in read_jsonl(SESSION_2) if isinstance(r, ParityRecord) and r.status in ("fail", "error")]
     assert len(recs) == 20
     why = {}
@@ -176,10 +179,11 @@ def _follows_a_masked_plan(recs: list[ParityRecord], i: int) -> bool:
     return bool(before) and recs[before[-1]].case["mask"] == "custom"
 
 
-def test_the_third_h200_runs_failures_are_each_a_ledger_entry_or_a_lifecycle_defect() -> None:
-    """fa3, auto, fa3+graph and auto+graph over the quick matrix (2026-12-01, third sitting): 37 failing records,
-    each a ledger entry, a lifecycle defect (a fresh adapter passes), or the stale ragged mask's crash (the
-    context was lost, so no fresh control: the plan before it on the same wrapper was masked)."""
+def test_every_failure_of_the_recorded_fa3_and_auto_matrix_is_an_entry_or_a_lifecycle_defect() -> None:
+    """fa3, auto, fa3+graph and auto+graph over the quick matrix (2026-12-01, recorded in
+    docs/evidence/2026-12-01-flashinfer-h200-session-3.md): 37 failing records, each a ledger entry, a lifecycle defect
+    (a fresh adapter passes), or the stale ragged mask's crash (the context was lost, so no fresh control: the
+    plan before it on the same wrapper was masked)."""
     recs = _session_3_records()
     why = {}
     for i, r in enumerate(recs):
@@ -199,7 +203,7 @@ def test_the_third_h200_runs_failures_are_each_a_ledger_entry_or_a_lifecycle_def
         "flashinfer-ragged-stale-mask", "lifecycle"]
 
 
-def test_the_ledger_claims_no_passing_record_of_the_third_sitting() -> None:
+def test_the_ledger_claims_no_passing_record_of_the_recorded_fa3_and_auto_matrix() -> None:
     """Asked about the kernel each record ran, no entry claims a record that passed (the gate would call it an
     unexpected pass). Asked about auto's fresh pick instead, the entries claim exactly the auto records whose
     wrapper held another kernel (sticky paged auto, graph mode's first plan): what `resolved` is for."""
@@ -216,7 +220,10 @@ def test_the_ledger_claims_no_passing_record_of_the_third_sitting() -> None:
         for r in by_fresh_pick)
 
 
-def test_the_third_sittings_entries_match_only_what_was_shown() -> None:
+def test_the_fa3_lse_fa3_192_and_empty_decode_entries_match_only_what_was_shown() -> None:
+    """The entries docs/evidence/2026-12-01-flashinfer-h200-session-3.md added or widened (fa3 soft-cap LSE, fa3 paged
+    (192, 128), graph mode without query rows, the empty decode batch) claim the cases shown, not their
+    neighbours."""
     base = {"layout": "paged", "qo_lens": [300, 64], "kv_lens": [33, 1031], "causal": True, "window_left": -1,
             "mask": "none", "head_dim_qk": 128, "head_dim_vo": 128, "q_dtype": "fp16", "kv_dtype": "fp16",
             "logits_soft_cap": 50.0, "return_lse": True, "kv_layout": "HND", "num_qo_heads": 64}
@@ -266,8 +273,9 @@ SESSION_4 = os.path.join(ROOT, "docs", "evidence", "2026-12-01-h200-4")
 
 
 def _declined_now(r: ParityRecord) -> bool:
-    """The record's case on its backend, as the adapter decides today on the H200 (sm90): the fourth sitting's
-    cuDNN fp8 and page-size-5 decode raises are declines since (probe_flashinfer_cudnn_limits.py)."""
+    """The record's case on its backend, as the adapter decides today on the H200 (sm90): the cuDNN fp8 and
+    page-size-5 decode raises of docs/evidence/2026-12-01-flashinfer-h200-session-4.md are declines since
+    (probe_flashinfer_cudnn_limits.py)."""
     from kernels.flashinfer import lib as fl
     from kernels.flashinfer.support import decide
     from scenarios.case import Case
@@ -277,9 +285,10 @@ def _declined_now(r: ParityRecord) -> bool:
                       facts=facts, auto_pick=lambda c: "fa3", capability=(9, 0)).ok
 
 
-def test_the_fourth_h200_runs_failures_are_each_a_ledger_entry_or_declined_now() -> None:
-    """cuDNN (the first run of that backend) and auto with tensor-core decode: every failing record is explained
-    by an entry, or is a case the adapter declines since; nothing claims a passing record."""
+def test_every_failure_of_the_recorded_cudnn_and_decode_tc_matrices_is_an_entry_or_declined_now() -> None:
+    """cuDNN (the first run of that backend) and auto with tensor-core decode, recorded in
+    docs/evidence/2026-12-01-flashinfer-h200-session-4.md: every failing record is explained by an entry, or is a case
+    the adapter declines since; nothing claims a passing record."""
     why: dict = {}
     passed = []
     for name in ("matrix_cudnn.jsonl", "matrix_decode_tc.jsonl"):
@@ -315,7 +324,9 @@ def _options_of(name: str) -> dict:
     return {"decode_tensor_cores": True} if name == "matrix_decode_tc.jsonl" else {}
 
 
-def test_the_fourth_sittings_entries_match_only_what_was_shown() -> None:
+def test_the_cudnn_and_tensor_core_decode_entries_match_only_what_was_shown() -> None:
+    """The entries docs/evidence/2026-12-01-flashinfer-h200-session-4.md added (cuDNN's rows without keys, the empty
+    decode plan on cuDNN and on tensor cores) claim the cases shown, not their neighbours."""
     from scenarios.case import Case
 
     def known(layout: str, qo: tuple, kv: tuple, backend: str, options: Optional[dict] = None) -> Optional[str]:
@@ -338,9 +349,10 @@ def test_the_fourth_sittings_entries_match_only_what_was_shown() -> None:
     assert known("decode", (), (), "fa2") == "flashinfer-decode-empty-batch-run"
 
 
-def test_the_torch_cuda_runs_failures_are_the_empty_rows_entry_and_it_claims_no_pass() -> None:
-    """torch 2.11 on the H200, the quick matrix without flex (fourth sitting): cuDNN and memory-efficient SDPA
-    write rows that attend nothing; auto records are asked about the kernels their requests ran ("cudnn+math")."""
+def test_every_recorded_torch_cuda_failure_is_the_empty_rows_entry_and_no_pass_is_claimed() -> None:
+    """torch 2.11 on the H200, the quick matrix without flex (recorded in
+    docs/evidence/2026-12-01-flashinfer-h200-session-4.md): cuDNN and memory-efficient SDPA write rows that attend
+    nothing; auto records are asked about the kernels their requests ran ("cudnn+math")."""
     fails, claimed = [], []
     for r in read_jsonl(os.path.join(SESSION_4, "matrix_torch_cuda.jsonl")):
         if not isinstance(r, ParityRecord):

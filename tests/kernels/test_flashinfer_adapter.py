@@ -694,7 +694,7 @@ def test_supports_accepts_what_the_backend_takes(case: Case, backend: str, facts
     assert sup.ok, sup.reason
 
 
-def test_cudnn_declines_what_the_h200_showed_it_cannot_plan() -> None:
+def test_cudnn_declines_fp8_on_sm90_and_page_sizes_not_a_power_of_two() -> None:
     """On the H200 (sm90) cuDNN raised cudnnGraphNotSupportedError for fp8 SDPA ('only supported on Blackwell')
     and for decode pages of 5 ('block size needs to be non-zero and a power of 2'): declined with the reason
     where the GPU is known; an unknown GPU (None) is not judged by an architecture's limit."""
@@ -816,8 +816,8 @@ def test_the_fakes_signatures_match_the_real_library() -> None:
         assert list(inspect.signature(r).parameters) == list(inspect.signature(f).parameters), r.__qualname__
 
 
-def test_the_h200_smoke_script_runs_end_to_end_against_the_fake(fake: Any, monkeypatch: pytest.MonkeyPatch,
-                                                                 tmp_path: Any) -> None:
+def test_the_flashinfer_smoke_script_runs_every_group_end_to_end_against_the_fake(
+        fake: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     """scripts/h200_flashinfer_smoke.py on the fake (device 'cpu'): every group runs, JSON is written."""
     import importlib.util
     import json

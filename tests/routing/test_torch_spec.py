@@ -118,7 +118,7 @@ def test_empty_outranks_head_dims_and_partial_empty_routes_by_the_rest(verdicts)
 H200_RECORDS = Path(__file__).parent / "data" / "torch_cuda_h200_records.jsonl"
 
 
-def test_cuda_rows_explain_every_auto_record_of_the_h200_run():
+def test_the_cuda_rows_explain_every_recorded_sm90_auto_record_and_are_all_reached():
     """Records of the H200 run of 2026-12-01 (see the module docstring): each passes a row, none unexplained,
     and together they reach every CUDA row (cudnn for a masked paged bf16 d64 batch, cudnn+math for
     fp16 d192/128 causal + custom mask, cudnn+flash for MQA decode, ...)."""
