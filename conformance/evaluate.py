@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional
 
 from kernels._env import context_after_error
 from kernels.errors import LibraryRefused
-from kernels.protocol import AttentionKernel, reason_to_json, route_of_failed_run
+from kernels.protocol import AttentionKernel, reason_to_json, route_of_failed_run, wrapper_of_last_plan
 from oracle.judge import Truth, judge
 from reports.records import FAILING, ParityRecord, is_crash
 from scenarios.case import Case
@@ -55,15 +55,18 @@ def evaluate(adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Ca
         t2 = time.perf_counter()
     except LibraryRefused as e:
         rec.status, rec.reason = "refused", f"{e.message}"
+        rec.wrapper = wrapper_of_last_plan(adapter)
         return rec
     except Exception as e:  # the library raised: an error, reported with its type and text
         rec.status = "error"
         rec.reason = f"{type(e).__name__}: {e}"[:2000]
+        rec.wrapper = wrapper_of_last_plan(adapter)
         planned = route_of_failed_run(adapter, inputs)
         if planned is not None:  # plan() returned and said which backend: the record keeps it
             rec.resolved_backend, rec.fallback_reason = planned[0], reason_to_json(planned[1])
         return rec
     rec.plan_s, rec.run_s = t1 - t0, t2 - t1
+    rec.wrapper = wrapper_of_last_plan(adapter)
     timing = getattr(adapter, "last_timing", None)
     if timing is not None and timing.first_use:
         rec.compile_s = timing.compile_s

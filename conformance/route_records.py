@@ -4,8 +4,8 @@
     (or python -m conformance.route_records RESULTS.jsonl ...)
 
 The `auto` records are checked against the library's own choice along the plans of the long-lived
-wrapper that served each one (`plan_sequences` rebuilds those wrappers as kernels/flashinfer/adapter.py
-keys them); under a FlashInfer spec an explicit backend's records are checked against its rows too.
+wrapper that served each one, as the record names it (`ParityRecord.wrapper`, observed by the adapter
+during the run); under a FlashInfer spec an explicit backend's records are checked against its rows too.
 Exit status: 0 when every observation passes and is explained (unreached rows are listed, not
 failed), 1 when one fails or no row explains it (a spec gap included), 2 on bad input (the message
 names the value and the fix). Which records count and what each is expected to show:
@@ -100,12 +100,30 @@ def _pages(case: Case) -> int:
     return sum(case.pages_per_request) if case.is_paged else 0
 
 
-def plan_sequences(plans: Sequence[tuple[str, str, Case]], options: AdapterOptions) -> list[int]:
-    """Sequence index (one per wrapper) for each planned (run_id, backend, case), in order.
+def sequences_of(records: Sequence[ParityRecord], options: AdapterOptions, target: Optional[str]) -> list[int]:
+    """Sequence index (one per library wrapper) of each planned record, in order.
 
-    Eager: one wrapper per (API, KV layout) (FlashInferKernel._eager_wrapper); single prefill has
-    no wrapper and is one sequence. Graph: FlashInferKernel._graph_slot's keying and growth, with
-    the adapter options the run used.
+    A record names its wrapper (`wrapper`, what the adapter used): records of one run and backend that
+    name the same wrapper are one sequence, and a record of an adapter without wrappers (torch) is one
+    sequence per (run, backend, layout, KV layout). Files written before records named their wrapper
+    are read with `legacy_plan_sequences`.
+    """
+    if target == "flashinfer" and all(r.wrapper is None for r in records):
+        return legacy_plan_sequences([(r.run_id, r.backend, Case.from_json(r.case)) for r in records], options)
+    seqs: dict[tuple, int] = {}
+    out = []
+    for r in records:
+        key: tuple = (r.run_id, r.backend, r.wrapper) if r.wrapper is not None else (
+            r.run_id, r.backend, r.case.get("layout"), r.case.get("kv_layout"))
+        out.append(seqs.setdefault(key, len(seqs)))
+    return out
+
+
+def legacy_plan_sequences(plans: Sequence[tuple[str, str, Case]], options: AdapterOptions) -> list[int]:
+    """Sequence index (one per wrapper) for each planned (run_id, backend, case) of a FlashInfer file
+    written before records named their wrapper: the FlashInfer adapter's keying rebuilt (eager: one
+    wrapper per API and KV layout, single prefill one sequence; graph: per API, KV layout, batch size and
+    mask kind, replaced when a case outgrows it). New records are read by `sequences_of`.
     """
     eager: dict[tuple, int] = {}
     slots: dict[tuple, _Slot] = {}
@@ -184,7 +202,7 @@ def check_records(records: Sequence[Any], spec: RoutingSpec, arch: str, *, cudnn
     checked = parity if spec.library in EXPLICIT_ROWS else auto
     planned = [r for r in checked if r.status in PLANNED]
     cases = [Case.from_json(r.case) for r in planned]
-    seqs = plan_sequences([(r.run_id, r.backend, c) for r, c in zip(planned, cases)], options)
+    seqs = sequences_of(planned, options, header.target if header is not None else None)
     queries = []
     for r, c in zip(planned, cases):
         requested, graph = split_backend(r.backend)

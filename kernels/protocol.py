@@ -102,6 +102,14 @@ class AttentionKernel(Protocol):
     def fresh(self) -> "AttentionKernel": ...
 
 
+def wrapper_of_last_plan(adapter: AttentionKernel) -> Optional[str]:
+    """The name of the library wrapper the adapter's last plan() used (set before the library's plan() is
+    called, so a plan that raised has it too), from an adapter that keeps wrappers (`last_wrapper`,
+    FlashInfer); None from any other."""
+    name = getattr(adapter, "last_wrapper", None)
+    return name if isinstance(name, str) else None
+
+
 def route_of_failed_run(adapter: AttentionKernel, inputs: Inputs) -> Optional[tuple[str, Reason]]:
     """What plan() chose for `inputs` when run() then raised, from an adapter that can say
     (`route_after_failed_run`, FlashInfer upstream); None from any other, or when it cannot."""

@@ -78,6 +78,9 @@ class ParityRecord:
     # A failing record's case again on a FRESH adapter (parity_run.fresh_control): "pass" means the
     # failure depends on the long-lived adapter's earlier plans (a lifecycle defect), not on the case.
     fresh: Optional[str] = None
+    # The library wrapper that served the plan, as the adapter names it (unique within a run and backend;
+    # a new name when the adapter replaced the wrapper): a record's place in its wrapper's plan history.
+    wrapper: Optional[str] = None
     schema: int = SCHEMA_VERSION
     kind: str = "parity"
 

@@ -136,6 +136,12 @@ FLASHINFER_ADAPTER_MUTANTS: tuple[Mutant, ...] = (
              (_T_FI + "test_cudnn_declines_fp8_on_sm90_and_page_sizes_not_a_power_of_two",
               "tests/harness/test_known_failures.py::"
               "test_every_failure_of_the_recorded_cudnn_and_decode_tc_matrices_is_an_entry_or_declined_now")),
+    _adapter("fi-graph-wrapper-name-kept-on-replacement", "kernels/flashinfer/adapter.py",
+             "                    f\"#{self._graph_wrappers_made}\")\n",
+             "                    \"#1\")\n",
+             "a graph wrapper replaced for a larger case keeps its predecessor's name: the routing check reads "
+             "two wrappers' plans as one history",
+             ("tests/gate/test_route_records.py::test_records_name_the_wrapper_each_plan_used_and_the_check_groups_by_it",)),
     _adapter("fi-cudnn-block-table-regrowth-missed", "kernels/flashinfer/adapter.py",
              "            if table is not None and (widest := _widest_request_pages(inputs)) > table.shape[1]:\n",
              "            if False:\n",

@@ -228,6 +228,7 @@ class _Capture:
 class _GraphSlot:
     key: tuple  # (api, kv_layout, batch_size, masked)
     wrapper: Any
+    name: str  # as records name it (FlashInferKernel.last_wrapper)
     max_pages: int
     max_mask_bytes: int
     captures: dict = field(default_factory=dict)
@@ -284,6 +285,10 @@ class FlashInferKernel:
         self._graphs = graphs if graphs is not None else TorchGraphs()
         self._wrappers: dict[tuple, Any] = {}
         self._slots: dict[tuple, _GraphSlot] = {}
+        self._graph_wrappers_made = 0
+        # The wrapper the last plan() used, named for the records ("paged/NHD"; in graph mode with its
+        # batch size, mask kind and a number that grows when the slot's wrapper is replaced).
+        self.last_wrapper: Optional[str] = None
         self._workspaces: list[torch.Tensor] = []
         self._planned: Optional[_Planned] = None
         self._support: dict[Case, Support] = {}
@@ -439,7 +444,10 @@ class FlashInferKernel:
                 self.graph_events.append(f"new graph wrapper for {key}: " + "; ".join(why))
             else:
                 self.graph_events.append(f"graph wrapper for {key}: {max_pages} pages, {max_mask} mask bytes")
-            slot = _GraphSlot(key=key, wrapper=wrapper, max_pages=max_pages, max_mask_bytes=max_mask)
+            self._graph_wrappers_made += 1
+            name = (f"graph:{c.layout}/{c.kv_layout}/b{c.batch_size}/{'masked' if masked else 'unmasked'}"
+                    f"#{self._graph_wrappers_made}")
+            slot = _GraphSlot(key=key, wrapper=wrapper, name=name, max_pages=max_pages, max_mask_bytes=max_mask)
             self._slots[key] = slot
         return slot
 
@@ -470,15 +478,16 @@ class FlashInferKernel:
         first = first_use(variant)
         lib = self._lib()
         self._planned = None
+        self.last_wrapper = None
         mask_kw = mask_arguments(lib, inputs, self.options.mask_form)
         t0 = time.perf_counter()
         wrapper, slot = None, None
         if c.layout != "single":
             if self.graph:
                 slot = self._graph_slot(inputs)
-                wrapper = slot.wrapper
+                wrapper, self.last_wrapper = slot.wrapper, slot.name
             else:
-                wrapper = self._eager_wrapper(c.layout, c.kv_layout)
+                wrapper, self.last_wrapper = self._eager_wrapper(c.layout, c.kv_layout), f"{c.layout}/{c.kv_layout}"
             self._plan_wrapper(wrapper, inputs, mask_kw)
         self._sync()
         plan_s = time.perf_counter() - t0

@@ -271,3 +271,39 @@ def test_on_the_fork_a_failed_run_claims_no_backend(monkeypatch):
                               dict(run_id="r1", target="flashinfer", device="cpu", seed=0))
     fl.lib_facts.cache_clear()
     assert rec.status == "error" and rec.resolved_backend is None
+
+
+def test_records_name_the_wrapper_each_plan_used_and_the_check_groups_by_it(monkeypatch):
+    """The adapter names the wrapper of every plan (eager per API and KV layout; in graph mode a new name
+    when a case outgrows the wrapper's fixed buffers, and a plan that raised keeps its wrapper's name); the
+    routing check reads those names, and on records that carry them it agrees with the keying it rebuilds
+    for older files."""
+    passed = SimpleNamespace(passed=True, to_json=lambda: {})
+    monkeypatch.setattr(evaluate, "judge", lambda *a, **k: (passed, None))
+    monkeypatch.setattr(env, "device_capability", lambda device: (9, 0))
+    monkeypatch.setattr(ff, "is_sm90a_supported", lambda device: True)
+    ff.install(monkeypatch)
+    fl.lib_facts.cache_clear()
+    reset_seen()
+    opts = fi.AdapterOptions(workspace_bytes=1024, graph_max_pages=4)
+    eager = fi.FlashInferKernel("auto", "cpu", options=opts, graphs=ff.FakeGraphs())
+    graph = fi.FlashInferKernel("auto", "cpu", graph=True, options=opts, graphs=ff.FakeGraphs())
+    wide = PAGED.replace(kv_lens=(40, 6))  # 9 pages: more than the 4 the first graph plan fixed
+    base = dict(run_id="r1", target="flashinfer", device="cpu", seed=0)
+    records = [evaluate.evaluate(a, c, materialize(c, 0, "cpu"), lambda: None, base)
+               for c in (PAGED, wide, PAGED, RAGGED) for a in (eager, graph)]
+
+    def boom(self, *args, **kwargs):
+        raise RuntimeError("plan failed")
+
+    monkeypatch.setattr(ff.BatchPrefillWithRaggedKVCacheWrapper, "plan", boom)
+    records += [evaluate.evaluate(graph, RAGGED, materialize(RAGGED, 0, "cpu"), lambda: None, base)]
+    fl.lib_facts.cache_clear()
+    assert [r.wrapper for r in records] == [
+        "paged/NHD", "graph:paged/NHD/b2/unmasked#1", "paged/NHD", "graph:paged/NHD/b2/unmasked#2",
+        "paged/NHD", "graph:paged/NHD/b2/unmasked#2", "ragged/NHD", "graph:ragged/NHD/b2/unmasked#3",
+        "graph:ragged/NHD/b2/unmasked#3"]
+    assert records[-1].status == "error"
+    seqs = fr.sequences_of(records, opts, "flashinfer")
+    assert seqs == [0, 1, 0, 2, 0, 2, 3, 4, 4]
+    assert seqs == fr.legacy_plan_sequences([(r.run_id, r.backend, Case.from_json(r.case)) for r in records], opts)

@@ -166,15 +166,15 @@ def _session_3_records() -> list[ParityRecord]:
 
 
 def _follows_a_masked_plan(recs: list[ParityRecord], i: int) -> bool:
-    """The plan before record i on the same long-lived wrapper (the run's keying, as conformance.route_records
-    rebuilds it) was masked."""
+    """The plan before record i on the same long-lived wrapper (these records predate the wrapper field: the
+    run's keying, as conformance.route_records rebuilds it for such files) was masked."""
     from kernels.flashinfer.adapter import AdapterOptions
-    from conformance.route_records import PLANNED, plan_sequences
+    from conformance.route_records import PLANNED, legacy_plan_sequences
     from scenarios.case import Case
 
     planned = [j for j, p in enumerate(recs) if p.status in PLANNED]
-    seqs = dict(zip(planned, plan_sequences([(recs[j].run_id, recs[j].backend, Case.from_json(recs[j].case))
-                                             for j in planned], AdapterOptions())))
+    seqs = dict(zip(planned, legacy_plan_sequences([(recs[j].run_id, recs[j].backend, Case.from_json(recs[j].case))
+                                                    for j in planned], AdapterOptions())))
     before = [j for j in planned if j < i and seqs[j] == seqs[i]]
     return bool(before) and recs[before[-1]].case["mask"] == "custom"
 
