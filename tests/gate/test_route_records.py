@@ -10,6 +10,7 @@ replay of wrapper history is checked against the adapter's real behaviour.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import os
 import sys
 from dataclasses import replace
@@ -307,3 +308,18 @@ def test_records_name_the_wrapper_each_plan_used_and_the_check_groups_by_it(monk
     seqs = fr.sequences_of(records, opts, "flashinfer")
     assert seqs == [0, 1, 0, 2, 0, 2, 3, 4, 4]
     assert seqs == fr.legacy_plan_sequences([(r.run_id, r.backend, Case.from_json(r.case)) for r in records], opts)
+
+
+def test_the_wrappers_the_h200_run_named_are_the_ones_the_legacy_keying_rebuilds():
+    """On the real library (docs/evidence/2026-12-01-h200-6: flashinfer 0.7.2.post1, graph_max_pages=8),
+    the wrapper names the adapter recorded group the plans as the keying rebuilt for older files does,
+    the second paged case outgrowing its graph wrapper; and every record is explained by the spec."""
+    recs = fr.load_records(str(Path(__file__).resolve().parents[2] / "docs/evidence/2026-12-01-h200-6/results.jsonl"))
+    header = next(r for r in recs if isinstance(r, RunHeader))
+    parity = [r for r in recs if isinstance(r, ParityRecord) and r.status in fr.PLANNED]
+    options = fr.adapter_options_of(header)
+    assert options.graph_max_pages == 8 and all(r.wrapper for r in parity)
+    assert "graph:paged/NHD/b2/unmasked#2" in {r.wrapper for r in parity}
+    assert fr.sequences_of(parity, options, "flashinfer") == fr.legacy_plan_sequences(
+        [(r.run_id, r.backend, Case.from_json(r.case)) for r in parity], options)
+    assert fr.check_records(recs, SPEC, "sm90").ok
