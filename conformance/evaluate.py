@@ -7,16 +7,17 @@ pytest grid (conformance/test_parity_grid.py) all evaluate through here.
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from typing import Any, Callable, Optional
 
 from kernels._env import context_after_error
 from kernels.errors import LibraryRefused
 from kernels.protocol import AttentionKernel, reason_to_json, route_of_failed_run, wrapper_of_last_plan
-from oracle.judge import Truth, judge
+from oracle.judge import Truth, judge, truth
 from reports.records import FAILING, ParityRecord, is_crash
 from scenarios.case import Case
 from scenarios.errors import InvalidValue
-from scenarios.tensors import Inputs
+from scenarios.tensors import Inputs, materialize
 
 CONTEXT_LOST = "the CUDA context was lost after this case; the next case ran in a fresh process"
 PENDING_CLEARED = "it left a pending CUDA error, read and cleared before the next case"
@@ -120,3 +121,38 @@ def make_adapter(target: Any, backend: str, device: str, options: dict) -> Atten
     except (TypeError, ValueError) as e:
         raise InvalidValue("--adapter-option", ",".join(f"{k}={v}" for k, v in options.items()),
                            f"options the {target.name} target's adapters take", f"drop or correct it ({e})") from None
+
+
+class CaseTruth:
+    """A case's inputs, materialised once, and the oracle's truth for them, computed on first use (a case
+    whose backends all decline never runs the oracle)."""
+
+    def __init__(self, inputs: Inputs) -> None:
+        self.inputs = inputs
+        self._truth: Optional[Truth] = None
+
+    def truth(self) -> Truth:
+        if self._truth is None:
+            self._truth = truth(self.inputs)
+        return self._truth
+
+
+class TruthCache:
+    """The one cache of "this case's truth": per (case, seed, device), the least recently used dropped past
+    `size`. The parity run and the pytest grid keep one case (its backends share it; cases arrive grouped,
+    so memory stays flat); the scenario machines keep many (shrinking replays the same plans)."""
+
+    def __init__(self, size: int = 1) -> None:
+        self.size = size
+        self._items: OrderedDict[tuple[Case, int, str], CaseTruth] = OrderedDict()
+
+    def of(self, case: Case, seed: int, device: str, inputs: Optional[Inputs] = None) -> CaseTruth:
+        """The entry of (case, seed, device); `inputs` (a captured batch) instead of materialising them."""
+        key = (case, seed, device)
+        if key in self._items:
+            self._items.move_to_end(key)
+            return self._items[key]
+        entry = self._items[key] = CaseTruth(inputs if inputs is not None else materialize(case, seed, device))
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+        return entry

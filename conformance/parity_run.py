@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from conformance.gate import GATE_FAILING, Ledger, LedgerVerdict, not_launched
-from conformance.evaluate import CONTEXT_LOST_IN_PROCESS, evaluate_with_control, make_adapter
+from conformance.evaluate import CONTEXT_LOST_IN_PROCESS, TruthCache, evaluate_with_control, make_adapter
 from conformance.isolate import IsolatedEvaluator
 from conformance.markers import arch_here
 from kernels import get_target, skips
@@ -24,14 +24,13 @@ from kernels._env import warm_mkl_vml
 from kernels.errors import KernelUnavailable
 from kernels.protocol import Stage
 from kernels.standin_label import standin_from_versions
-from oracle.judge import Truth, truth
 from reports.parity import render_markdown
 from reports.records import ParityRecord, RunFooter, RunHeader, StageRecord, count_key, read_jsonl
 from reports.sink import JsonlSink
 from scenarios import matrix
 from scenarios.case import Case
 from scenarios.errors import InvalidValue
-from scenarios.tensors import Inputs, materialize, to_device, validate_inputs
+from scenarios.tensors import Inputs, to_device, validate_inputs
 
 HARNESS_VERSION = "0.1.0"
 RESULTS_FILE = "results.jsonl"
@@ -107,6 +106,7 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
     versions = target.versions()
     arch = arch_here(device)
     ledger = Ledger(target_name, versions.get(target_name), arch, adapter_options)
+    truths = TruthCache()
     # A stand-in's records are labelled, counted apart and never read as conformance (kernels/standins/).
     base = dict(run_id=run_id, target=target_name, device=device, seed=seed, standin=standin_from_versions(versions))
     total = len(cases) * len(adapters)
@@ -159,17 +159,10 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
                         for b in launch:
                             emit(case, isolated.evaluate(case, b, base))
                         continue
-                    case_inputs = to_device(inputs, device) if inputs is not None else materialize(case, seed, device)
-                    validate_inputs(case_inputs)
-                    cache: dict[str, Truth] = {}
-
-                    def get_truth(cache: dict[str, Truth] = cache, case_inputs: Inputs = case_inputs) -> Truth:
-                        if "t" not in cache:
-                            cache["t"] = truth(case_inputs)
-                        return cache["t"]
-
+                    known = truths.of(case, seed, device, to_device(inputs, device) if inputs is not None else None)
+                    validate_inputs(known.inputs)
                     for i, b in enumerate(launch):
-                        rec, alive = evaluate_with_control(adapters[b], case, case_inputs, get_truth, base, device,
+                        rec, alive = evaluate_with_control(adapters[b], case, known.inputs, known.truth, base, device,
                                                            CONTEXT_LOST_IN_PROCESS)
                         emit(case, rec)
                         if not alive:  # nothing more can run in this process: the rest go to child processes

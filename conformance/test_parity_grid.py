@@ -7,25 +7,15 @@ import pytest
 
 from conformance.gate_plugin import as_decision, note
 from conformance.grid_run import GridRun
-from conformance.evaluate import evaluate
-from oracle.judge import Truth, truth
+from conformance.evaluate import TruthCache, evaluate
 from reports.parity import failure_line
 from reports.records import ParityRecord
 from scenarios.case import Case
-from scenarios.tensors import Inputs, materialize
 
 # One long-lived adapter per backend, and one truth per case, per test process: adapters are
 # reused across cases as a serving engine reuses a wrapper, and the oracle runs once per case.
 _ADAPTERS: dict[tuple[str, str, str], Any] = {}
-_TRUTH: dict[str, tuple[Inputs, Truth]] = {}
-
-
-def _inputs_and_truth(case: Case, seed: int, device: str) -> tuple[Inputs, Truth]:
-    if case.id not in _TRUTH:
-        _TRUTH.clear()  # cases arrive grouped; keep one alive so memory stays flat
-        inputs = materialize(case, seed, device)
-        _TRUTH[case.id] = (inputs, truth(inputs))
-    return _TRUTH[case.id]
+_TRUTHS = TruthCache()
 
 
 def test_backend_matches_the_oracle(parity_case: Case, backend: str, attncheck_grid: GridRun,
@@ -38,8 +28,8 @@ def test_backend_matches_the_oracle(parity_case: Case, backend: str, attncheck_g
         key = (grid.target, backend, grid.device)
         if key not in _ADAPTERS:
             _ADAPTERS[key] = get_target(grid.target).make(backend, grid.device)
-        inputs, t = _inputs_and_truth(parity_case, grid.seed, grid.device)
-        return evaluate(_ADAPTERS[key], parity_case, inputs, lambda: t, grid.base)
+        known = _TRUTHS.of(parity_case, grid.seed, grid.device)
+        return evaluate(_ADAPTERS[key], parity_case, known.inputs, known.truth, grid.base)
 
     rec, _, verdict = grid.evaluate(parity_case, backend, in_process)
     note(request.node, rec, verdict)

@@ -28,7 +28,6 @@ shrinks, that is the shrunk sequence, which conformance/explore/repro.py turns i
 """
 from __future__ import annotations
 
-import functools
 import os
 from pathlib import Path
 from dataclasses import dataclass, field, replace
@@ -38,11 +37,12 @@ import torch
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
+from conformance.evaluate import TruthCache
 from kernels._env import context_after_error, device_type
 from kernels.errors import LibraryRefused
 from kernels.protocol import AttentionKernel, KernelOutput, Reason, route_of_failed_run
-from oracle.compare import unwritten_mask
-from oracle.judge import Truth, judge, truth
+from scenarios.poison import unwritten_mask
+from oracle.judge import Truth, judge
 from routing.check import ObservedRoute, check
 from routing.per_request import routes_for
 from routing.spec import ExpectedRoute, RoutingEnv, RoutingQuery, RoutingSpec, query_from_case
@@ -215,10 +215,12 @@ class _Planned:
     index: int  # this plan's position in that history, from 1
 
 
-@functools.lru_cache(maxsize=512)
+_TRUTHS = TruthCache(size=512)
+
+
 def cached_truth(case: Case, seed: int) -> Truth:
-    """The oracle for (case, seed), computed once: shrinking replays the same plans many times."""
-    return truth(materialize(case, seed))
+    """The oracle for (case, seed) on the CPU, computed once: shrinking replays the same plans many times."""
+    return _TRUTHS.of(case, seed, "cpu").truth()
 
 
 def default_wrapper_key(case: Case, graph: bool) -> tuple:

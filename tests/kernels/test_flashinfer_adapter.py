@@ -31,7 +31,7 @@ from kernels.errors import UnknownBackend, UnsupportedCase
 from kernels.flashinfer.support import decide
 from kernels.flashinfer.variants import (RunTiming, order_by_variant, group_by_variant, reset_seen, variant_key)
 from kernels.protocol import LSE_BASE2, LSE_NATURAL, NOT_REPORTED, AttentionKernel
-from oracle.compare import unwritten_mask
+from scenarios.poison import unwritten_mask
 from oracle.judge import judge, truth
 from oracle.masks import allowed, pack_bits, segment_pack_bits
 from scenarios.case import Case
