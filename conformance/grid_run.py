@@ -14,7 +14,6 @@ import uuid
 from typing import Any, Callable, Optional
 
 from conformance.gate import GATE_FAILING, Ledger, LedgerVerdict, not_launched
-from conformance.evaluate import CONTEXT_LOST, note_context
 from conformance.isolate import IsolatedEvaluator
 from conformance.known_failures import KnownFailure
 from conformance.markers import arch_here
@@ -49,12 +48,14 @@ class GridRun:
     def _isolated(self) -> IsolatedEvaluator:
         return IsolatedEvaluator(self.target, self.device, self.seed, timeout_s=self.case_timeout_s)
 
-    def evaluate(self, case: Case, backend: str, in_process: Callable[[], ParityRecord]
+    def evaluate(self, case: Case, backend: str, in_process: Callable[[], tuple[ParityRecord, bool]]
                  ) -> tuple[ParityRecord, Optional[KnownFailure], LedgerVerdict]:
         """The record of one (case, backend), written; the ledger entry that predicts it fails (if any), and
         the gate's verdict (conformance.gate.Ledger, as `attncheck run` judges it).
 
-        `in_process` evaluates it in this process.
+        `in_process` evaluates it in this process, as the parity run does (conformance.evaluate.
+        evaluate_with_control: the fresh control of a failing record, the CUDA context probed after an
+        error), returning the record and whether the context still serves.
         """
         crash = self.ledger.held_back(case, backend)
         if crash is not None:
@@ -62,8 +63,8 @@ class GridRun:
         elif self.evaluator is not None:
             rec = self.evaluator.evaluate(case, backend, self.base)
         else:
-            rec = in_process()
-            if rec.status == "error" and not note_context(rec, self.device, CONTEXT_LOST):
+            rec, alive = in_process()
+            if not alive:
                 self.evaluator = self._isolated()  # this process's GPU is unusable from here on
         entry, verdict = self.ledger.verdict(case, backend, rec)
         self.verdicts.append(verdict)

@@ -7,7 +7,7 @@ import pytest
 
 from conformance.gate_plugin import as_decision, note
 from conformance.grid_run import GridRun
-from conformance.evaluate import TruthCache, evaluate
+from conformance.evaluate import CONTEXT_LOST, TruthCache, evaluate_with_control
 from reports.parity import failure_line
 from reports.records import ParityRecord
 from scenarios.case import Case
@@ -24,12 +24,13 @@ def test_backend_matches_the_oracle(parity_case: Case, backend: str, attncheck_g
     from kernels import get_target
     grid = attncheck_grid
 
-    def in_process() -> ParityRecord:
+    def in_process() -> tuple[ParityRecord, bool]:
         key = (grid.target, backend, grid.device)
         if key not in _ADAPTERS:
             _ADAPTERS[key] = get_target(grid.target).make(backend, grid.device)
         known = _TRUTHS.of(parity_case, grid.seed, grid.device)
-        return evaluate(_ADAPTERS[key], parity_case, known.inputs, known.truth, grid.base)
+        return evaluate_with_control(_ADAPTERS[key], parity_case, known.inputs, known.truth, grid.base, grid.device,
+                                     CONTEXT_LOST)
 
     rec, _, verdict = grid.evaluate(parity_case, backend, in_process)
     note(request.node, rec, verdict)

@@ -370,6 +370,19 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
              "CaseTruth(materialize(case, seed, device))",
              "a replayed captured batch is replaced by inputs made from its case: the run judges other tensors",
              ("tests/harness/test_truth_cache.py::test_a_captured_batch_is_used_as_given",)),
+    _harness("grid-without-fresh-control", "conformance/test_parity_grid.py",
+             "        return evaluate_with_control(_ADAPTERS[key], parity_case, known.inputs, known.truth, grid.base, "
+             "grid.device,\n                                     CONTEXT_LOST)\n",
+             "        from conformance.evaluate import evaluate\n"
+             "        return evaluate(_ADAPTERS[key], parity_case, known.inputs, known.truth, grid.base), True\n",
+             "the pytest grid evaluates without the fresh control `attncheck run` applies: its failing records "
+             "cannot tell history from the case",
+             ("tests/gate/test_gate_ledger.py::test_ledger_outcomes_under_the_gate",)),
+    _harness("grid-footer-exit-by-status", "conformance/grid_run.py",
+             "exit_status=int(any(v.outcome in GATE_FAILING for v in self.verdicts))))",
+             "exit_status=int(any(v.outcome == \"fail\" for v in self.verdicts))))",
+             "the grid's results file says exit 0 where the gate failed on an unexpected pass",
+             ("tests/gate/test_gate_ledger.py::test_ledger_outcomes_under_the_gate",)),
     _harness("ledger-asks-the-fresh-pick", "conformance/gate.py",
              "                          resolved=rec.resolved_backend)\n",
              "                          resolved=None)\n",

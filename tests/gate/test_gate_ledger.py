@@ -10,9 +10,9 @@ import pytest
 # `_inductor_test` operator library twice (RuntimeError in any later FlexAttention test).
 import torch._dynamo  # noqa: F401
 
+import conformance.evaluate as ev
 import conformance.known_failures as kf
 import conformance.parity_run as pr
-import conformance.test_parity_grid as grid
 from conformance.isolate import FAULT_ENV
 from reports.merge import load_runs
 from scenarios.case import Case
@@ -52,11 +52,12 @@ def _tests(pytester: pytest.Pytester) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def test_ledger_outcomes_under_the_gate(pytester: pytest.Pytester, small_grid: None,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Expected failure xfails naming its unfiled issue, an entry's pass fails, a crash entry is not launched."""
+    """Expected failure xfails naming its unfiled issue, an entry's pass fails, a crash entry is not launched;
+    the records the grid writes carry the fresh control and the gate's exit status."""
     monkeypatch.setattr(kf, "LEDGER", (_entry("fake-error", "error", C1, "flash"),
                                        _entry("fake-fixed", "fail", C2, "math"),
                                        _entry("fake-crash", "crash", C2, "flash")))
-    real = grid.evaluate
+    real = ev.evaluate
 
     def failing_flash(adapter: Any, case: Case, *a: Any) -> Any:
         rec = real(adapter, case, *a)
@@ -64,7 +65,7 @@ def test_ledger_outcomes_under_the_gate(pytester: pytest.Pytester, small_grid: N
             rec.status, rec.reason = "error", "RuntimeError: injected"
         return rec
 
-    monkeypatch.setattr(grid, "evaluate", failing_flash)
+    monkeypatch.setattr(ev, "evaluate", failing_flash)
     res = _run(pytester)
     res.assert_outcomes(passed=1, failed=1, skipped=1, xfailed=1)
     out = res.stdout.str()
@@ -81,6 +82,9 @@ def test_ledger_outcomes_under_the_gate(pytester: pytest.Pytester, small_grid: N
     by = {(r.backend, r.case_id): r for r in run.parity}
     assert by[("flash", C2.id)].status == "skip" and "fake-crash" in by[("flash", C2.id)].reason
     assert by[("flash", C1.id)].known == "fake-error"
+    # the grid evaluates as `attncheck run` does: a failing record gets the fresh-adapter control
+    assert by[("flash", C1.id)].fresh == "error" and by[("math", C1.id)].fresh is None
+    assert run.footer.exit_status == 1  # the gate's verdict: fake-fixed's pass is unexpected
 
 
 def test_a_crashing_case_is_isolated_and_named(pytester: pytest.Pytester, small_grid: None,

@@ -76,9 +76,12 @@ def test_a_dead_cuda_context_moves_the_rest_of_a_gate_run_to_child_processes(mon
     monkeypatch.setattr(ev, "context_after_error", lambda device: next(probes))
     base = run.base
 
-    def error() -> ParityRecord:
-        return ParityRecord(backend="math", case_id=C1.id, case=C1.to_json(), status="error",
-                            reason="RuntimeError: illegal", **base)
+    monkeypatch.setattr(ev, "evaluate", lambda *a: ParityRecord(backend="math", case_id=C1.id, case=C1.to_json(),
+                                                                 status="error", reason="RuntimeError: illegal",
+                                                                 **base))
+
+    def error() -> tuple[ParityRecord, bool]:  # as the grid's test evaluates in process
+        return ev.evaluate_with_control(object(), C1, None, lambda: None, base, "cpu", CONTEXT_LOST)
 
     rec, _, _ = run.evaluate(C1, "math", error)  # a pending error, read and cleared: the run stays in process
     assert rec.reason == f"RuntimeError: illegal; {PENDING_CLEARED}: AcceleratorError: invalid argument"

@@ -38,11 +38,11 @@ def test_the_gate_does_not_call_a_pass_on_the_held_kernel_unexpected(monkeypatch
     sees a plain pass; on fa3 the same pass is the entry's unexpected pass."""
     monkeypatch.setattr(kf, "LEDGER", (FA3_ONLY,))
     run = GridRun("torch", "cpu", "quick", 0, "w0")
-    rec, entry, verdict = run.evaluate(CASE, "auto", lambda: _record("pass", "fa2"))
+    rec, entry, verdict = run.evaluate(CASE, "auto", lambda: (_record("pass", "fa2"), True))
     assert entry is None and rec.known is None and verdict.outcome == "pass"
-    rec, entry, verdict = run.evaluate(CASE, "auto", lambda: _record("pass", "fa3"))
+    rec, entry, verdict = run.evaluate(CASE, "auto", lambda: (_record("pass", "fa3"), True))
     assert entry is not None and entry.id == "fake-fa3-defect" and verdict.outcome == "unexpected_pass"
-    rec, entry, verdict = run.evaluate(CASE, "auto", lambda: _record("fail", "fa3"))
+    rec, entry, verdict = run.evaluate(CASE, "auto", lambda: (_record("fail", "fa3"), True))
     assert rec.known == "fake-fa3-defect" and verdict.outcome == "expected_failure"
 
 
