@@ -1,7 +1,8 @@
 """`attncheck run`: the parity matrix of a target (or given cases, or a captured batch) against the oracle.
 
-Exit status: 0 every case held, 1 something failed or errored, 2 bad usage (an unknown target or
-backend, a malformed budget or case, a batch file that contradicts its case), before any result
+Exit status is the gate's verdict (conformance.gate.Ledger): 0 every record held or failed as a
+ledger entry predicts, 1 an unexplained failure or an unexpected pass, 2 bad usage (an unknown target
+or backend, a malformed budget or case, a batch file that contradicts its case), before any result
 file is written.
 """
 from __future__ import annotations
