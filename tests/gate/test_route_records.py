@@ -195,12 +195,8 @@ def test_cli_exits_2_on_a_file_it_cannot_check(tmp_path, capsys, content):
 
 # ---- records written the way a run writes them, from the fake ----------------------------------
 
-def test_records_of_long_lived_auto_adapters_on_the_fake_pass_and_exercise_the_lifecycle(monkeypatch):
-    """evaluate() over short quick-matrix cases on one `auto` and one `auto+graph` adapter (sm90).
-
-    The oracle is stubbed out (the fake's numerics are not the point here, and truth() per case
-    would dominate the test): what is kept is how evaluate() turns a plan/run into a record.
-    """
+def _fake_sm90_judged_passing(monkeypatch) -> None:
+    """The fake installed as upstream on an sm90a device, every judged record a pass (the oracle stubbed)."""
     passed = SimpleNamespace(passed=True, to_json=lambda: {})
     monkeypatch.setattr(evaluate, "judge", lambda *a, **k: (passed, None))
     monkeypatch.setattr(env, "device_capability", lambda device: (9, 0))
@@ -208,6 +204,15 @@ def test_records_of_long_lived_auto_adapters_on_the_fake_pass_and_exercise_the_l
     ff.install(monkeypatch)
     fl.lib_facts.cache_clear()
     reset_seen()
+
+
+def test_records_of_long_lived_auto_adapters_on_the_fake_pass_and_exercise_the_lifecycle(monkeypatch):
+    """evaluate() over short quick-matrix cases on one `auto` and one `auto+graph` adapter (sm90).
+
+    The oracle is stubbed out (the fake's numerics are not the point here, and truth() per case
+    would dominate the test): what is kept is how evaluate() turns a plan/run into a record.
+    """
+    _fake_sm90_judged_passing(monkeypatch)
     opts = fi.AdapterOptions(workspace_bytes=1024)
     adapters = [fi.FlashInferKernel("auto", "cpu", graph=g, options=opts, graphs=ff.FakeGraphs())
                 for g in (False, True)]
@@ -279,13 +284,7 @@ def test_records_name_the_wrapper_each_plan_used_and_the_check_groups_by_it(monk
     when a case outgrows the wrapper's fixed buffers, and a plan that raised keeps its wrapper's name); the
     routing check reads those names, and on records that carry them it agrees with the keying it rebuilds
     for older files."""
-    passed = SimpleNamespace(passed=True, to_json=lambda: {})
-    monkeypatch.setattr(evaluate, "judge", lambda *a, **k: (passed, None))
-    monkeypatch.setattr(env, "device_capability", lambda device: (9, 0))
-    monkeypatch.setattr(ff, "is_sm90a_supported", lambda device: True)
-    ff.install(monkeypatch)
-    fl.lib_facts.cache_clear()
-    reset_seen()
+    _fake_sm90_judged_passing(monkeypatch)
     opts = fi.AdapterOptions(workspace_bytes=1024, graph_max_pages=4)
     eager = fi.FlashInferKernel("auto", "cpu", options=opts, graphs=ff.FakeGraphs())
     graph = fi.FlashInferKernel("auto", "cpu", graph=True, options=opts, graphs=ff.FakeGraphs())
