@@ -15,7 +15,10 @@ timing by (configuration, backend). Regressions, each of which makes the exit st
   (reports/stats.py); a point estimate alone never makes a regression.
 
 Also reported, not regressions: newly passing cases, timing improvements, and pairs on one side
-only (with why, e.g. the time budget). A baseline that cannot be compared (another schema, harness
+only (with why, e.g. the time budget). A comparison that is not complete is never "no regression":
+a side whose run has no end record (interrupted, killed, cut off) or that lacks (backend, case)
+pairs the other side has is said in the report's first line and exits 1; two sides with no pair
+in common are refused (exit 2). A baseline that cannot be compared (another schema, harness
 major version, target, architecture, or a stand-in on one side only) is refused before anything
 is compared: DiffRefused, one line naming the mismatch and the fix (the CLI exits 2).
 """
@@ -55,6 +58,7 @@ class Side:
     parity: dict[tuple[str, str], ParityRecord]
     timing: dict[tuple[str, str], list[float]]  # (config_id, backend) -> seconds
     stage_errors: dict[str, str]
+    unfinished: tuple[str, ...] = ()  # "run <id>: <n> records, no end record", one per run without a footer
 
 
 def _one(name: str, what: str, values: set[Any], fix: str) -> Any:
@@ -91,7 +95,9 @@ def side(name: str, runs: list[Run]) -> Side:
     for h in heads:
         versions.update(h.versions)
     standin = next((h.standin for h in heads if h.standin), None)
-    return Side(name, target, arch, hv, versions, standin, parity, timing, errors)
+    unfinished = tuple(f"run {r.run_id}: {len(r.parity) + len(r.timing)} records, no end record"
+                       for r in runs if r.header is not None and r.footer is None)
+    return Side(name, target, arch, hv, versions, standin, parity, timing, errors, unfinished)
 
 
 def check_compatible(base: Side, new: Side) -> None:
@@ -137,6 +143,7 @@ class DiffReport:
     timing_improvements: list[Change] = field(default_factory=list)
     one_side_only: list[Change] = field(default_factory=list)
     settings: dict[str, float] = field(default_factory=dict)
+    incomplete: list[str] = field(default_factory=list)  # why this is not a complete comparison
 
     REGRESSIONS = ("newly_failing", "error_growth", "routing_changes", "lost_capabilities", "timing_regressions")
     NOTES = ("newly_passing", "timing_improvements", "one_side_only")
@@ -144,6 +151,11 @@ class DiffReport:
     @property
     def regressions(self) -> int:
         return sum(len(getattr(self, k)) for k in self.REGRESSIONS)
+
+    @property
+    def exit_status(self) -> int:
+        """1 on a regression or an incomplete comparison, else 0."""
+        return 1 if self.regressions or self.incomplete else 0
 
 
 def _status(r: ParityRecord) -> str:
@@ -161,9 +173,21 @@ def _ci(ci: RatioCI) -> str:
 
 def diff(base: Side, new: Side, error_factor: float = 2.0, error_floor: float = 0.25,
          max_slowdown: float = 0.10) -> DiffReport:
-    """Every regression and note between two compatible sides (check_compatible first)."""
+    """Every regression and note between two compatible sides (check_compatible first), and why the
+    comparison is incomplete where it is; two sides with no pair in common are refused."""
+    if not (set(base.parity) & set(new.parity)) and not (set(base.timing) & set(new.timing)):
+        sizes = f"BASE {len(base.parity) + len(base.timing)}, NEW {len(new.parity) + len(new.timing)}"
+        raise DiffRefused("pairs", sizes,
+                          "at least one (backend, case) or timed pair on both sides",
+                          "compare results of the same matrix, backends and sweep; rerun the side that stopped early")
     rep = DiffReport(base, new, settings={"error_factor": error_factor, "error_floor": error_floor,
                                           "max_slowdown": max_slowdown})
+    for s in (base, new):
+        rep.incomplete += [f"{s.name} is unfinished ({u})" for u in s.unfinished]
+    for s, other in ((new, base), (base, new)):
+        missing = len(set(other.parity) - set(s.parity)) + len(set(other.timing) - set(s.timing))
+        if missing:
+            rep.incomplete.append(f"{s.name} lacks {missing} pair(s) that {other.name} has")
     for key in sorted(set(base.parity) | set(new.parity)):
         k = f"{key[0]} {key[1]}"
         b, n = base.parity.get(key), new.parity.get(key)
@@ -237,8 +261,12 @@ def version_changes(rep: DiffReport, settings: bool = False) -> list[str]:
 
 def render_markdown(rep: DiffReport, limit_per_section: int = 200) -> str:
     verdict = f"**{rep.regressions} regression(s)**" if rep.regressions else "**no regression**"
+    if rep.incomplete:
+        verdict += " among the pairs both sides have"
     settings = version_changes(rep, settings=True)
-    lines = [f"# attncheck diff: {rep.base.target} on {rep.base.arch}", "",
+    first = ([f"**Incomplete comparison, not a verdict**: {'; '.join(rep.incomplete)}. Fix: rerun the side "
+              "that stopped (or pass the complete results), then diff again.", ""] if rep.incomplete else [])
+    lines = [*first, f"# attncheck diff: {rep.base.target} on {rep.base.arch}", "",
              f"- {verdict}; versions: {', '.join(version_changes(rep)) or 'unchanged'}"
              + (f"; settings: {', '.join(settings)}" if settings else ""),
              f"- compared {len(set(rep.base.parity) & set(rep.new.parity))} (backend, case) pairs and "
@@ -261,8 +289,10 @@ def render_markdown(rep: DiffReport, limit_per_section: int = 200) -> str:
 def to_json(rep: DiffReport) -> dict[str, Any]:
     def sd(s: Side) -> dict[str, Any]:
         return {"target": s.target, "arch": s.arch, "harness_version": s.harness_version, "versions": s.versions,
-                "standin": s.standin, "parity_pairs": len(s.parity), "timed_pairs": len(s.timing)}
+                "standin": s.standin, "parity_pairs": len(s.parity), "timed_pairs": len(s.timing),
+                "unfinished": list(s.unfinished)}
 
-    return {"regressions": rep.regressions, "base": sd(rep.base), "new": sd(rep.new), "settings": rep.settings,
+    return {"regressions": rep.regressions, "incomplete": rep.incomplete, "exit_status": rep.exit_status,
+            "base": sd(rep.base), "new": sd(rep.new), "settings": rep.settings,
             "version_changes": version_changes(rep), "setting_changes": version_changes(rep, settings=True),
             **{k: [c.__dict__ for c in getattr(rep, k)] for k in (*DiffReport.REGRESSIONS, *DiffReport.NOTES)}}

@@ -1,7 +1,9 @@
 """`attncheck diff BASE NEW`: compare new results with a baseline (attncheck record) for regressions.
 
-Exit status: 0 no regression, 1 a regression, 2 bad usage or a baseline that cannot be compared,
-in one line naming the value and the fix, before any file is written.
+Exit status: 0 no regression in a complete comparison, 1 a regression or an incomplete comparison
+(a side without its end record, or lacking pairs the other has: said in the report's first line),
+2 bad usage or sides that cannot be compared (no pair in common included), in one line naming the
+value and the fix, before any file is written.
 """
 from __future__ import annotations
 
@@ -52,4 +54,4 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         with open(os.path.join(args.out, DIFF_JSON), "w", encoding="utf-8") as f:
             json.dump(rd.to_json(rep), f, indent=1, sort_keys=True)
     print(md)
-    return EXIT_FAILED if rep.regressions else EXIT_OK
+    return EXIT_FAILED if rep.exit_status else EXIT_OK

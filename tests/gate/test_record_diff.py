@@ -32,7 +32,7 @@ def _tim(config: str, samples: list[float]) -> TimingRecord:
                         batch=1, kv_len=64, q_len=4, case=CASE, backends=["math"], samples={"math": samples})
 
 
-def _write(path: str, recs: list[Any], **header: Any) -> str:
+def _write(path: str, recs: list[Any], finished: bool = True, **header: Any) -> str:
     h = dict(run_id="r", target="torch", device="cuda", budget="quick", seed=0, versions={"torch": "2.11"},
              argv=[], started="t", harness_version=HARNESS_VERSION, arch="sm90")
     h.update(header)
@@ -40,7 +40,8 @@ def _write(path: str, recs: list[Any], **header: Any) -> str:
     with open(path, "w", encoding="utf-8") as f:
         f.write(to_line(RunHeader(**h)) + "\n")
         f.writelines(to_line(r) + "\n" for r in recs)
-        f.write(to_line(RunFooter(run_id="r", counts={}, elapsed_s=1.0, exit_status=0)) + "\n")
+        if finished:
+            f.write(to_line(RunFooter(run_id="r", counts={}, elapsed_s=1.0, exit_status=0)) + "\n")
     return path
 
 
@@ -92,6 +93,35 @@ def test_a_baseline_against_itself_has_no_regression(tmp_path: Any, capsys: pyte
     base = _write(str(tmp_path / "b.jsonl"), BASE)
     code, out, _ = _diff(capsys, base, base)
     assert code == 0 and "**no regression**" in out
+
+
+@pytest.mark.parametrize("new_recs,finished,why", [
+    pytest.param(BASE, False, "NEW is unfinished (run r: 9 records, no end record)", id="killed-after-its-last-record"),
+    pytest.param(BASE[:3], False, "NEW is unfinished (run r: 3 records, no end record); NEW lacks 6 pair(s) that "
+                 "BASE has", id="cut-off"),
+    pytest.param(BASE[:3], True, "NEW lacks 6 pair(s) that BASE has", id="finished-but-narrower"),
+    pytest.param([*BASE, _par("math", "Z", "pass")], True, "BASE lacks 1 pair(s) that NEW has", id="wider"),
+])
+def test_an_incomplete_comparison_is_said_first_and_exits_1(tmp_path: Any, capsys: pytest.CaptureFixture[str],
+                                                           new_recs: list[Any], finished: bool, why: str) -> None:
+    """A NEW cut short, killed, or narrower than BASE is never "no regression": the first line says why."""
+    base = _write(str(tmp_path / "b.jsonl"), BASE)
+    new = _write(str(tmp_path / "n.jsonl"), new_recs, finished=finished)
+    code, out, _ = _diff(capsys, base, new, "--out", str(tmp_path / "d"))
+    first = out.splitlines()[0]
+    assert code == 1 and first.startswith("**Incomplete comparison, not a verdict**: ") and why in first
+    assert "**no regression** among the pairs both sides have" in out
+    rep = json.loads((tmp_path / "d" / "diff.json").read_text())
+    assert rep["regressions"] == 0 and rep["exit_status"] == 1 and rep["incomplete"]
+
+
+def test_two_sides_with_no_pair_in_common_are_refused(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """A header-only NEW (the run died before its first record) compares nothing: exit 2, one line."""
+    base = _write(str(tmp_path / "b.jsonl"), BASE)
+    new = _write(str(tmp_path / "n.jsonl"), [], finished=False)
+    code, out, err = _diff(capsys, base, new)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "pairs=" in err and "rerun the side that stopped early" in err
 
 
 @pytest.mark.parametrize("base_kw,new_kw,needle", [
