@@ -87,14 +87,23 @@ def _skips(runs: list[Run]) -> list[dict[str, Any]]:
             for (a, s, b, reason), n in sorted(c.items())]
 
 
-def build(runs: list[Run], routing: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+def incomplete(runs: list[Run], empty_paths: Sequence[str] = ()) -> list[str]:
+    """Why these results are not a complete account: paths holding no record, runs with no end record."""
+    return ([f"{p} holds no attncheck record" for p in empty_paths]
+            + [f"run {r.run_id} ({r.path}) has no end record: interrupted, killed or still running"
+               for r in runs if r.header is not None and r.footer is None])
+
+
+def build(runs: list[Run], routing: Sequence[dict[str, Any]] = (), empty_paths: Sequence[str] = ()
+          ) -> dict[str, Any]:
     """The report's model: every section as plain data (report.json is this, dumped).
 
     `routing` holds the routing checks of the runs, made by their caller
     (conformance/route_records.py `check_runs`): rendering checks nothing itself."""
     recs = records_of(runs)
-    return {"runs": [_run_line(r) for r in runs], "parity": _parity(runs), "outcomes": _outcomes(runs),
-            "failures": _failures(runs), "skips": _skips(runs), "routing": list(routing),
+    return {"incomplete": incomplete(runs, empty_paths), "runs": [_run_line(r) for r in runs],
+            "parity": _parity(runs), "outcomes": _outcomes(runs), "failures": _failures(runs),
+            "skips": _skips(runs), "routing": list(routing),
             "timing": [dict(timing.to_json(ab), markdown=timing.render_markdown(ab)) for ab in timing.tables(recs)]}
 
 
@@ -108,7 +117,9 @@ def _demote(md: str, levels: int) -> str:
 
 
 def render_markdown(model: dict[str, Any], title: str = "attncheck report") -> str:
-    lines = [f"# {title}", ""]
+    first = ([f"**Incomplete results**: {'; '.join(model['incomplete'])}. What follows covers only the records "
+              "written.", ""] if model["incomplete"] else [])
+    lines = [*first, f"# {title}", ""]
     for r in model["runs"]:
         if not r.get("header", True):
             lines.append(f"- records without a run header in {r['path']}")

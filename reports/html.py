@@ -129,7 +129,10 @@ def _routing(r: dict[str, Any]) -> str:
 
 
 def render_html(model: dict[str, Any], title: str = "attncheck report") -> str:
-    parts = [f"<h1>{_e(title)}</h1>", "<ul>"]
+    parts = [f"<h1>{_e(title)}</h1>"]
+    if model["incomplete"]:
+        parts.append(f'<p class="bad"><b>Incomplete results</b>: {_e("; ".join(model["incomplete"]))}</p>')
+    parts.append("<ul>")
     for r in model["runs"]:
         if not r.get("header", True):
             parts.append(f"<li>records without a run header in {_e(r['path'])}</li>")

@@ -1,7 +1,8 @@
 """`attncheck report RESULTS...`: render or merge the results of several runners (markdown, JSON, HTML).
 
-Exit status: 0 written, 2 bad usage (results that cannot be merged, an output directory that
-cannot be created), in one line naming the value and the fix.
+Exit status: 0 written (a run with no end record, or a path with no record beside others, is said
+in the report's first line), 2 bad usage (results that cannot be merged or hold no record at all,
+an output directory that cannot be created), in one line naming the value and the fix.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import os
 from typing import Any, Sequence
 
 from conformance.commands.common import EXIT_OK, out_dir
+from scenarios.errors import InvalidValue
 
 NAME = "report"
 REPORT_MD, REPORT_JSON, REPORT_HTML = "report.md", "report.json", "report.html"
@@ -30,8 +32,12 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from reports.html import render_html
     from reports.merge import load_runs
 
+    empty = [p for p in args.results if not load_runs([p])]
+    if len(empty) == len(args.results):
+        raise InvalidValue("RESULTS", ", ".join(empty), "results holding at least one attncheck record",
+                           "pass the results of a run that wrote records (a run that died at once wrote none)")
     runs = load_runs(list(args.results))
-    model = combined.build(runs, routing=check_runs(runs))
+    model = combined.build(runs, routing=check_runs(runs), empty_paths=empty)
     md, page = combined.render_markdown(model, args.title), render_html(model, args.title)
     out_dir("--out", args.out)
     for name, text in ((REPORT_MD, md), (REPORT_HTML, page),

@@ -110,3 +110,23 @@ def test_a_version_the_runner_lacks_is_left_out_of_every_report() -> None:
     md = render_markdown(recs)
     assert "hip" not in md.split("- versions: ")[1].splitlines()[0] and "flashinfer 0.7.2.post1" in md
     assert versions_text({"torch": "2.13", "hip": "none", "cudnn": None}) == "torch 2.13"
+
+
+def test_results_with_no_record_or_no_end_are_said_first(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """An empty results file is no clean "0 failures": alone it is refused (exit 2, one line); beside a run
+    it is said in the report's first line, as is a run with no end record."""
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert cli.main(["report", str(empty), "--out", str(tmp_path / "r0")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "holding at least one attncheck record" in err
+    assert not (tmp_path / "r0").exists()
+    cut = tmp_path / "cut.jsonl"
+    lines = open(_gfx942_run(str(tmp_path / "g.jsonl")), encoding="utf-8").read().splitlines()
+    cut.write_text("\n".join(lines[:-1]) + "\n")  # the run's footer never written
+    assert cli.main(["report", str(cut), str(empty), "--out", str(tmp_path / "r")]) == 0
+    first = (tmp_path / "r" / "report.md").read_text().splitlines()[0]
+    assert first.startswith("**Incomplete results**: ") and f"{empty} holds no attncheck record" in first
+    assert "run g (" in first and "has no end record" in first
+    assert "Incomplete results" in (tmp_path / "r" / "report.html").read_text()
+
