@@ -13,7 +13,7 @@ from kernels.errors import KernelUnavailable, UnknownBackend, UnknownTarget
 from scenarios.errors import InvalidInputs, InvalidValue
 
 PROG = "attncheck"
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 USAGE_ERRORS = (UnknownTarget, UnknownBackend, KernelUnavailable, InvalidValue, InvalidInputs)
 
 

@@ -199,3 +199,29 @@ def test_explore_is_dispatched_to_the_scenario_machines(tmp_path) -> None:
     with pytest.raises(SystemExit) as e:  # argparse of conformance/explore/loop.py: unknown target
         main(["explore", "--target", "nonesuch", "--out", str(tmp_path / "e")])
     assert e.value.code == 2 and not (tmp_path / "e").exists()
+
+
+def test_sigterm_ends_a_run_like_ctrl_c_with_exit_143(tmp_path):
+    """SIGTERM (what `timeout` and CI cancellation send) midway: the message, the records kept, a report
+    saying the run did not finish, exit status 143."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    cases = json.dumps([{**SMALL, "qo_lens": [n, 1]} for n in range(1, 200)])
+    p = subprocess.Popen([sys.executable, "-m", "conformance", "run", "--target", "torch", "--device", "cpu",
+                          "--backend", "math", "--case", cases, "--out", str(tmp_path)], cwd=root,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    results = tmp_path / "results.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (not results.exists() or len(results.read_text().splitlines()) < 3):
+        time.sleep(0.05)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 143 and "terminated (SIGTERM); results written so far are kept" in err
+    recs = read_jsonl(str(results))
+    assert isinstance(recs[0], RunHeader) and any(isinstance(r, ParityRecord) for r in recs)
+    assert not any(isinstance(r, RunFooter) for r in recs)
+    assert "did not finish" in (tmp_path / "report.md").read_text()
