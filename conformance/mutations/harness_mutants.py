@@ -426,6 +426,12 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
              "    raise KeyboardInterrupt()\n",
              "a terminated run exits 130, as if a person pressed Ctrl-C: CI cannot tell cancellation from interruption",
              ("tests/harness/test_cli.py::test_sigterm_ends_a_run_like_ctrl_c_with_exit_143",)),
+    _harness("hypothesis-profile-registered-late", "conftest.py",
+             "settings.register_profile(\"attncheck-oracle-thorough\", max_examples=1000,",
+             "settings.register_profile(\"attncheck-oracle-thorough-unused\", max_examples=1000,",
+             "`pytest --hypothesis-profile=attncheck-oracle-thorough` finds no such profile (an INTERNALERROR)",
+             ("tests/harness/test_hypothesis_profiles.py::test_the_oracle_tests_draw_what_the_chosen_profile_says"
+              "[thorough]",)),
     _harness("ledger-asks-the-fresh-pick", "conformance/gate.py",
              "                          resolved=rec.resolved_backend)\n",
              "                          resolved=None)\n",
