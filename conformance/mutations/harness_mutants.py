@@ -432,6 +432,13 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
              "`pytest --hypothesis-profile=attncheck-oracle-thorough` finds no such profile (an INTERNALERROR)",
              ("tests/harness/test_hypothesis_profiles.py::test_the_oracle_tests_draw_what_the_chosen_profile_says"
               "[thorough]",)),
+    _harness("marker-declared-twice", "conformance/gate_plugin.py",
+             "        config.addinivalue_line(\"markers\", f\"{m.name}: needs {m.needs}\")\n",
+             "        config.addinivalue_line(\"markers\", f\"{m.name}: needs {m.needs}\")\n"
+             "        config.addinivalue_line(\"markers\", f\"{m.name}: a second declaration\")\n",
+             "a hardware marker declared twice (as pyproject.toml once did for cuda): `pytest --markers` lists "
+             "it twice",
+             ("tests/gate/test_markers.py::test_every_hardware_marker_is_declared_once",)),
     _harness("ledger-asks-the-fresh-pick", "conformance/gate.py",
              "                          resolved=rec.resolved_backend)\n",
              "                          resolved=None)\n",

@@ -43,3 +43,20 @@ def test_every_marker_is_registered_with_the_gate() -> None:
 
 def test_this_cpu_machine_meets_no_hardware_marker() -> None:
     assert not {"cuda", "sm90", "rocm", "gfx942", "gfx950", "multi_gpu"} & markers.detect_here()
+
+
+def test_every_hardware_marker_is_declared_once() -> None:
+    """`pytest --markers` lists each of attncheck's markers once (the gate plugin declares the hardware ones)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_DISABLE_PLUGIN_AUTOLOAD"}
+    r = subprocess.run([sys.executable, "-m", "pytest", "--markers", "-p", "no:cacheprovider"], cwd=root, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    names = [line.split(":")[0] for line in r.stdout.splitlines() if line.startswith("@pytest.mark.")]
+    ours = [n for n in names if n.split(".")[-1].split("(")[0] in {m.name for m in markers.MARKERS} | {"slow"}]
+    assert ours and len(ours) == len(set(ours)), ours
