@@ -19,7 +19,7 @@ import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from scenarios import axes
 from scenarios.axes import KVLayout as KVLayout, Layout as Layout, MaskKind as MaskKind  # defined with their values
@@ -139,6 +139,8 @@ class Case:
         if unknown:
             raise InvalidCase("<json>", sorted(unknown), f"only the fields {sorted(known)}",
                               "drop the unknown keys or upgrade attncheck")
+        for name, value in d.items():
+            _check_json_type(name, value, _JSON_TYPES[name])
         kwargs: dict[str, Any] = {k: (tuple(v) if k in ("qo_lens", "kv_lens") else v) for k, v in d.items()}
         return cls(**kwargs)
 
@@ -220,6 +222,41 @@ def _validate(c: Case) -> None:
 # Every name Case.features can return (the CLI's --feature choices).
 FEATURES: tuple[str, ...] = ("causal", "custom_mask", "window", "soft_cap", "gqa", "mqa", "fp8", "empty_batch",
                              "zero_len", "plain")
+
+
+# What each field of a Case holds in JSON: a bool is a JSON bool and a length a JSON integer, never a
+# string or a float that would be read as one ("causal": "false" is not False; [4.5] is not [4]).
+_JSON_TYPES: dict[str, str] = {
+    "layout": "string", "kv_layout": "string", "mask": "string", "q_dtype": "string", "kv_dtype": "string",
+    "o_dtype": "string", "label": "string",
+    "qo_lens": "integers", "kv_lens": "integers",
+    "num_qo_heads": "integer", "num_kv_heads": "integer", "head_dim_qk": "integer", "head_dim_vo": "integer",
+    "page_size": "integer", "window_left": "integer",
+    "causal": "boolean", "return_lse": "boolean",
+    "logits_soft_cap": "number", "input_scale": "number",
+    "sm_scale": "number or null", "q_scale": "number or null", "k_scale": "number or null", "v_scale": "number or null",
+}
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_json_type(name: str, value: Any, kind: str) -> None:
+    """Refuse a JSON value whose type is not the field's, naming the field, the value and the fix."""
+    checks: dict[str, Callable[[Any], bool]] = {
+        "string": lambda v: isinstance(v, str),
+        "integers": lambda v: isinstance(v, (list, tuple)) and all(_is_int(x) for x in v),  # a tuple: from Python
+        "integer": _is_int,
+        "boolean": lambda v: isinstance(v, bool),
+        "number": lambda v: _is_int(v) or isinstance(v, float),
+        "number or null": lambda v: v is None or _is_int(v) or isinstance(v, float)}
+    ok = checks[kind](value)
+    if not ok:
+        example = {"string": '"paged"', "integers": "[4, 1]", "integer": "8", "boolean": "true or false",
+                   "number": "30.0", "number or null": "0.5 or null"}[kind]
+        what = "a JSON list of integers" if kind == "integers" else f"a JSON {kind}"
+        raise InvalidCase(name, value, what, f"write it as e.g. \"{name}\": {example}")
 
 
 def load_cases(text: str) -> list[Case]:

@@ -90,3 +90,46 @@ def test_features_names_every_feature_a_case_can_have() -> None:
 
     seen = {f for c in matrix.build("standard") + flashinfer_matrix.build("quick") for f in c.features}
     assert seen == set(FEATURES)
+
+
+_GOOD = {"layout": "ragged", "qo_lens": [4, 1], "kv_lens": [9, 3], "num_qo_heads": 4, "num_kv_heads": 2}
+
+
+@pytest.mark.parametrize("field,value", [
+    pytest.param("causal", "false", id="bool-as-string"), pytest.param("causal", 0, id="bool-as-integer"),
+    pytest.param("return_lse", "yes", id="bool-as-word"),
+    pytest.param("qo_lens", [4.5, 1], id="length-as-float"), pytest.param("qo_lens", "abc", id="lengths-as-string"),
+    pytest.param("kv_lens", [9, True], id="length-as-bool"), pytest.param("qo_lens", 4, id="lengths-as-integer"),
+    pytest.param("num_qo_heads", 4.0, id="heads-as-float"), pytest.param("num_kv_heads", True, id="heads-as-bool"),
+    pytest.param("page_size", "16", id="page-size-as-string"), pytest.param("window_left", None, id="window-null"),
+    pytest.param("logits_soft_cap", "30", id="cap-as-string"), pytest.param("logits_soft_cap", False, id="cap-as-bool"),
+    pytest.param("sm_scale", "0.1", id="scale-as-string"), pytest.param("layout", 1, id="layout-as-integer"),
+    pytest.param("q_dtype", None, id="dtype-null"),
+])
+def test_a_json_value_of_the_wrong_type_is_refused_not_coerced(field, value):
+    """"causal": "false" would run a causal case and [4.5] a query of 4: each is refused, naming the field."""
+    with pytest.raises(InvalidCase) as e:
+        Case.from_json({**_GOOD, field: value})
+    assert e.value.field == field and e.value.value == value and f'"{field}": ' in e.value.fix
+
+
+def test_every_case_field_has_its_json_type_and_well_typed_json_is_taken():
+    """A new Case field must say what JSON it takes; a case's own JSON always passes the check."""
+    from scenarios.case import _JSON_TYPES
+
+    assert set(_JSON_TYPES) == {f.name for f in dataclasses.fields(Case)}
+    full = Case.from_json({**_GOOD, "causal": True, "sm_scale": 0.125, "logits_soft_cap": 30, "q_scale": None})
+    assert Case.from_json(full.to_json()) == full and full.causal is True and full.logits_soft_cap == 30
+
+
+def test_the_cli_refuses_a_wrongly_typed_case_in_one_line(tmp_path, capsys):
+    """`attncheck run --case '{... "causal": "false"}'`: exit 2, one line naming the field and the fix."""
+    import json
+
+    from conformance import cli
+
+    code = cli.main(["run", "--device", "cpu", "--case", json.dumps({**_GOOD, "causal": "false"}),
+                     "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "Case.causal='false'" in err[0] and "true or false" in err[0]
+    assert not (tmp_path / "o").exists()
