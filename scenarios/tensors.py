@@ -239,7 +239,13 @@ def load(path: str) -> Inputs:
     except FileNotFoundError:
         raise InvalidInputs("--inputs", path, "an existing file written by scenarios.tensors.save",
                             "check the path") from None
-    if not isinstance(blob, dict) or "case" not in blob:
+    except IsADirectoryError:
+        raise InvalidInputs("--inputs", path, "a file written by scenarios.tensors.save, not a directory",
+                            "pass the batch file itself") from None
+    except Exception as e:  # torch.load on anything else: truncated, random bytes, text, another pickle
+        raise InvalidInputs("--inputs", path, "a batch file written by scenarios.tensors.save",
+                            f"pass an intact file; this one does not load ({type(e).__name__})") from None
+    if not isinstance(blob, dict) or not isinstance(blob.get("case"), dict):
         raise InvalidInputs("--inputs", path, "a dict with a 'case' entry and the Inputs tensors",
                             "write the file with scenarios.tensors.save")
     case = Case.from_json(blob["case"])

@@ -61,6 +61,20 @@ def out_dir(flag: str, path: str) -> None:
                            f"pass a writable path ({e.strerror})") from None
 
 
+def usable_out_dir(flag: str, path: str) -> None:
+    """Refuse, without creating anything, an output directory that cannot be made: `path` or a folder
+    above it is a file, or the nearest existing folder is not writable."""
+    probe = os.path.abspath(path)
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        raise InvalidValue(flag, path, "a directory (or a path where one can be made)",
+                           f"{probe} is a file: pass another --out")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise InvalidValue(flag, path, "a directory (or a path where one can be made)",
+                           f"{probe} is not writable: pass another --out")
+
+
 def add_forwarded(sub: Any, name: str, what: str) -> None:
     """Register a subcommand whose tool keeps its own parser: cli.main hands it the arguments unparsed."""
     sub.add_parser(name, help=f"{what} (its options: {prog(name)} --help)", add_help=False)

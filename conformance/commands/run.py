@@ -14,7 +14,8 @@ from typing import Any, Sequence
 
 from tabulate import tabulate
 
-from conformance.commands.common import EXIT_FAILED, EXIT_OK, default_device, parse_options, set_jit_cache
+from conformance.commands.common import (EXIT_FAILED, EXIT_OK, default_device, parse_options, set_jit_cache,
+                                         usable_out_dir)
 from reports.parity import COUNT_HEADERS, counts_by_backend, failure_line, failures, skips_by_reason
 from reports.records import ParityRecord, StageRecord
 from scenarios.case import FEATURES, load_cases
@@ -89,6 +90,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     device = args.device or default_device()
     if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
         raise InvalidValue("--device", device, "cpu, cuda or cuda:N", "pass --device cpu or --device cuda")
+    usable_out_dir("--out", args.out)  # a file, or a path under one, is refused before anything is written
     t0 = time.perf_counter()
     what = (f"{len(cases)} given case(s)" if cases else "a captured batch" if inputs
             else f"the {args.budget} matrix")
