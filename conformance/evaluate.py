@@ -56,18 +56,17 @@ def evaluate(adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Ca
         t2 = time.perf_counter()
     except LibraryRefused as e:
         rec.status, rec.reason = "refused", f"{e.message}"
-        rec.wrapper = wrapper_of_last_plan(adapter)
         return rec
     except Exception as e:  # the library raised: an error, reported with its type and text
         rec.status = "error"
         rec.reason = f"{type(e).__name__}: {e}"[:2000]
-        rec.wrapper = wrapper_of_last_plan(adapter)
         planned = route_of_failed_run(adapter, inputs)
         if planned is not None:  # plan() returned and said which backend: the record keeps it
             rec.resolved_backend, rec.fallback_reason = planned[0], reason_to_json(planned[1])
         return rec
+    finally:  # planned, whether or not the library then raised: the record names the wrapper it used
+        rec.wrapper = wrapper_of_last_plan(adapter)
     rec.plan_s, rec.run_s = t1 - t0, t2 - t1
-    rec.wrapper = wrapper_of_last_plan(adapter)
     timing = getattr(adapter, "last_timing", None)
     if timing is not None and timing.first_use:
         rec.compile_s = timing.compile_s
@@ -103,7 +102,7 @@ def evaluate_with_control(adapter: AttentionKernel, case: Case, inputs: Inputs, 
     """evaluate(), then fresh_control() of a failing record, probing the CUDA context after each error:
     a pending error is read, cleared and named on the record (the next case would meet it otherwise),
     a loss is named as `lost_text` (None: the caller names it). Returns (record, whether the context
-    still serves). The in-process run and the isolated child both evaluate through here."""
+    still serves). The in-process run, the isolated child and the pytest grid evaluate through here."""
     rec = evaluate(adapter, case, inputs, get_truth, base)
     alive = rec.status != "error" or note_context(rec, device, lost_text)
     if alive:

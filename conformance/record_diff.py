@@ -96,7 +96,7 @@ def side(name: str, runs: list[Run]) -> Side:
         versions.update(h.versions)
     standin = next((h.standin for h in heads if h.standin), None)
     unfinished = tuple(f"run {r.run_id}: {len(r.parity) + len(r.timing)} records, no end record"
-                       for r in runs if r.header is not None and r.footer is None)
+                       for r in runs if r.unfinished)
     return Side(name, target, arch, hv, versions, standin, parity, timing, errors, unfinished)
 
 

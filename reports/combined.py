@@ -91,7 +91,7 @@ def incomplete(runs: list[Run], empty_paths: Sequence[str] = ()) -> list[str]:
     """Why these results are not a complete account: paths holding no record, runs with no end record."""
     return ([f"{p} holds no attncheck record" for p in empty_paths]
             + [f"run {r.run_id} ({r.path}) has no end record: interrupted, killed or still running"
-               for r in runs if r.header is not None and r.footer is None])
+               for r in runs if r.unfinished])
 
 
 def build(runs: list[Run], routing: Sequence[dict[str, Any]] = (), empty_paths: Sequence[str] = ()

@@ -37,6 +37,11 @@ class Run:
         return self.header.run_id if self.header else "?"
 
     @property
+    def unfinished(self) -> bool:
+        """A run that began (its header) and never wrote its end record: interrupted, killed or still going."""
+        return self.header is not None and self.footer is None
+
+    @property
     def arch(self) -> str:
         """The header's architecture; older files, written before the stamp, read 'unknown'."""
         return (self.header.arch if self.header else None) or "unknown"

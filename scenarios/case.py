@@ -242,19 +242,21 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+# Each JSON kind: the check of a value, and an example for the fix.
+_JSON_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "string": (lambda v: isinstance(v, str), '"paged"'),
+    "integers": (lambda v: isinstance(v, (list, tuple)) and all(_is_int(x) for x in v), "[4, 1]"),  # tuple: Python
+    "integer": (_is_int, "8"),
+    "boolean": (lambda v: isinstance(v, bool), "true or false"),
+    "number": (lambda v: _is_int(v) or isinstance(v, float), "30.0"),
+    "number or null": (lambda v: v is None or _is_int(v) or isinstance(v, float), "0.5 or null"),
+}
+
+
 def _check_json_type(name: str, value: Any, kind: str) -> None:
     """Refuse a JSON value whose type is not the field's, naming the field, the value and the fix."""
-    checks: dict[str, Callable[[Any], bool]] = {
-        "string": lambda v: isinstance(v, str),
-        "integers": lambda v: isinstance(v, (list, tuple)) and all(_is_int(x) for x in v),  # a tuple: from Python
-        "integer": _is_int,
-        "boolean": lambda v: isinstance(v, bool),
-        "number": lambda v: _is_int(v) or isinstance(v, float),
-        "number or null": lambda v: v is None or _is_int(v) or isinstance(v, float)}
-    ok = checks[kind](value)
-    if not ok:
-        example = {"string": '"paged"', "integers": "[4, 1]", "integer": "8", "boolean": "true or false",
-                   "number": "30.0", "number or null": "0.5 or null"}[kind]
+    check, example = _JSON_CHECKS[kind]
+    if not check(value):
         what = "a JSON list of integers" if kind == "integers" else f"a JSON {kind}"
         raise InvalidCase(name, value, what, f"write it as e.g. \"{name}\": {example}")
 
