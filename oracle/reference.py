@@ -17,7 +17,8 @@ Conventions, each tested in tests/oracle/:
   * lse is the NATURAL log of sum(exp(s)) over attended keys; lse_to_base2 converts.
 
 Precision:
-  "fp32"  (default) the oracle: all math in float32 on dequantised inputs.
+  "fp32"  (default) the oracle: all math in float32 on dequantised inputs (no TF32, whatever
+          the caller's torch settings).
   "fp64"  the same in float64.
   "input" the baseline of the tolerance model: the same math done the way a kernel in the input
           dtype does it. fp16/bf16 queries: both matmuls in that dtype, softmax in fp32 and its
@@ -28,11 +29,14 @@ Precision:
 Memory: work is split into (query-head block x query-row block) chunks whose full score rows
 fit in `budget_bytes`, with K and V gathered and dequantised one key block at a time; a
 [heads, q, kv] tensor for a whole long request is never built. Softmax stays exact (two passes
-over whole rows), not an online rescaling.
+over whole rows), not an online rescaling. Each chunk is two batched GEMMs over its KV heads
+(GQA by view, not by copying K/V per query head) and a few whole-tensor passes between them.
 """
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
@@ -47,9 +51,10 @@ PRECISIONS: tuple[str, ...] = ("fp32", "fp64", "input")
 DEFAULT_BUDGET_BYTES = 256 * 2**20
 LOG2E = 1.0 / math.log(2.0)
 # Bytes of live temporaries per score element at a chunk's peak, in units of the score dtype:
-# the scores themselves, the mask and its comparisons, and the probabilities' low-precision copy
-# ("input" precision). _softmax works in place to keep this small.
-_SCORE_COPIES = 3
+# the scores themselves (_softmax works in place), the probabilities' low-precision copy ("input"
+# precision, half at most) and the boolean mask [rows, kv] that the chunk's heads share (a
+# quarter at most, a half while negated): under two in all.
+_SCORE_COPIES = 2
 
 
 @dataclass
@@ -88,33 +93,33 @@ def _dequant(x: torch.Tensor, descale: float, dtype: torch.dtype) -> torch.Tenso
     return x.to(dtype)
 
 
-def _kv_rows(inputs: Inputs, which: str, i: int, heads: torch.Tensor, k0: int, k1: int) -> torch.Tensor:
-    """Keys [k0, k1) of request i's K or V for the given KV heads, [k1 - k0, len(heads), D], as stored.
+def _kv_rows(inputs: Inputs, which: str, span: tuple[int, int], kv0: int, kv1: int, k0: int, k1: int
+             ) -> torch.Tensor:
+    """Keys [k0, k1) of one request's K or V for KV heads [kv0, kv1), [k1 - k0, kv1 - kv0, D], as stored.
 
-    Paged KV is read through the page table: page n of request i is kv_page_indices[indptr[i]+n].
+    `span` is the request's [indptr[i], indptr[i + 1]): its tokens in packed K/V, or its entries
+    of the page table (paged KV is read only through kv_page_indices).
     """
     c = inputs.case
     src = inputs.k if which == "k" else inputs.v
     hnd = c.kv_layout == "HND"
     if c.is_paged:
-        assert inputs.kv_page_indptr is not None and inputs.kv_page_indices is not None
+        assert inputs.kv_page_indices is not None
         ps = c.page_size
-        lo, hi = int(inputs.kv_page_indptr[i]), int(inputs.kv_page_indptr[i + 1])
+        lo, hi = span
         pages = inputs.kv_page_indices[lo:hi].long()
         pages = pages[k0 // ps:(k1 - 1) // ps + 1]
-        # Pages and heads in one gather, so only the wanted heads are copied: [n, h, page, D].
+        # One gather of the pages, copying only the wanted heads: [n, page, h, D].
         if hnd:  # pool [P, H, page, D]
-            blk = src[pages.view(-1, 1), heads.view(1, -1)]
-        else:  # pool [P, page, H, D]; advanced indices split by a slice come first
-            blk = src[pages.view(-1, 1), :, heads.view(1, -1)]
-        blk = blk.transpose(1, 2)  # [n, page, h, D]
+            blk = src[pages, kv0:kv1].transpose(1, 2)
+        else:  # pool [P, page, H, D]
+            blk = src[pages, :, kv0:kv1]
         first = k0 % ps
-        return blk.reshape(-1, heads.numel(), blk.shape[-1])[first:first + (k1 - k0)]
-    assert inputs.kv_indptr is not None
-    lo = int(inputs.kv_indptr[i])
+        return blk.reshape(-1, kv1 - kv0, blk.shape[-1])[first:first + (k1 - k0)]
+    lo = span[0]
     if hnd:
-        return src[heads, lo + k0:lo + k1].transpose(0, 1)
-    return src[lo + k0:lo + k1, heads]
+        return src[kv0:kv1, lo + k0:lo + k1].transpose(0, 1)
+    return src[lo + k0:lo + k1, kv0:kv1]
 
 
 def _plan_chunks(heads: int, group: int, rows: int, kv: int, dkv: int, elem: int, stored_elem: int,
@@ -125,6 +130,7 @@ def _plan_chunks(heads: int, group: int, rows: int, kv: int, dkv: int, elem: int
     whole rows); one quarter to one key block of K or V (computed copy plus stored gather).
     Head blocks start at one KV head's group, so each gather serves as many rows as fit: K and V
     are re-read once per row block, and few row blocks keep the oracle fast on long contexts.
+    A head block is whole groups or a divisor of one, so it never splits a group unevenly.
     """
     score_budget = budget * 3 // 4
     per_row = _SCORE_COPIES * kv * elem
@@ -132,9 +138,22 @@ def _plan_chunks(heads: int, group: int, rows: int, kv: int, dkv: int, elem: int
     # The head block must also leave one key of K/V per head room in the K/V quarter.
     kv_heads_fit = (budget - score_budget) // (dkv * (elem + stored_elem))
     hb = max(1, min(heads, max(min(group, score_budget // per_row), all_rows), kv_heads_fit))
+    hb = hb // group * group if hb >= group else max(d for d in range(1, hb + 1) if group % d == 0)
     rb = max(1, min(rows, score_budget // (hb * per_row)))
     kb = max(1, min(kv, (budget - score_budget) // (hb * dkv * (elem + stored_elem))))
     return hb, rb, kb
+
+
+@contextmanager
+def _true_fp32() -> Iterator[None]:
+    """fp32 matmuls in full fp32 for the duration (no TF32 on CUDA), whatever the caller set."""
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
 def attention(inputs: Inputs, precision: Precision = "fp32",
@@ -151,50 +170,89 @@ def attention(inputs: Inputs, precision: Precision = "fp32",
     qs, ks, vs = fp8_descales(c)
     group = c.group_size
     elem = torch.tensor([], dtype=acc).element_size()
-    for i, (qo, kv) in enumerate(zip(c.qo_lens, c.kv_lens)):
-        if qo == 0 or kv == 0:
-            continue  # nothing to attend: out 0, lse -inf
-        q0 = int(inputs.qo_indptr[i])
-        custom = inputs.request_mask(i)
-        hb, rb, kb = _plan_chunks(c.num_qo_heads, group, qo, kv, max(c.head_dim_qk, c.head_dim_vo), elem,
-                                  inputs.k.element_size(), budget_bytes)
-        for h0 in range(0, c.num_qo_heads, hb):
-            qheads = torch.arange(h0, min(h0 + hb, c.num_qo_heads), device=dev)
-            kv_heads = qheads // group
-            for r0 in range(0, qo, rb):
-                rows = torch.arange(r0, min(r0 + rb, qo), device=dev)
-                q = _dequant(inputs.q[q0 + rows][:, qheads], qs, mm_dtype)
-                keep = allowed(rows, qo, kv, causal=c.causal, window_left=c.window_left, custom=custom)
-                s = torch.empty((qheads.numel(), rows.numel(), kv), dtype=acc, device=dev)
-                for k0 in range(0, kv, kb):
-                    k = _dequant(_kv_rows(inputs, "k", i, kv_heads, k0, min(k0 + kb, kv)), ks, mm_dtype)
-                    s[:, :, k0:k0 + kb] = torch.einsum("rhd,khd->hrk", q, k)
-                p, l_blk = _softmax(s, keep, c.scale, c.logits_soft_cap)
-                if p_dtype is not None:
-                    p = p.to(p_dtype)
-                o_blk = torch.zeros((rows.numel(), qheads.numel(), c.head_dim_vo), dtype=acc, device=dev)
-                for k0 in range(0, kv, kb):
-                    v = _dequant(_kv_rows(inputs, "v", i, kv_heads, k0, min(k0 + kb, kv)), vs, mm_dtype)
-                    o_blk += torch.einsum("hrk,khd->rhd", p[:, :, k0:k0 + kb].to(v.dtype), v).to(acc)
-                out[q0 + rows.view(-1, 1), qheads.view(1, -1)] = o_blk
-                lse[q0 + rows.view(-1, 1), qheads.view(1, -1)] = l_blk
+    # Offsets read to the host once: a device read per request would stall the GPU each time.
+    kv_indptr = inputs.kv_page_indptr if c.is_paged else inputs.kv_indptr
+    assert kv_indptr is not None
+    q_starts, kv_starts = inputs.qo_indptr.tolist(), kv_indptr.tolist()
+    with _true_fp32():
+        for i, (qo, kv) in enumerate(zip(c.qo_lens, c.kv_lens)):
+            if qo == 0 or kv == 0:
+                continue  # nothing to attend: out 0, lse -inf
+            q0, span = q_starts[i], (kv_starts[i], kv_starts[i + 1])
+            custom = inputs.request_mask(i)
+            hb, rb, kb = _plan_chunks(c.num_qo_heads, group, qo, kv, max(c.head_dim_qk, c.head_dim_vo), elem,
+                                      inputs.k.element_size(), budget_bytes)
+            for h0 in range(0, c.num_qo_heads, hb):
+                h1 = min(h0 + hb, c.num_qo_heads)
+                kv0, kv1 = h0 // group, (h1 - 1) // group + 1  # the KV heads that query heads [h0, h1) read
+                n = kv1 - kv0
+                for r0 in range(0, qo, rb):
+                    r1 = min(r0 + rb, qo)
+                    keep = allowed(torch.arange(r0, r1, device=dev), qo, kv, causal=c.causal,
+                                   window_left=c.window_left, custom=custom)
+                    # GQA without a copy of K/V per query head: heads [h0, h1) are the groups of KV heads
+                    # [kv0, kv1), so q [rows, heads, D] is viewed [KV heads, group heads x rows, D], s and o alike.
+                    q = _dequant(inputs.q[q0 + r0:q0 + r1, h0:h1], qs, mm_dtype)
+                    q = q.transpose(0, 1).reshape(n, -1, c.head_dim_qk)
+                    s = torch.empty((h1 - h0, r1 - r0, kv), dtype=acc, device=dev)
+                    for k0 in range(0, kv, kb):
+                        k1 = min(k0 + kb, kv)
+                        k = _dequant(_kv_rows(inputs, "k", span, kv0, kv1, k0, k1), ks, mm_dtype)
+                        _scaled_scores(s.view(n, -1, kv)[:, :, k0:k1], q, k.permute(1, 2, 0), c.scale)
+                    e, denom, l_blk = _softmax(s, keep, c.logits_soft_cap)
+                    # P = e / denom. In fp32 and fp64 the division waits for the [rows, D] output (the
+                    # same math on D/kv as many numbers); "input" rounds P itself, so it divides first.
+                    if p_dtype is not None:
+                        e = e.div_(denom).to(p_dtype)
+                        denom = torch.ones_like(denom)
+                    e = e.view(n, -1, kv)
+                    o = torch.empty((n, e.shape[1], c.head_dim_vo), dtype=acc, device=dev)
+                    for k0 in range(0, kv, kb):
+                        k1 = min(k0 + kb, kv)
+                        v = _dequant(_kv_rows(inputs, "v", span, kv0, kv1, k0, k1), vs, mm_dtype)
+                        _add_weighted_values(o, e[:, :, k0:k1].to(v.dtype), v.transpose(0, 1), first=k0 == 0)
+                    o = o.view(h1 - h0, r1 - r0, -1).div_(denom)
+                    out[q0 + r0:q0 + r1, h0:h1] = o.transpose(0, 1)
+                    lse[q0 + r0:q0 + r1, h0:h1] = l_blk
     if precision == "input":
         out = out.to(to_torch(c.o_dtype)).to(acc)
     return Reference(out=out, lse=lse, precision=precision)
 
 
-def _softmax(s: torch.Tensor, keep: torch.Tensor | None, scale: float, cap: float
-             ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Raw scores [h, r, kv] -> probabilities (in place, in s) and natural-log LSE [r, h]."""
-    s.mul_(scale)
+def _scaled_scores(s: torch.Tensor, q: torch.Tensor, kt: torch.Tensor, scale: float) -> None:
+    """s = scale * (q @ kt), batched over KV heads, written into s (the accumulation dtype)."""
+    if q.dtype == s.dtype:
+        s.baddbmm_(q, kt, beta=0.0, alpha=scale)  # one GEMM, the scale applied in its epilogue
+    else:  # "input" precision: q.k rounded to the matmul's dtype, then scaled
+        s.copy_(torch.bmm(q, kt)).mul_(scale)
+
+
+def _add_weighted_values(o: torch.Tensor, p: torch.Tensor, v: torch.Tensor, first: bool) -> None:
+    """o += p @ v (o = p @ v for the first key block), batched over KV heads, in o's dtype."""
+    if p.dtype == o.dtype:
+        o.baddbmm_(p, v, beta=0.0 if first else 1.0)  # one GEMM; beta 0 ignores o's old contents
+    else:  # "input" precision: each key block's p @ v rounded to the matmul's dtype, then added
+        pv = torch.bmm(p, v).to(o.dtype)
+        if first:
+            o.copy_(pv)
+        else:
+            o += pv
+
+
+def _softmax(s: torch.Tensor, keep: torch.Tensor | None, cap: float
+             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Scaled scores [h, r, kv] -> (e, denom, lse), the softmax being P = e / denom.
+
+    e = exp(s - row max), in place in s; denom its row sums [h, r, 1], 1 for a row with nothing
+    to attend (whose e is all 0); lse the natural-log LSE [r, h].
+    """
     if cap > 0:
         s.div_(cap).tanh_().mul_(cap)
     if keep is not None:
         s.masked_fill_(~keep.unsqueeze(0), -math.inf)
     m = s.amax(dim=-1, keepdim=True)
     empty = torch.isneginf(m)
-    p = s.sub_(torch.where(empty, torch.zeros_like(m), m)).exp_()
-    denom = p.sum(dim=-1, keepdim=True)
+    e = s.sub_(torch.where(empty, 0.0, m)).exp_()
+    denom = e.sum(dim=-1, keepdim=True)
     lse = (m + torch.log(denom)).squeeze(-1)
-    p.div_(torch.where(empty, torch.ones_like(denom), denom))
-    return p, lse.transpose(0, 1)
+    return e, torch.where(empty, 1.0, denom), lse.transpose(0, 1)

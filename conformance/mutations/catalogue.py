@@ -20,6 +20,7 @@ _HAND = "tests/oracle/test_oracle_hand.py::"
 _MEMORY = "tests/oracle/test_oracle_memory.py::"
 _COMPARE = "tests/oracle/test_oracle_compare.py::"
 _MASKS = "tests/oracle/test_oracle_masks.py::"
+_PRECISION = "tests/oracle/test_oracle_matmul_precision.py::"
 # Every parity-grid test that reaches the mutant (its ids come from the matrix at run time).
 _PARITY = "conformance/test_parity_grid.py::test_backend_matches_the_oracle[*]"
 
@@ -88,9 +89,10 @@ ORACLE_MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "soft-cap-before-scale", "oracle/reference.py",
-        "    s.mul_(scale)\n    if cap > 0:\n        s.div_(cap).tanh_().mul_(cap)\n",
-        "    if cap > 0:\n        s.div_(cap).tanh_().mul_(cap)\n    s.mul_(scale)\n",
-        "soft cap applied to the raw q.k and sm_scale after it, instead of capping the scaled score",
+        "                    e, denom, l_blk = _softmax(s, keep, c.logits_soft_cap)\n",
+        "                    e, denom, l_blk = _softmax(s, keep, c.logits_soft_cap * c.scale)\n",
+        "soft cap applied to the raw q.k and sm_scale after it (sm_scale * cap * tanh(q.k / cap)), instead of "
+        "capping the scaled score",
         (_hand("test_tiny_soft_cap_saturates_scaled_scores_to_plus_minus_cap"),),
     ),
     Mutant(
@@ -101,14 +103,16 @@ ORACLE_MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "sm-scale-ignored", "oracle/reference.py",
-        "                p, l_blk = _softmax(s, keep, c.scale, c.logits_soft_cap)\n",
-        "                p, l_blk = _softmax(s, keep, 1.0 / math.sqrt(c.head_dim_qk), c.logits_soft_cap)\n",
+        "                        _scaled_scores(s.view(n, -1, kv)[:, :, k0:k1], q, k.permute(1, 2, 0), c.scale)\n",
+        "                        _scaled_scores(s.view(n, -1, kv)[:, :, k0:k1], q, k.permute(1, 2, 0),\n"
+        "                                       1.0 / math.sqrt(c.head_dim_qk))\n",
         "an explicit sm_scale ignored in favour of the default 1/sqrt(head_dim_qk)",
         (_hand("test_single_key_output_equals_v_and_lse_equals_scaled_score"),),
     ),
     Mutant(
         "empty-row-nan", "oracle/reference.py",
-        "    p.div_(torch.where(empty, torch.ones_like(denom), denom))\n", "    p.div_(denom)\n",
+        "    return e, torch.where(empty, 1.0, denom), lse.transpose(0, 1)\n",
+        "    return e, denom, lse.transpose(0, 1)\n",
         "a fully masked row divides 0 by 0: NaN output instead of 0",
         (_hand("test_fully_masked_row_gives_zero_output_and_neg_inf_lse"),),
     ),
@@ -122,8 +126,11 @@ ORACLE_MUTANTS: tuple[Mutant, ...] = (
     # ---- heads, dtypes, KV reading ------------------------------------------------------------
     Mutant(
         "gqa-heads-by-modulo", "oracle/reference.py",
-        "            kv_heads = qheads // group\n", "            kv_heads = qheads % c.num_kv_heads\n",
-        "GQA maps query head h to KV head h % num_kv_heads (interleaved) instead of h // group",
+        "                    o = o.view(h1 - h0, r1 - r0, -1).div_(denom)\n",
+        "                    o = o.view(n, -1, r1 - r0, c.head_dim_vo).transpose(0, 1).reshape(h1 - h0, r1 - r0, -1)"
+        ".div_(denom)\n",
+        "GQA maps query head h to KV head h % num_kv_heads (interleaved) instead of h // group: the grouped "
+        "result unpacked heads-minor",
         (_hand("test_gqa_query_head_reads_kv_head_by_division"),),
     ),
     Mutant(
@@ -141,30 +148,30 @@ ORACLE_MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "hnd-pages-not-transposed", "oracle/reference.py",
-        "            blk = src[pages.view(-1, 1), heads.view(1, -1)]\n",
-        "            blk = src[pages.view(-1, 1), heads.view(1, -1)].transpose(1, 2)\n",
+        "            blk = src[pages, kv0:kv1].transpose(1, 2)\n",
+        "            blk = src[pages, kv0:kv1]\n",
         "HND pages [n, H, page, D] flattened as if NHD, mixing heads and tokens",
         (_hand("test_hnd_layout_equals_nhd_layout", "paged"),),
     ),
     Mutant(
         "last-page-assumed-full", "oracle/reference.py",
-        "    for i, (qo, kv) in enumerate(zip(c.qo_lens, c.kv_lens)):\n",
-        "    for i, (qo, kv) in enumerate(zip(c.qo_lens, [n * c.page_size for n in c.pages_per_request])):\n",
+        "        for i, (qo, kv) in enumerate(zip(c.qo_lens, c.kv_lens)):\n",
+        "        for i, (qo, kv) in enumerate(zip(c.qo_lens, [n * c.page_size for n in c.pages_per_request])):\n",
         "KV length taken as pages * page_size, so the unused tail of the last page is attended",
         (_hand("test_partial_last_page_tail_is_ignored"),),
     ),
     # ---- chunking and memory ------------------------------------------------------------------
     Mutant(
         "row-block-offset-dropped", "oracle/reference.py",
-        "                rows = torch.arange(r0, min(r0 + rb, qo), device=dev)\n",
-        "                rows = torch.arange(0, min(rb, qo - r0), device=dev)\n",
+        "                    r1 = min(r0 + rb, qo)\n",
+        "                    r0, r1 = 0, min(rb, qo - r0)\n",
         "every query-row block computes (and overwrites) the request's first rows",
         (_MEMORY + "test_tiny_budget_equals_default_budget[ragged]",),
     ),
     Mutant(
         "head-block-offset-dropped", "oracle/reference.py",
-        "            qheads = torch.arange(h0, min(h0 + hb, c.num_qo_heads), device=dev)\n",
-        "            qheads = torch.arange(0, min(hb, c.num_qo_heads - h0), device=dev)\n",
+        "                h1 = min(h0 + hb, c.num_qo_heads)\n",
+        "                h0, h1 = 0, min(hb, c.num_qo_heads - h0)\n",
         "every query-head block computes the first heads again",
         (_MEMORY + "test_tiny_budget_equals_default_budget[ragged]",),
     ),
@@ -176,9 +183,95 @@ ORACLE_MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "budget-ignored", "oracle/reference.py",
-        "        hb, rb, kb = _plan_chunks(", "        hb, rb, kb = (c.num_qo_heads, qo, kv) or _plan_chunks(",
+        "            hb, rb, kb = _plan_chunks(", "            hb, rb, kb = (c.num_qo_heads, qo, kv) or _plan_chunks(",
         "one chunk per request whatever budget_bytes says: [heads, q, kv] scores for the whole request",
         (_MEMORY + "test_score_chunks_stay_within_budget[single]",),
+    ),
+    # ---- batched GEMMs, host offsets, true fp32 ------------------------------------------------
+    Mutant(
+        "gqa-query-heads-interleaved", "oracle/reference.py",
+        "                    q = q.transpose(0, 1).reshape(n, -1, c.head_dim_qk)\n",
+        "                    q = q.reshape(r1 - r0, -1, n, c.head_dim_qk).permute(2, 1, 0, 3)"
+        ".reshape(n, -1, c.head_dim_qk)\n",
+        "query heads grouped heads-minor (repeat for repeat_interleave): a group's results come from other "
+        "heads' queries",
+        (_hand("test_gqa_each_query_head_keeps_its_own_query"),),
+    ),
+    Mutant(
+        "head-block-splits-a-group", "oracle/reference.py",
+        "    hb = hb // group * group if hb >= group else max(d for d in range(1, hb + 1) if group % d == 0)\n", "",
+        "head blocks not rounded to whole GQA groups: a block of 6 heads over groups of 4 reads the wrong KV head",
+        (_MEMORY + "test_head_blocks_keep_gqa_groups_whole",
+         _MEMORY + "test_head_blocks_are_whole_groups_or_divide_one"),
+    ),
+    Mutant(
+        "kv-head-range-one-too-many", "oracle/reference.py",
+        "                kv0, kv1 = h0 // group, (h1 - 1) // group + 1",
+        "                kv0, kv1 = h0 // group, h1 // group + 1",
+        "a head block's KV head range ends one past its last group (off by one in the exclusive end)",
+        (_hand("test_gqa_query_head_reads_kv_head_by_division"),),
+    ),
+    Mutant(
+        "kv-offsets-from-qo-indptr", "oracle/reference.py",
+        "            q0, span = q_starts[i], (kv_starts[i], kv_starts[i + 1])\n",
+        "            q0, span = q_starts[i], (q_starts[i], q_starts[i + 1])\n",
+        "request i's keys located through qo_indptr (a copy-paste slip when reading offsets to the host)",
+        ("tests/oracle/test_oracle_sdpa.py::test_oracle_output_matches_sdpa_math_with_boolean_masks"
+         "[ragged-GQA-HND-qk12-vo5]",),
+    ),
+    Mutant(
+        "fp32-gemm-scale-dropped", "oracle/reference.py",
+        "        s.baddbmm_(q, kt, beta=0.0, alpha=scale)", "        s.baddbmm_(q, kt, beta=0.0)",
+        "the score GEMM's epilogue scale left out: fp32 and fp64 scores are raw q.k",
+        (_hand("test_single_key_output_equals_v_and_lse_equals_scaled_score"),),
+    ),
+    Mutant(
+        "value-blocks-overwritten", "oracle/reference.py",
+        "        o.baddbmm_(p, v, beta=0.0 if first else 1.0)", "        o.baddbmm_(p, v, beta=0.0)",
+        "each key block's P @ V overwrites the output instead of adding to it: only the last block counts",
+        (_MEMORY + "test_tiny_budget_equals_default_budget[ragged]",),
+    ),
+    Mutant(
+        "output-not-normalised", "oracle/reference.py",
+        "                    o = o.view(h1 - h0, r1 - r0, -1).div_(denom)\n",
+        "                    o = o.view(h1 - h0, r1 - r0, -1)\n",
+        "the softmax's division by the row sum forgotten where it is deferred to the [rows, D] output",
+        (_hand("test_two_keys_weights_follow_softmax"),),
+    ),
+    Mutant(
+        "input-scores-scaled-in-the-input-dtype", "oracle/reference.py",
+        "        s.copy_(torch.bmm(q, kt)).mul_(scale)\n", "        s.copy_(torch.bmm(q, kt) * scale)\n",
+        'at "input" precision, q.k scaled in fp16/bf16 before being widened, instead of rounded and then '
+        "scaled in fp32",
+        (_HAND + "test_input_precision_rounds_q_dot_k_to_the_input_dtype_before_the_scale",),
+    ),
+    Mutant(
+        "input-probabilities-rounded-unnormalised", "oracle/reference.py",
+        "                        e = e.div_(denom).to(p_dtype)\n"
+        "                        denom = torch.ones_like(denom)\n",
+        "                        e = e.to(p_dtype)\n",
+        'at "input" precision, exp(s - max) rounded and the division left for the output, as in fp32: the '
+        "rounded P is not the normalised one",
+        (_HAND + "test_input_precision_rounds_the_probabilities_to_the_input_dtype",),
+    ),
+    Mutant(
+        "input-probabilities-divided-twice", "oracle/reference.py",
+        "                        denom = torch.ones_like(denom)\n", "",
+        'at "input" precision, P normalised before rounding and the output divided by the row sum again',
+        (_HAND + "test_input_precision_rounds_the_probabilities_to_the_input_dtype",),
+    ),
+    Mutant(
+        "tf32-left-on", "oracle/reference.py",
+        "    torch.backends.cuda.matmul.allow_tf32 = False\n", "",
+        "the caller's TF32 setting left on for the oracle's fp32 GEMMs (10-bit mantissas on a GPU)",
+        (_PRECISION + "test_tf32_is_off_during_the_call_and_the_callers_setting_returns",),
+    ),
+    Mutant(
+        "callers-tf32-setting-lost", "oracle/reference.py",
+        "        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved\n",
+        "        pass\n",
+        "the oracle turns TF32 off and never gives the caller's setting back",
+        (_PRECISION + "test_tf32_is_off_during_the_call_and_the_callers_setting_returns",),
     ),
     # ---- verdicts: judge, compare, tolerances -------------------------------------------------
     Mutant(
@@ -230,8 +323,8 @@ ORACLE_MUTANTS: tuple[Mutant, ...] = (
     # decline it, so these prove that even a declined (skipped) parity test can fail ----------
     Mutant(
         "v-read-from-k-cache", "oracle/reference.py",
-        '                    v = _dequant(_kv_rows(inputs, "v", i, kv_heads, k0, min(k0 + kb, kv)), vs, mm_dtype)\n',
-        '                    v = _dequant(_kv_rows(inputs, "k", i, kv_heads, k0, min(k0 + kb, kv)), vs, mm_dtype)\n',
+        '                        v = _dequant(_kv_rows(inputs, "v", span, kv0, kv1, k0, k1), vs, mm_dtype)\n',
+        '                        v = _dequant(_kv_rows(inputs, "k", span, kv0, kv1, k0, k1), vs, mm_dtype)\n',
         "values read from the K cache (a copy-paste slip): every output with a key is wrong",
         (_hand("test_two_keys_weights_follow_softmax"), _PARITY),
     ),

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from oracle import reference
 from oracle.reference import _SCORE_COPIES, _plan_chunks, attention
-from oracle_support import ORACLE_SETTINGS, U32, assert_within_rounding
+from oracle_support import ORACLE_SETTINGS, U32, assert_within_rounding, seeds, small_cases
 from scenarios.case import Case
 from scenarios.tensors import Inputs, materialize
 from textbook import Textbook, textbook_attention
@@ -90,6 +90,31 @@ def test_tiny_budget_equals_default_budget(case: Case, chunks: Chunks) -> None:
                            expected=(default.out, default.lse))
 
 
+def test_head_blocks_keep_gqa_groups_whole(chunks: Chunks) -> None:
+    """A budget that fits six of eight heads (groups of four) gets head blocks of one whole group, same result."""
+    case = Case(layout="single", qo_lens=(4,), kv_lens=(16,), num_qo_heads=8, num_kv_heads=2, head_dim_qk=4,
+                head_dim_vo=4, causal=True, **FP32)
+    budget = 4400  # score rows for 6 heads x 4 rows at _SCORE_COPIES copies, K/V for many keys
+    assert budget * 3 // 4 // (case.qo_lens[0] * _SCORE_COPIES * case.kv_lens[0] * 4) == 6
+    inputs = materialize(case, seed=3)
+    got = attention(inputs, budget_bytes=budget)
+    assert {h for h, _, _ in chunks.scores} == {4}
+    default = attention(inputs)
+    assert_within_rounding(got.out, got.lse, textbook_attention(inputs), U32, factor=2.0,
+                           expected=(default.out, default.lse))
+
+
+@ORACLE_SETTINGS
+@given(case=small_cases(), seed=seeds, budget=st.integers(1, 2**14))
+def test_result_is_independent_of_any_budget(case: Case, seed: int, budget: int) -> None:
+    """Any budget (so any head, row and key blocking, grouped or not) gives the default budget's result."""
+    inputs = materialize(case, seed)
+    got = attention(inputs, budget_bytes=budget)
+    default = attention(inputs)
+    assert_within_rounding(got.out, got.lse, textbook_attention(inputs), U32, factor=2.0,
+                           expected=(default.out, default.lse), what=f"{case.id} budget {budget}")
+
+
 def _magnitudes(inputs: Inputs, exact: reference.Reference) -> Textbook:
     """Condition numbers of an unmasked-or-causal single request, vectorised (the textbook is too slow here).
 
@@ -133,3 +158,17 @@ def test_planned_chunks_fit_the_budget_when_the_smallest_chunk_does(
     smallest = _SCORE_COPIES * kv * elem + dkv * (elem + stored_elem)
     if 4 * smallest <= budget:
         assert _SCORE_COPIES * hb * rb * kv * elem + hb * kb * dkv * (elem + stored_elem) <= budget
+
+
+@ORACLE_SETTINGS
+@given(kv_heads=st.integers(1, 8), group=st.integers(1, 8), rows=st.integers(1, 64), kv=st.integers(1, 4096),
+       dkv=st.integers(1, 256), pairs=st.integers(1, 64), slack=st.integers(0, 1024))
+def test_head_blocks_are_whole_groups_or_divide_one(kv_heads: int, group: int, rows: int, kv: int, dkv: int,
+                                                   pairs: int, slack: int) -> None:
+    """A head block is a multiple of the GQA group or a divisor of it, so no block splits a group unevenly.
+
+    The budget holds score rows for about `pairs` (head, row) pairs, so blocks of every size come up.
+    """
+    budget = pairs * _SCORE_COPIES * kv * 4 * 4 // 3 + slack
+    hb, _, _ = _plan_chunks(kv_heads * group, group, rows, kv, dkv, 4, 2, budget)
+    assert hb % group == 0 or group % hb == 0
