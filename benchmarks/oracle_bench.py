@@ -5,6 +5,10 @@
 Speed: for each shape, the oracle (fp32, chunked) and SDPA's math backend (forced with
 sdpa_kernel, fp32 inputs of the same values, causal via an explicit bottom-right mask) run on the
 same inputs in one process, interleaved, best of N; the ratio oracle/SDPA is printed per shape.
+On CUDA, SDPA's memory-efficient backend runs too (K/V repeated per query head), TF32 is off for
+every side, and the oracle's peak memory per shape is read. TFLOP/s counts 2 * (d_qk + d_vo)
+flops per attended (query row, key, head): 4 * H * q * kv * d unmasked, the visible pairs only
+under causal masking. The CUDA_ONLY shapes are skipped on the CPU (SDPA math would hold ~9 GB).
 
 Memory: one request of 128k keys, 64 query rows, 32 query heads (8 KV heads, head dim 128, bf16).
 The peak memory the oracle adds on top of its inputs is measured (CUDA: the caching allocator's
@@ -39,7 +43,13 @@ SHAPES = {
                                     o_dtype="fp32"),
     "long q64 kv32768 h32/8 causal": Case("single", (64,), (32768,), 32, 8, causal=True, q_dtype="fp32",
                                             kv_dtype="fp32", o_dtype="fp32"),
+    # Issue 20's shape: where the oracle was the slowest part of a long-context run on the H200.
+    "q4096 kv8192 h32/8": Case("single", (4096,), (8192,), 32, 8, q_dtype="fp32", kv_dtype="fp32",
+                               o_dtype="fp32"),
+    "q4096 kv8192 h32/32": Case("single", (4096,), (8192,), 32, 32, q_dtype="fp32", kv_dtype="fp32",
+                                o_dtype="fp32"),
 }
+CUDA_ONLY = ("q4096 kv8192 h32/8", "q4096 kv8192 h32/32")
 LONG = Case("single", (64,), (131072,), 32, 8, causal=True, label="128k keys, 64 rows, 32 heads")
 
 
@@ -48,8 +58,11 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def sdpa_math(inputs) -> torch.Tensor:
-    """SDPA's math backend per request on the same values (fp32), causal bottom-right by mask."""
+def sdpa(inputs, backend: SDPBackend = SDPBackend.MATH) -> torch.Tensor:
+    """One SDPA backend per request on the same values (fp32), causal bottom-right by mask.
+
+    GQA: the math backend through enable_gqa; the others get K/V repeated per query head.
+    """
     c = inputs.case
     outs = []
     for i, (qo, kv) in enumerate(zip(c.qo_lens, c.kv_lens)):
@@ -57,12 +70,30 @@ def sdpa_math(inputs) -> torch.Tensor:
         q = inputs.q[q0:q0 + qo].float().transpose(0, 1).unsqueeze(0)
         k = inputs.k[k0:k0 + kv].float().transpose(0, 1).unsqueeze(0)
         v = inputs.v[k0:k0 + kv].float().transpose(0, 1).unsqueeze(0)
+        gqa = backend == SDPBackend.MATH
+        if not gqa and c.group_size > 1:
+            k, v = k.repeat_interleave(c.group_size, dim=1), v.repeat_interleave(c.group_size, dim=1)
         mask = None
         if c.causal:
             mask = torch.ones(qo, kv, dtype=torch.bool, device=q.device).tril(kv - qo)
-        with sdpa_kernel([SDPBackend.MATH]):
-            outs.append(F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True))
+        with sdpa_kernel([backend]):
+            outs.append(F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=gqa))
     return torch.cat([o.squeeze(0).transpose(0, 1) for o in outs])
+
+
+def sdpa_math(inputs) -> torch.Tensor:
+    return sdpa(inputs, SDPBackend.MATH)
+
+
+def attended_flops(case: Case) -> int:
+    """2 * (d_qk + d_vo) per attended (row, key, head): the two matmuls over visible keys only."""
+    pairs = 0
+    for qo, kv in zip(case.qo_lens, case.kv_lens):
+        if case.causal:  # bottom-right: row i sees keys j <= i + kv - qo
+            pairs += sum(max(0, min(kv, i + kv - qo + 1)) for i in range(qo))
+        else:
+            pairs += qo * kv
+    return 2 * (case.head_dim_qk + case.head_dim_vo) * case.num_qo_heads * pairs
 
 
 def _best(fn, device: str, repeats: int) -> float:
@@ -76,18 +107,44 @@ def _best(fn, device: str, repeats: int) -> float:
     return best
 
 
-def speed(device: str, repeats: int) -> list[dict]:
+def _oracle_peak_extra(inputs, device: str) -> int | None:
+    """CUDA: bytes the oracle allocates at its peak beyond its inputs and its own output."""
+    if not device.startswith("cuda"):
+        return None
+    _sync(device)
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    ref = attention(inputs)
+    _sync(device)
+    return torch.cuda.max_memory_allocated() - base - (ref.out.numel() + ref.lse.numel()) * ref.out.element_size()
+
+
+def speed(device: str, repeats: int, only: list[str] | None = None) -> list[dict]:
     rows = []
+    cuda = device.startswith("cuda")
     for name, case in SHAPES.items():
+        if (only and name not in only) or (not cuda and name in CUDA_ONLY):
+            continue
         inputs = materialize(case, 0, device)
         ref = attention(inputs)  # warm-up, and the agreement check below
-        sd = sdpa_math(inputs)
-        agree = float((ref.out - sd.float()).abs().max())
-        t_o, t_s = float("inf"), float("inf")
-        for _ in range(repeats):  # interleaved so drift hits both sides alike
-            t_o = min(t_o, _best(lambda inputs=inputs: attention(inputs), device, 1))
-            t_s = min(t_s, _best(lambda inputs=inputs: sdpa_math(inputs), device, 1))
-        rows.append({"shape": name, "oracle_s": t_o, "sdpa_math_s": t_s, "ratio": t_o / t_s, "max_abs_diff": agree})
+        sides = {"oracle": lambda inputs=inputs: attention(inputs),
+                 "sdpa_math": lambda inputs=inputs: sdpa(inputs, SDPBackend.MATH)}
+        if cuda:
+            sides["sdpa_efficient"] = lambda inputs=inputs: sdpa(inputs, SDPBackend.EFFICIENT_ATTENTION)
+        agree = {k: float((ref.out - f().float()).abs().max()) for k, f in sides.items() if k != "oracle"}
+        best = {k: float("inf") for k in sides}
+        for _ in range(repeats):  # interleaved so drift hits every side alike
+            for k, f in sides.items():
+                best[k] = min(best[k], _best(f, device, 1))
+        flops = attended_flops(case)
+        row = {"shape": name, "case_id": case.id, "flops": flops}
+        for k, t in best.items():
+            row[f"{k}_s"], row[f"{k}_tflops"] = t, flops / t / 1e12
+        row.update({"ratio": best["oracle"] / best["sdpa_math"], "max_abs_diff": agree["sdpa_math"],
+                    "max_abs_diff_efficient": agree.get("sdpa_efficient"),
+                    "oracle_peak_extra_bytes": _oracle_peak_extra(inputs, device)})
+        rows.append(row)
+        del inputs, ref
     return rows
 
 
@@ -147,24 +204,34 @@ def main() -> int:
     ap.add_argument("--budget", type=int, default=DEFAULT_BUDGET_BYTES)
     ap.add_argument("--json", default=None, help="also write the figures here")
     ap.add_argument("--skip-speed", action="store_true")
+    ap.add_argument("--shapes", nargs="*", default=None, help="only these speed shapes (names as printed)")
     ap.add_argument("--memory-only", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.memory_only:
         print(json.dumps(memory(a.device, a.budget)))
         return 0
+    if a.device.startswith("cuda"):  # true fp32 for SDPA too (the oracle sets this itself)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.set_float32_matmul_precision("highest")
     env = {"device": torch.cuda.get_device_name() if a.device.startswith("cuda") else platform.processor() or "cpu",
-           "torch": torch.__version__, "threads": torch.get_num_threads(), "python": platform.python_version()}
+           "torch": torch.__version__, "threads": torch.get_num_threads(), "python": platform.python_version(),
+           "tf32": torch.backends.cuda.matmul.allow_tf32, "fp32_matmul_precision": torch.get_float32_matmul_precision(),
+           "budget_bytes": a.budget, "repeats": a.repeats}
     print(json.dumps(env))
     mem = memory(a.device, a.budget)
     print(f"memory: {mem['case']}: peak extra {mem['peak_extra_bytes'] / 2**20:.1f} MiB for a budget of "
           f"{a.budget / 2**20:.0f} MiB (+{mem['output_bytes'] / 2**20:.1f} MiB output); a full score tensor "
           f"would be {mem['full_score_tensor_bytes'] / 2**30:.1f} GiB; {mem['elapsed_s']:.2f} s; "
           f"within budget: {mem['within_budget']}", flush=True)
-    rows = [] if a.skip_speed else speed(a.device, a.repeats)
+    rows = [] if a.skip_speed else speed(a.device, a.repeats, a.shapes)
     for r in rows:
-        print(f"speed: {r['shape']:34s} oracle {r['oracle_s'] * 1e3:9.1f} ms  "
-              f"sdpa-math {r['sdpa_math_s'] * 1e3:9.1f} ms"
-              f"  ratio {r['ratio']:5.2f}  max|diff| {r['max_abs_diff']:.2e}", flush=True)
+        eff = f"  sdpa-eff {r['sdpa_efficient_s'] * 1e3:8.1f} ms" if "sdpa_efficient_s" in r else ""
+        peak = r["oracle_peak_extra_bytes"]
+        print(f"speed: {r['shape']:34s} oracle {r['oracle_s'] * 1e3:9.1f} ms ({r['oracle_tflops']:.3g} TFLOP/s)  "
+              f"sdpa-math {r['sdpa_math_s'] * 1e3:9.1f} ms{eff}  ratio {r['ratio']:5.2f}  "
+              f"max|diff| {r['max_abs_diff']:.2e}" + ("" if peak is None else f"  peak {peak / 2**20:.0f} MiB"),
+              flush=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"env": env, "memory": mem, "speed": rows}, f, indent=2)
