@@ -17,6 +17,7 @@ _LEDGER = "tests/harness/test_known_failures.py::"
 _PREBUILD = "tests/kernels/test_flashinfer_prebuild.py::"
 _MUTATION = "tests/mutation/test_mutation_matrix.py::"
 _ENV = "tests/kernels/test_kernels_env.py::"
+_FAULTS = "tests/kernels/test_standin_faults.py::"
 _LAYERS = "tests/harness/test_layers.py::"
 _CLI = "tests/harness/test_cli_commands.py::"
 
@@ -505,11 +506,30 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
              "                        pass\n",
              "a fork server whose parent died lets its runs go on, orphaned, to their end",
              (_MUTATION + "test_a_fork_server_whose_parent_is_gone_kills_the_runs_it_started",)),
-    _harness("model-warms-vml-at-import", "conformance/explore/model_router.py",
-             "TARGET = \"model\"\n",
-             "TARGET = \"model\"\n_env.warm_mkl_vml()\n",
-             "the model warms oneMKL at import: work done by importing a module, which the entry points own",
+    _harness("standin-warms-vml-at-import", "kernels/standins/_kernels.py",
+             "NON_CAUSAL, CAUSAL, CUSTOM = 0, 1, 2  # MaskMode values\n",
+             "NON_CAUSAL, CAUSAL, CUSTOM = 0, 1, 2  # MaskMode values\n"
+             "from kernels._env import warm_mkl_vml\nwarm_mkl_vml()\n",
+             "the stand-ins' kernels warm oneMKL at import: work an import does, which the entry points own",
              (_ENV + "test_no_module_warms_vml_when_imported",)),
+    _harness("fault-mask-patch-noop", "kernels/standins/faults.py",
+             "    mp.setattr(prefill._Wrapper, \"_set_mask\", keep)\n", "    del keep\n",
+             "the mask_not_cleared fault switches nothing on: the stand-in stays correct under its name",
+             (_FAULTS + "test_each_fault_differs_from_the_standin_at_the_end_of_its_seed_sequence[mask_not_cleared]",
+              "tests/explore/test_scenario_machines.py::test_each_fault_is_caught_shrunk_and_reproduced"
+              "[fault-mask_not_cleared]")),
+    _harness("fault-not-labelled", "kernels/standins/rocm_fork.py",
+             "        mp.setattr(package, MARKER, f\"{NAME}+fault:{defect.name}\")\n", "        pass\n",
+             "a stand-in with a fault switched on is labelled as the correct stand-in",
+             (_FAULTS + "test_a_fault_is_named_by_the_label_and_undone_with_the_install",)),
+    _harness("script-installs-stack", "kernels/standins/_install.py",
+             "    uninstall()\n    undo = Undo()\n", "    undo = Undo()\n",
+             "a script's second stand-in install stacks on the first, its fault included",
+             (_FAULTS + "test_a_scripts_install_replaces_the_last_one",)),
+    _harness("replan-outgrows-capture", "scenarios/strategies.py",
+             "        qo.append(min(n, left))\n", "        qo.append(n)\n",
+             "a re-plan of a captured graph wrapper may need more rows than its buffers hold",
+             ("tests/scenarios/test_scenario_strategies.py::test_helpers_keep_a_case_valid",)),
     _harness("cli-vml-not-warmed", "conformance/cli.py",
              "    warm_mkl_vml()  # oneMKL picks its VML kernels in this one thread before any attention is computed\n",
              "    pass\n",
