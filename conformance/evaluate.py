@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from dataclasses import replace
 from typing import Any, Callable, Optional
 
 from kernels._env import context_after_error
@@ -25,13 +26,13 @@ CONTEXT_LOST_IN_PROCESS = ("the CUDA context is lost after this case; every late
                            "in a child process (as --isolate)")
 
 
-def note_context(rec: ParityRecord, device: str, lost_text: Optional[str]) -> bool:
-    """After a record's error on `device`: whether the context still serves, naming on `rec` what the
-    probe met: a pending error (cleared), or the loss as `lost_text` (None: the caller names it)."""
+def note_context(rec: ParityRecord, device: str, lost_text: Optional[str]) -> tuple[ParityRecord, bool]:
+    """After a record's error on `device`: the record, naming what the probe met (a pending error,
+    cleared, or the loss as `lost_text`; None: the caller names it), and whether the context still serves."""
     alive, met = context_after_error(device)
     if met and (alive or lost_text is not None):
-        rec.reason = f"{rec.reason}; {PENDING_CLEARED if alive else lost_text}: {met}"
-    return alive
+        rec = replace(rec, reason=f"{rec.reason}; {PENDING_CLEARED if alive else lost_text}: {met}")
+    return rec, alive
 
 
 def evaluate(adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Callable[[], Truth],
@@ -40,61 +41,55 @@ def evaluate(adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Ca
 
     `base` holds the record fields fixed for a run (run_id, target, device, seed). When the adapter
     reports per-variant timing (`last_timing`, FlashInfer), a variant's first use is recorded as
-    compile time apart from run time.
+    compile time apart from run time. The record is built once, from what happened.
     """
-    rec = ParityRecord(backend=adapter.backend, case_id=case.id, case=case.to_json(), status="skip",
-                       features=list(case.features), **base)
+    made: dict[str, Any] = dict(backend=adapter.backend, case_id=case.id, case=case.to_json(),
+                                features=list(case.features), **base)
     sup = adapter.supports(case)
     if not sup.ok:
-        rec.reason = sup.reason
-        return rec
+        return ParityRecord(status="skip", reason=sup.reason, **made)
+    raised: Optional[Exception] = None
     try:
         t0 = time.perf_counter()
         adapter.plan(inputs)
         t1 = time.perf_counter()
         res = adapter.run(inputs)
         t2 = time.perf_counter()
-    except LibraryRefused as e:
-        rec.status, rec.reason = "refused", f"{e.message}"
-        return rec
-    except Exception as e:  # the library raised: an error, reported with its type and text
-        rec.status = "error"
-        rec.reason = f"{type(e).__name__}: {e}"[:2000]
+    except Exception as e:  # the library raised (or refused): recorded below, never raised
+        raised = e
+    # planned, whether or not the library then raised: the record names the wrapper it used
+    made["wrapper"] = wrapper_of_last_plan(adapter)
+    if isinstance(raised, LibraryRefused):
+        return ParityRecord(status="refused", reason=f"{raised.message}", **made)
+    if raised is not None:  # an error, reported with its type and text
         planned = route_of_failed_run(adapter, inputs)
         if planned is not None:  # plan() returned and said which backend: the record keeps it
-            rec.resolved_backend, rec.fallback_reason = planned[0], reason_to_json(planned[1])
-        return rec
-    finally:  # planned, whether or not the library then raised: the record names the wrapper it used
-        rec.wrapper = wrapper_of_last_plan(adapter)
-    rec.plan_s, rec.run_s = t1 - t0, t2 - t1
+            made.update(resolved_backend=planned[0], fallback_reason=reason_to_json(planned[1]))
+        return ParityRecord(status="error", reason=f"{type(raised).__name__}: {raised}"[:2000], **made)
     timing = getattr(adapter, "last_timing", None)
-    if timing is not None and timing.first_use:
-        rec.compile_s = timing.compile_s
-    rec.resolved_backend = res.resolved_backend
-    rec.fallback_reason = reason_to_json(res.fallback_reason)
     want_lse = case.return_lse and res.lse is not None
     out_cmp, lse_cmp = judge(get_truth(), res.out, res.lse if want_lse else None, lse_base=res.lse_base,
                              adapter=adapter.target, backend=adapter.backend)
-    rec.out = out_cmp.to_json()
-    rec.lse = lse_cmp.to_json() if lse_cmp is not None else None
-    rec.lse_provided = res.lse is not None
-    rec.status = "pass" if out_cmp.passed and (lse_cmp is None or lse_cmp.passed) else "fail"
-    return rec
+    return ParityRecord(
+        status="pass" if out_cmp.passed and (lse_cmp is None or lse_cmp.passed) else "fail",
+        resolved_backend=res.resolved_backend, fallback_reason=reason_to_json(res.fallback_reason),
+        out=out_cmp.to_json(), lse=lse_cmp.to_json() if lse_cmp is not None else None,
+        lse_provided=res.lse is not None, plan_s=t1 - t0, run_s=t2 - t1,
+        compile_s=timing.compile_s if timing is not None and timing.first_use else 0.0, **made)
 
 
 def fresh_control(adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Callable[[], Truth],
-                  rec: ParityRecord) -> None:
-    """For a failing record: the same case on a fresh adapter, its status in `rec.fresh`.
+                  rec: ParityRecord) -> ParityRecord:
+    """For a failing record: the record with the same case's status on a fresh adapter in `fresh`.
 
     The run keeps one long-lived adapter per backend, as a server keeps its wrappers, so a record can
     fail because of an earlier plan (a stale mask, a sticky backend). A fresh adapter that passes
     says so: the case alone is fine, the history is not. A crash is not repeated.
     """
     if rec.status not in FAILING or is_crash(rec) or not callable(getattr(adapter, "fresh", None)):
-        return
-    rec.fresh = evaluate(adapter.fresh(), case, inputs, get_truth, {k: getattr(rec, k) for k in
-                                                                 ("run_id", "target", "device", "seed", "standin")}
-                         ).status
+        return rec
+    base = {k: getattr(rec, k) for k in ("run_id", "target", "device", "seed", "standin")}
+    return replace(rec, fresh=evaluate(adapter.fresh(), case, inputs, get_truth, base).status)
 
 
 def evaluate_with_control(adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Callable[[], Truth],
@@ -103,11 +98,13 @@ def evaluate_with_control(adapter: AttentionKernel, case: Case, inputs: Inputs, 
     a pending error is read, cleared and named on the record (the next case would meet it otherwise),
     a loss is named as `lost_text` (None: the caller names it). Returns (record, whether the context
     still serves). The in-process run, the isolated child and the pytest grid evaluate through here."""
-    rec = evaluate(adapter, case, inputs, get_truth, base)
-    alive = rec.status != "error" or note_context(rec, device, lost_text)
+    rec, alive = evaluate(adapter, case, inputs, get_truth, base), True
+    if rec.status == "error":
+        rec, alive = note_context(rec, device, lost_text)
     if alive:
-        fresh_control(adapter, case, inputs, get_truth, rec)
-        alive = rec.fresh != "error" or note_context(rec, device, lost_text)
+        rec = fresh_control(adapter, case, inputs, get_truth, rec)
+        if rec.fresh == "error":
+            rec, alive = note_context(rec, device, lost_text)
     return rec, alive
 
 

@@ -13,7 +13,7 @@ the same way, and so each decision is tested without a session:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Optional
 
 from conformance.known_failures import KnownFailure, entry_for, upstream_of
@@ -68,15 +68,16 @@ class Ledger:
         """The crash entry that keeps (case, backend) from being launched, if any."""
         return crash_entry(entry_for(self.target, case.to_json(), backend, self.version, self.arch, self.options))
 
-    def verdict(self, case: Case, backend: str, rec: ParityRecord) -> tuple[Optional[KnownFailure], LedgerVerdict]:
+    def verdict(self, case: Case, backend: str, rec: ParityRecord
+                ) -> tuple[ParityRecord, Optional[KnownFailure], LedgerVerdict]:
         """The entry that predicts `rec` fails, asked about the kernel the record ran where it says (an auto
-        record's long-lived wrapper may hold another kernel than a fresh pick); a failing record names it
-        in `rec.known`. Returns the entry and the gate's verdict."""
+        record's long-lived wrapper may hold another kernel than a fresh pick). Returns the record (a
+        failing one naming the entry in `known`), the entry and the gate's verdict."""
         entry = entry_for(self.target, case.to_json(), backend, self.version, self.arch, self.options,
                           resolved=rec.resolved_backend)
         if rec.status in FAILING and entry is not None:
-            rec.known = entry.id
-        return entry, judge_record(rec, entry)
+            rec = replace(rec, known=entry.id)
+        return rec, entry, judge_record(rec, entry)
 
 
 def not_launched(case: Case, backend: str, entry: KnownFailure, base: dict[str, Any]) -> ParityRecord:

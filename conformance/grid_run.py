@@ -13,9 +13,10 @@ import os
 import uuid
 from typing import Any, Callable, Optional
 
-from conformance.gate import GATE_FAILING, Ledger, LedgerVerdict, not_launched
+from conformance.gate import Ledger, LedgerVerdict
 from conformance.isolate import IsolatedEvaluator
 from conformance.known_failures import KnownFailure
+from conformance.pairs import Pairs
 from conformance.markers import arch_here
 from conformance.parity_run import HARNESS_VERSION
 from kernels import get_target
@@ -37,10 +38,9 @@ class GridRun:
         self.run_id = f"{stamp}{uuid.uuid4().hex[:6]}-{worker}"
         self.base: dict[str, Any] = dict(run_id=self.run_id, target=target, device=device, seed=seed,
                                          standin=standin_from_versions(self.versions))
-        self.evaluator: Optional[IsolatedEvaluator] = self._isolated() if isolate else None
-        self.records: list[ParityRecord] = []
-        self.verdicts: list[LedgerVerdict] = []
         self.ledger = Ledger(target, self.version, arch_here(device))
+        self.pairs = Pairs(self.ledger, self.base, self._isolated, isolate)
+        self.records: list[ParityRecord] = []
         self._argv = list(argv or [])
         self._path = os.path.join(results_dir, f"results-{worker}.jsonl") if results_dir else None
         self._sink: Optional[JsonlSink] = None
@@ -57,17 +57,7 @@ class GridRun:
         evaluate_with_control: the fresh control of a failing record, the CUDA context probed after an
         error), returning the record and whether the context still serves.
         """
-        crash = self.ledger.held_back(case, backend)
-        if crash is not None:
-            rec = not_launched(case, backend, crash, self.base)
-        elif self.evaluator is not None:
-            rec = self.evaluator.evaluate(case, backend, self.base)
-        else:
-            rec, alive = in_process()
-            if not alive:
-                self.evaluator = self._isolated()  # this process's GPU is unusable from here on
-        entry, verdict = self.ledger.verdict(case, backend, rec)
-        self.verdicts.append(verdict)
+        rec, entry, verdict = self.pairs.evaluate(case, backend, in_process)
         self._write(rec)
         return rec, entry, verdict
 
@@ -84,13 +74,16 @@ class GridRun:
                                        arch=arch_here(self.device)))
         self._sink.write(rec)
 
+    @property
+    def verdicts(self) -> list[LedgerVerdict]:
+        return self.pairs.verdicts
+
     def close(self, elapsed_s: float) -> None:
-        if self.evaluator is not None:
-            self.evaluator.close()
+        self.pairs.close()
         if self._sink is not None:
             counts: dict[str, int] = {}
             for r in self.records:
                 counts[count_key(r)] = counts.get(count_key(r), 0) + 1
             self._sink.write(RunFooter(run_id=self.run_id, counts=counts, elapsed_s=elapsed_s,
-                                       exit_status=int(any(v.outcome in GATE_FAILING for v in self.verdicts))))
+                                       exit_status=self.pairs.exit_status))
             self._sink.close()

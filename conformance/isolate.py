@@ -17,6 +17,7 @@ makes the child abort when it is asked for that pair, as a crashing kernel would
 """
 from __future__ import annotations
 
+from dataclasses import replace
 import json
 import os
 import select
@@ -90,7 +91,7 @@ class IsolatedEvaluator:
         msg = json.loads(line)
         rec = ParityRecord(**msg["record"])
         if msg.get("context_lost"):
-            rec.reason = f"{rec.reason}; {CONTEXT_LOST}" if rec.reason else CONTEXT_LOST
+            rec = replace(rec, reason=f"{rec.reason}; {CONTEXT_LOST}" if rec.reason else CONTEXT_LOST)
             self._reap(proc)
         return rec
 

@@ -15,14 +15,15 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from conformance.gate import GATE_FAILING, Ledger, LedgerVerdict, not_launched
-from conformance.evaluate import CONTEXT_LOST_IN_PROCESS, TruthCache, evaluate_with_control, make_adapter
+from conformance.gate import Ledger, LedgerVerdict
+from conformance.evaluate import CONTEXT_LOST_IN_PROCESS, CaseTruth, TruthCache, evaluate_with_control, make_adapter
 from conformance.isolate import IsolatedEvaluator
+from conformance.pairs import Pairs
 from conformance.markers import arch_here
 from kernels import get_target, skips
 from kernels._env import warm_mkl_vml
 from kernels.errors import KernelUnavailable
-from kernels.protocol import Stage
+from kernels.protocol import AttentionKernel, Stage
 from kernels.standin_label import standin_from_versions
 from reports.parity import render_markdown
 from reports.records import ParityRecord, RunFooter, RunHeader, StageRecord, count_key, read_jsonl
@@ -110,7 +111,8 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
     # A stand-in's records are labelled, counted apart and never read as conformance (kernels/standins/).
     base = dict(run_id=run_id, target=target_name, device=device, seed=seed, standin=standin_from_versions(versions))
     total = len(cases) * len(adapters)
-    isolated = IsolatedEvaluator(target_name, device, seed, adapter_options) if isolate else None
+    pairs = Pairs(ledger, base, lambda: IsolatedEvaluator(target_name, device, seed, adapter_options), isolate)
+    outcome.verdicts = pairs.verdicts
     prepared: dict[int, _Background] = {}
 
     def start_prepare(i: int) -> None:
@@ -123,8 +125,7 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
     def out_of_time() -> bool:
         return time_budget_s is not None and time.perf_counter() - started > time_budget_s
 
-    def emit(case: Case, rec: ParityRecord) -> None:
-        outcome.verdicts.append(ledger.verdict(case, rec.backend, rec)[1])
+    def emit(rec: ParityRecord) -> None:
         sink.write(rec)
         outcome.records.append(rec)
         progress(rec, len(outcome.records), total)
@@ -148,35 +149,17 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
                 for case in cases:
                     if out_of_time():
                         for b in stage.backends:
-                            emit(case, _not_run(case, b, time_budget_s, base))
+                            emit(pairs.judge(case, b, _not_run(case, b, time_budget_s, base))[0])
                         continue
-                    crashes = {b: ledger.held_back(case, b) for b in stage.backends}
-                    for b, entry in crashes.items():
-                        if entry is not None:
-                            emit(case, not_launched(case, b, entry, base))
-                    launch = [b for b in stage.backends if crashes[b] is None]
-                    if isolated is not None:
-                        for b in launch:
-                            emit(case, isolated.evaluate(case, b, base))
-                        continue
-                    known = truths.of(case, seed, device, to_device(inputs, device) if inputs is not None else None)
-                    validate_inputs(known.inputs)
-                    for i, b in enumerate(launch):
-                        rec, alive = evaluate_with_control(adapters[b], case, known.inputs, known.truth, base, device,
-                                                           CONTEXT_LOST_IN_PROCESS)
-                        emit(case, rec)
-                        if not alive:  # nothing more can run in this process: the rest go to child processes
-                            isolated = IsolatedEvaluator(target_name, device, seed, adapter_options)
-                            for rest in launch[i + 1:]:
-                                emit(case, isolated.evaluate(case, rest, base))
-                            break
+                    here = _InProcess(case, truths, seed, device, inputs, adapters, base)
+                    for b in stage.backends:
+                        emit(pairs.evaluate(case, b, lambda b=b, here=here: here.evaluate(b))[0])
         finally:
-            if isolated is not None:
-                isolated.close()
+            pairs.close()
             counts: dict[str, int] = {}
             for r in outcome.records:
                 counts[count_key(r)] = counts.get(count_key(r), 0) + 1
-            outcome.exit_status = 1 if any(v.outcome in GATE_FAILING for v in outcome.verdicts) else 0
+            outcome.exit_status = pairs.exit_status
             finished = len(outcome.records) == total
             if finished:
                 sink.write(RunFooter(run_id=run_id, counts=counts, elapsed_s=time.perf_counter() - started,
@@ -185,6 +168,24 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
             with open(os.path.join(out_dir, REPORT_FILE), "w", encoding="utf-8") as f:
                 f.write(render_markdown(read_jsonl(path)))
     return outcome
+
+
+class _InProcess:
+    """A case evaluated in this process: its inputs and truth made once, on the first backend that runs here."""
+
+    def __init__(self, case: Case, truths: TruthCache, seed: int, device: str, inputs: Optional[Inputs],
+                 adapters: dict[str, AttentionKernel], base: dict) -> None:
+        self.case, self.truths, self.seed, self.device, self.inputs = case, truths, seed, device, inputs
+        self.adapters, self.base = adapters, base
+        self._known: Optional[CaseTruth] = None
+
+    def evaluate(self, backend: str) -> tuple[ParityRecord, bool]:
+        if self._known is None:
+            given = to_device(self.inputs, self.device) if self.inputs is not None else None
+            self._known = self.truths.of(self.case, self.seed, self.device, given)
+            validate_inputs(self._known.inputs)
+        return evaluate_with_control(self.adapters[backend], self.case, self._known.inputs, self._known.truth,
+                                     self.base, self.device, CONTEXT_LOST_IN_PROCESS)
 
 
 class _Background:

@@ -111,7 +111,7 @@ def context_after_error(device: str) -> tuple[bool, str]:
 
 # The float unary functions torch 2.13 computes through oneMKL's VML on the CPU (float32 and float64;
 # measured with a breakpoint on each vms*/vmd* entry point). The harness's own attention uses exp,
-# log, log2 and tanh (oracle/reference.py, conformance/explore/model_router.py, the ROCm stand-in's kernels).
+# log, log2 and tanh (oracle/reference.py, the stand-ins' kernels/standins/_kernels.py).
 VML_FUNCTIONS = ("acos", "asin", "atan", "cos", "erf", "erfc", "exp", "log", "log10", "log2", "sin", "sqrt", "tan",
                  "tanh", "trunc")
 

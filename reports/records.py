@@ -53,7 +53,7 @@ class RunHeader:
     kind: str = "run"
 
 
-@dataclass
+@dataclass(frozen=True)
 class ParityRecord:
     run_id: str
     target: str

@@ -208,6 +208,18 @@ def with_lengths(case: Case, pairs: Sequence[tuple[int, int]]) -> Case:
     return case.replace(qo_lens=qo, kv_lens=tuple(k for _, k in pairs))
 
 
+def within_rows(case: Case, rows: int) -> Case:
+    """`case` with its query lengths cut, first request kept longest, to at most `rows` query rows in all.
+
+    A CUDA-graph wrapper's buffers hold the rows of its first plan: a re-plan it serves fits in them.
+    """
+    qo, left = [], rows
+    for n in case.qo_lens:
+        qo.append(min(n, left))
+        left -= qo[-1]
+    return case.replace(qo_lens=tuple(qo))
+
+
 def with_dtype(case: Case, dtype: str) -> Case:
     return case.replace(q_dtype=dtype, kv_dtype=dtype, o_dtype="bf16" if is_fp8(dtype) else dtype)
 

@@ -21,8 +21,10 @@ Call = tuple[str, dict[str, Any]]
 # 8 short everywhere; two requests so a re-plan can move the longest one.
 LONG = ((33, 5), (40, 12))
 SHORT = ((8, 3), (40, 12))
-# A re-plan of SHORT's captured shape (same batch size) whose longest request is long.
-LONG_RELENGTHS = [(33, 40), (5, 12), (0, 0)]
+# A short plan to capture, and a re-plan of it whose longest request is long: same batch size and
+# no more query rows than the capture holds, as a CUDA-graph wrapper's fixed buffers require.
+CAPTURED_SHORT = ((8, 8, 8), (40, 12, 20))
+LONG_RELENGTHS = [(20, 40), (2, 12), (2, 20)]
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ def directed_for(profile: Profile, explicit: Optional[str]) -> list[Directed]:
     out: list[Directed] = []
     for layout in [x for x in ("ragged", "paged") if x in profile.layouts]:
         long_, short = _case(layout, LONG, dtype, dims), _case(layout, SHORT, dtype, dims)
+        captured = _case(layout, CAPTURED_SHORT, dtype, dims)
         empty = _case(layout, ((), ()), dtype, dims)
         run: Call = ("run", {})
         seqs = [
@@ -58,7 +61,7 @@ def directed_for(profile: Profile, explicit: Optional[str]) -> list[Directed]:
                                                          ("plan_unmasked", {"case": long_}), run)),
             Directed(f"{layout}: empty batch then short", (("plan_empty", {"case": empty}), run,
                                                            ("plan_short", {"case": short}), run)),
-            Directed(f"{layout}: capture then re-plan", (("plan_short", {"case": short}), ("capture_and_replay", {}),
+            Directed(f"{layout}: capture then re-plan", (("plan_short", {"case": captured}), ("capture_and_replay", {}),
                                                          ("replan_captured", {"lengths": LONG_RELENGTHS}))),
         ]
         if explicit:

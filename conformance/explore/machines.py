@@ -75,7 +75,7 @@ INVARIANTS: tuple[str, ...] = (
 class Recipe:
     """How a reproduction script rebuilds an adapter: plain torch, or a library import and a call.
 
-    `make` is a Python expression of the variable `backend`, e.g. "make_model(backend, arch='gfx942')".
+    `make` is a Python expression of the variable `backend`, e.g. "get_target('flashinfer').make(backend, 'cpu')".
     """
 
     kind: str  # "torch" | "library"
@@ -317,9 +317,10 @@ class ScenarioMachine(RuleBasedStateMachine):
     @precondition(_graph_with_case)
     @rule(lengths=S.relengths)
     def replan_captured(self, lengths: list[tuple[int, int]]) -> None:
-        """Re-plan the captured shape (same batch size, mask, dtype) with new lengths, then replay."""
+        """Re-plan the captured shape (same batch size, mask, dtype, no more rows) with new lengths, then replay."""
         assert self.current is not None
-        self._plan(self.subject.backend, S.with_lengths(self.current, lengths), PLAN_SEED, "replan_captured")
+        case = S.within_rows(S.with_lengths(self.current, lengths), self.current.total_qo)
+        self._plan(self.subject.backend, case, PLAN_SEED, "replan_captured")
         if _has_plan(self):
             self._run(self.subject.backend, "replan_captured")
 

@@ -21,6 +21,7 @@ Three kinds, by the subject's Recipe:
 """
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
 from string import Template
@@ -172,7 +173,8 @@ def _library_script(failure: ScenarioFailure, subject: Subject, name: str) -> tu
         if s.call == "run" and s.outcome == "ok":
             refs[s.n] = reference_data(s.case, s.seed)
             expect[s.n] = expected_route(s)
-    graph = bool(getattr(subject.make(subject.backend), "graph", False))
+    with subject.context() if subject.context else contextlib.nullcontext():  # a stand-in is made installed
+        graph = bool(getattr(subject.make(subject.backend), "graph", False))
     body = Template(_LIBRARY_BODY).substitute(
         repo_root=repr(REPO_ROOT), imports=subject.recipe.imports, make=subject.recipe.make, checks=SCRIPT_CHECKS,
         exact=repr(subject.exact_history), graph=repr(graph), last=failure.steps[-1].n, calls="\n".join(calls),

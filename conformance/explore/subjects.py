@@ -2,10 +2,9 @@
 
     torch    the torch adapters: SDPA `auto` under test (routing/specs/torch_sdpa.py), the other
              backends requested explicitly
-    model    the correct model router (conformance/explore/model_router.py), eager and graph, gfx942 and gfx950
-    faults   one model per seed defect class (conformance/explore/faults.py)
     standin  the flashinfer adapter on the ROCm fork's CPU stand-in (kernels/standins/), eager and
              graph, gfx942 and gfx950; the stand-in is installed around each subject's run
+    faults   the same, on gfx942, with one seed defect switched on per subject (kernels/standins/faults.py)
     flashinfer  the installed FlashInfer on a GPU: `auto` under test per wrapper API (paged, ragged,
              decode), eager and graph, fa2/fa3 requested explicitly, against the CUDA routing spec
 """
@@ -20,12 +19,10 @@ from kernels import _env, get_target
 from kernels.protocol import AttentionKernel
 from routing.spec import RoutingEnv
 from routing.specs import FLASHINFER_CUDA, FLASHINFER_ROCM, TORCH_SDPA
-from conformance.explore import model_tables
-from conformance.explore.faults import FAULTS, make_faulty
 from conformance.explore.machines import Recipe, Subject
-from conformance.explore.model_router import make_model
+from kernels.standins.faults import FAULTS
 
-TARGETS = ("torch", "model", "faults", "standin", "flashinfer")
+TARGETS = ("torch", "standin", "faults", "flashinfer")
 
 
 def torch_subjects(device: str) -> list[Subject]:
@@ -44,34 +41,6 @@ def torch_subjects(device: str) -> list[Subject]:
                     device=device, recipe=Recipe("torch"), exact_history=_env.device_type(device) == "cpu")]
 
 
-def _model_subject(name: str, arch: str, make: Callable[[str], AttentionKernel], recipe: Recipe) -> Subject:
-    return Subject(name=name, target="model", backend=model_tables.AUTO, make=make,
-                   explicit=(model_tables.FALLBACK, model_tables.FAST),
-                   specs={b: FLASHINFER_ROCM for b in model_tables.BACKENDS},
-                   env=RoutingEnv(arch=arch, device="cpu"), recipe=recipe)
-
-
-def model_subjects() -> list[Subject]:
-    out = []
-    for arch in model_tables.ARCHS:
-        for graph in (False, True):
-            recipe = Recipe("library", "from conformance.explore.model_router import make_model",
-                            f"make_model(backend, arch={arch!r}, graph={graph!r})")
-            out.append(_model_subject(f"model-{arch}{'-graph' if graph else ''}", arch,
-                                      lambda b, a=arch, g=graph: make_model(b, arch=a, graph=g), recipe))
-    return out
-
-
-def fault_subjects() -> list[Subject]:
-    out = []
-    for name, f in FAULTS.items():
-        recipe = Recipe("library", "from conformance.explore.faults import make_faulty",
-                        f"make_faulty({name!r}, backend, arch='gfx942', graph={f.graph!r})")
-        out.append(_model_subject(f"fault-{name}", "gfx942", lambda b, n=name, g=f.graph: make_faulty(n, b, graph=g),
-                                  recipe))
-    return out
-
-
 STANDIN_ARCHS = ("gfx942", "gfx950")
 # The stand-in never reads its workspace; the adapter's default (128 MiB, zeroed, one per wrapper and
 # fresh control) exhausted a 24 GiB CPU machine over a runner-sized exploration.
@@ -80,27 +49,34 @@ STANDIN_WORKSPACE = 1 << 16
 STANDIN_EXCLUDED = {"single": "single_prefill_with_kv_cache exposes no reason; the spec's rows expect None"}
 
 
+def _standin_subject(name: str, arch: str, graph: bool, fault: Optional[str] = None) -> Subject:
+    """The flashinfer adapter against the fork's stand-in (with `fault` switched on); installed around each run."""
+    config = f"arch={arch!r}" + (f", fault={fault!r}" if fault else "")
+    imports = f"from kernels import get_target\nfrom kernels.standins.rocm_fork import install\ninstall({config})"
+    recipe = Recipe("library", imports, f"get_target('flashinfer').make(backend, 'cpu', graph={graph!r}, "
+                                        f"workspace_bytes={STANDIN_WORKSPACE})")
+    return Subject(name=name, target="flashinfer", backend="auto",
+                   make=lambda b: get_target("flashinfer").make(b, "cpu", graph=graph,
+                                                                workspace_bytes=STANDIN_WORKSPACE),
+                   explicit=("fa2", "aiter"), specs={b: FLASHINFER_ROCM for b in ("auto", "fa2", "aiter")},
+                   env=RoutingEnv(arch=arch, device="cpu"), recipe=recipe, exclude_layouts=STANDIN_EXCLUDED,
+                   context=lambda: _installed(arch, fault))
+
+
 def standin_subjects() -> list[Subject]:
-    """The flashinfer adapter against the fork's stand-in; explore() installs it around each run."""
-    out = []
-    for arch in STANDIN_ARCHS:
-        for graph in (False, True):
-            imports = ("from kernels import get_target\nfrom kernels.standins.rocm_fork import install\n"
-                       f"install(arch={arch!r})")
-            recipe = Recipe("library", imports, f"get_target('flashinfer').make(backend, 'cpu', graph={graph!r}, "
-                                                f"workspace_bytes={STANDIN_WORKSPACE})")
-            out.append(Subject(name=f"standin-{arch}{'-graph' if graph else ''}", target="flashinfer",
-                               backend="auto", make=lambda b, g=graph: get_target("flashinfer").make(
-                                   b, "cpu", graph=g, workspace_bytes=STANDIN_WORKSPACE),
-                               explicit=("fa2", "aiter"), specs={b: FLASHINFER_ROCM for b in ("auto", "fa2", "aiter")},
-                               env=RoutingEnv(arch=arch, device="cpu"), recipe=recipe,
-                               exclude_layouts=STANDIN_EXCLUDED, context=lambda a=arch: _installed(a)))
-    return out
+    """The correct stand-in, eager and graph, on each architecture with gates."""
+    return [_standin_subject(f"standin-{arch}{'-graph' if graph else ''}", arch, graph)
+            for arch in STANDIN_ARCHS for graph in (False, True)]
 
 
-def _installed(arch: str) -> contextlib.AbstractContextManager[Any]:
+def fault_subjects() -> list[Subject]:
+    """One stand-in per seed defect (kernels/standins/faults.py), in the mode the defect needs."""
+    return [_standin_subject(f"fault-{name}", "gfx942", f.graph, name) for name, f in FAULTS.items()]
+
+
+def _installed(arch: str, fault: Optional[str]) -> contextlib.AbstractContextManager[Any]:
     from kernels.standins.rocm_fork import installed
-    return installed(arch=arch)
+    return installed(arch=arch, fault=fault)
 
 
 # One subject per wrapper API: a defect found on one (Hypothesis stops at the first) hides nothing on
@@ -165,8 +141,6 @@ def flashinfer_subjects(device: str, make: Optional[Callable[[str, bool], Attent
 def subjects_for(target: str, device: str = "cpu") -> list[Subject]:
     if target == "torch":
         return torch_subjects(device)
-    if target == "model":
-        return model_subjects()
     if target == "faults":
         return fault_subjects()
     if target == "standin":

@@ -2,7 +2,7 @@
 
 Nothing here runs at import time, and `import kernels.flashinfer.adapter` never imports flashinfer: every
 function imports it on first call (CPU machines and CI never do). Tests inject a fake package
-into sys.modules["flashinfer"] (tests/kernels/fake_flashinfer.py) and everything below reads it
+into sys.modules["flashinfer"] (kernels/standins/: the upstream model and the ROCm fork) and everything below reads it
 the same way.
 
 Both vendors are served from here, told apart by FEATURE, never by a version string:

@@ -9,6 +9,10 @@ kernels/standin_label.py), `kernels.flashinfer.lib` reports it in LibFacts and i
 versions ("stand-in: <name>"), and a run whose header names a stand-in is never counted as a
 conformance result (conformance/parity_run.py).
 
-    rocm_flashinfer/   the ROCm FlashInfer fork (AMD-Ecosystem/flashinfer) as module tree
-    rocm_fork.py       install() / installed(): point `import flashinfer` at it, patch its probes
+    upstream_flashinfer/  upstream FlashInfer (0.7.2.post1) as module tree: the model the others build on
+    upstream.py           install() / installed(): point `import flashinfer` at it (sm90, cudnn probes)
+    rocm_flashinfer/      the ROCm FlashInfer fork (AMD-Ecosystem/flashinfer), layered on the upstream model
+    rocm_fork.py          install() / installed(): point `import flashinfer` at it, patch its probes
+    faults.py             the seed defects, each a patch of one seam of the fork (install(fault=NAME))
+    _kernels.py, _launch.py, _install.py  the shared numerics, graph recorder, and install/undo
 """

@@ -19,6 +19,7 @@ likewise), because a CPU has neither a gcnArchName nor AITER:
                     and native paging is unavailable too, since it launches the same kernels)
   native_paging_ok  `_aiter_native_paging_available` at a routed page size
   strict            FLASHINFER_AITER_STRICT=1
+  fault             a defect of kernels/standins/faults.py switched on (the label then names it)
 
 While installed, the adapter's default CUDA-graph driver (kernels.flashinfer.adapter.TorchGraphs) is
 `RecordedGraphs`, which records the stand-in's launches at capture and runs them at replay: graph
@@ -27,14 +28,16 @@ mode ("+graph" backends) on a CPU.
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Optional
 
 import torch
 
+from kernels.standin_label import MARKER
+from kernels.standins import faults
+from kernels.standins._install import forget_facts, installed_by, script_undo, uninstall
 from kernels.standins.rocm_flashinfer import quantization, rocm
-from kernels.standins.rocm_flashinfer._launch import RecordedGraphs
+from kernels.standins._launch import RecordedGraphs
 from kernels.standins.rocm_flashinfer.rocm import aiter_utils, arch_caps, decode, prefill
 
 import kernels.flashinfer.adapter as flashinfer_adapter
@@ -59,46 +62,6 @@ MODULES = {
 __all__ = ["AITER_STATES", "NAME", "RecordedGraphs", "install", "installed", "uninstall"]
 
 
-class _Undo:
-    """The monkeypatch calls install() makes, recorded for undo() where no monkeypatch is given."""
-
-    _absent = object()
-
-    def __init__(self) -> None:
-        self._log: list[Callable[[], None]] = []
-
-    def setattr(self, obj: Any, name: str, value: Any) -> None:
-        old = getattr(obj, name)
-        setattr(obj, name, value)
-        self._log.append(lambda: setattr(obj, name, old))
-
-    def setitem(self, mapping: Any, key: Any, value: Any) -> None:
-        old = mapping.get(key, self._absent)
-        mapping[key] = value
-        self._log.append(lambda: mapping.__setitem__(key, old) if old is not self._absent else mapping.pop(key, None))
-
-    def setenv(self, name: str, value: str) -> None:
-        self.setitem(os.environ, name, value)
-
-    def delenv(self, name: str, raising: bool = False) -> None:
-        old = os.environ.pop(name, None)
-        if old is not None:
-            self._log.append(lambda: os.environ.__setitem__(name, old))
-
-    def undo(self) -> None:
-        while self._log:
-            self._log.pop()()
-
-
-_script_installs: list[_Undo] = []
-
-
-def _forget_facts() -> None:
-    from kernels.flashinfer import lib as flashinfer_lib
-
-    flashinfer_lib.lib_facts.cache_clear()
-
-
 def _bootstrap(ok: bool, missing: str) -> Callable[..., bool]:
     def probe(*_: Any) -> bool:
         if not ok:
@@ -109,14 +72,12 @@ def _bootstrap(ok: bool, missing: str) -> Callable[..., bool]:
 
 def install(monkeypatch: Any = None, *, arch: str = "gfx942", aiter: str = "importable",
             aiter_version: Optional[str] = None, bootstrap_ok: bool = True, native_paging_ok: bool = True,
-            strict: bool = False) -> Any:
+            strict: bool = False, fault: Optional[str] = None) -> Any:
     """Install the stand-in as `flashinfer`; returns that module. Without a monkeypatch, uninstall() undoes it."""
     if aiter not in AITER_STATES:
         raise ValueError(f"aiter={aiter!r}: expected one of {AITER_STATES}")
-    mp = monkeypatch
-    if mp is None:
-        mp = _Undo()
-        _script_installs.append(mp)
+    defect = faults.fault(fault) if fault is not None else None
+    mp = monkeypatch if monkeypatch is not None else script_undo()
     importable = aiter == "importable"
     if aiter_version is None and aiter != "not_installed":
         aiter_version = VALIDATED_AITER if importable else BELOW_FLOOR_AITER
@@ -142,23 +103,13 @@ def install(monkeypatch: Any = None, *, arch: str = "gfx942", aiter: str = "impo
         mp.setenv(aiter_utils.STRICT_ENV, "1")
     else:
         mp.delenv(aiter_utils.STRICT_ENV, raising=False)
-    _forget_facts()
+    if defect is not None:
+        defect.patch(mp)
+        mp.setattr(package, MARKER, f"{NAME}+fault:{defect.name}")
+    forget_facts()
     return package
 
 
-def uninstall() -> None:
-    """Undo every install() made without a monkeypatch, newest first."""
-    while _script_installs:
-        _script_installs.pop().undo()
-    _forget_facts()
-
-
-@contextlib.contextmanager
-def installed(**config: Any) -> Iterator[Any]:
+def installed(**config: Any) -> contextlib.AbstractContextManager[Any]:
     """install(None, **config) for the duration of a `with` block."""
-    undo = _Undo()
-    try:
-        yield install(undo, **config)
-    finally:
-        undo.undo()
-        _forget_facts()
+    return installed_by(install, **config)

@@ -1,9 +1,10 @@
-"""The machines in CI on the CPU: the torch target and the correct model hold; every seed defect is caught.
+"""The machines in CI on the CPU: the torch target and the correct stand-in hold; every seed defect is caught.
 
 Each fault-injected adapter must be caught twice: by the directed sequence its seed describes, and
 by the exploration on its own, which shrinks the sequence, keeps it in the run's database (a rerun
 replays it first) and writes a reproduction script that exits 1, while the same calls written
-against the correct model exit 0. Scripts run here in-process (runpy, as `python script.py`
+against the correct stand-in exit 0. The faults are the ROCm fork stand-in's (kernels/standins/faults.py),
+driven through the flashinfer adapter. Scripts run here in-process (runpy, as `python script.py`
 would); tests/explore/test_scenario_repro.py runs both script kinds in a fresh interpreter.
 The shrunk sequences are printed (`pytest -rP` shows them); docs/scenario-machines.md records them.
 """
@@ -16,10 +17,11 @@ from pathlib import Path
 import pytest
 
 from conformance.explore.loop import BUDGETS, SUMMARY_NAME, explore_subject, main
-from conformance.explore.faults import FAULTS
 from conformance.explore.machines import ScenarioFailure, Subject
 from conformance.explore.repro import write_repro
-from conformance.explore.subjects import fault_subjects, model_subjects
+from conformance.explore.subjects import fault_subjects, standin_subjects
+from kernels.standins._install import uninstall
+from kernels.standins.faults import FAULTS
 
 CI = BUDGETS["ci"]
 # Invariants that may legitimately name each defect class first (which one does depends on the
@@ -63,8 +65,8 @@ def test_bad_usage_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert "--device meta" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("subject", model_subjects(), ids=lambda s: s.name)
-def test_the_correct_model_holds(subject: Subject, tmp_path: Path) -> None:
+@pytest.mark.parametrize("subject", standin_subjects(), ids=lambda s: s.name)
+def test_the_correct_standin_holds(subject: Subject, tmp_path: Path) -> None:
     r = explore_subject(subject, CI, tmp_path)
     assert r.failure is None, "\n".join(r.failure["sequence"]) if r.failure else ""
     assert not r.directed_failures
@@ -87,17 +89,23 @@ def test_each_fault_is_caught_shrunk_and_reproduced(subject: Subject, tmp_path: 
 
     assert run_script(Path(f["repro"])) == 1
 
-    # The same calls against the correct model: the script must not claim a defect.
+    # The same calls against the correct stand-in: the script must not claim a defect.
     failure = _rerun(subject, f)
-    correct = next(s for s in model_subjects() if s.name == ("model-gfx942-graph" if FAULTS[fault].graph
-                                                              else "model-gfx942"))
+    correct = next(s for s in standin_subjects() if s.name == ("standin-gfx942-graph" if FAULTS[fault].graph
+                                                                else "standin-gfx942"))
     assert run_script(write_repro(failure, correct, tmp_path / "control")) == 0
 
 
 def run_script(path: Path) -> int:
-    """A reproduction script's exit status, run as `python path` would run it (in this process)."""
-    with pytest.raises(SystemExit) as e:
-        runpy.run_path(str(path), run_name="__main__")
+    """A reproduction script's exit status, run as `python path` would run it (in this process).
+
+    A stand-in script installs its library for good, as a process would; undone here for the next test.
+    """
+    try:
+        with pytest.raises(SystemExit) as e:
+            runpy.run_path(str(path), run_name="__main__")
+    finally:
+        uninstall()
     return int(e.value.code)
 
 

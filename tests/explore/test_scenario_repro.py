@@ -7,6 +7,7 @@ Both kinds of scripts/repro.py are run here as `python script.py`:
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import runpy
 import subprocess
@@ -67,9 +68,10 @@ class DropsARowAfterItsFirstRun:
 
 
 def directed_failure(subject: Subject, name: str) -> ScenarioFailure:
-    machine = machine_for(subject)
-    (seq,) = [d for d in directed_for(machine.profile, None) if d.name == name]
-    status, failure = run_directed(machine, seq)
+    with subject.context() if subject.context else contextlib.nullcontext():
+        machine = machine_for(subject)
+        (seq,) = [d for d in directed_for(machine.profile, None) if d.name == name]
+        status, failure = run_directed(machine, seq)
     assert status == "failed" and failure is not None, status
     return failure
 
@@ -88,7 +90,7 @@ def test_a_library_script_reproduces_standalone(tmp_path: Path) -> None:
     assert script.with_suffix(".pt").is_file()
     text = script.read_text()
     assert text.startswith("#!/usr/bin/env python") and failure.invariant in text
-    assert "from conformance.explore.faults import make_faulty" in text and "from oracle" not in text
+    assert "install(arch='gfx942', fault='mask_not_cleared')" in text and "from oracle" not in text
     done = standalone(script, tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "REPRODUCED at step 4" in done.stdout and "custom mask" in done.stdout

@@ -1,6 +1,7 @@
 """The parity grid under the gate: ledger outcomes, crash entries not launched, crashes isolated, records written."""
 from __future__ import annotations
 
+from dataclasses import replace
 import json
 from typing import Any
 
@@ -62,7 +63,7 @@ def test_ledger_outcomes_under_the_gate(pytester: pytest.Pytester, small_grid: N
     def failing_flash(adapter: Any, case: Case, *a: Any) -> Any:
         rec = real(adapter, case, *a)
         if adapter.backend == "flash" and case == C1:
-            rec.status, rec.reason = "error", "RuntimeError: injected"
+            rec = replace(rec, status="error", reason="RuntimeError: injected")
         return rec
 
     monkeypatch.setattr(ev, "evaluate", failing_flash)

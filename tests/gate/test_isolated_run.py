@@ -1,6 +1,7 @@
 """`attncheck run --isolate` and the ledger's crash entries: a crashing case is one record, and the run goes on."""
 from __future__ import annotations
 
+from dataclasses import replace
 import json
 import os
 from typing import Any
@@ -85,10 +86,10 @@ def test_a_dead_cuda_context_moves_the_rest_of_a_gate_run_to_child_processes(mon
 
     rec, _, _ = run.evaluate(C1, "math", error)  # a pending error, read and cleared: the run stays in process
     assert rec.reason == f"RuntimeError: illegal; {PENDING_CLEARED}: AcceleratorError: invalid argument"
-    assert run.evaluator is None
+    assert run.pairs.evaluator is None
     rec, entry, _ = run.evaluate(C1, "math", error)
     assert rec.reason == f"RuntimeError: illegal; {CONTEXT_LOST}: AcceleratorError: illegal memory access"
-    assert entry is None and run.evaluator is not None and run.evaluator.starts == 0
+    assert entry is None and run.pairs.evaluator is not None and run.pairs.evaluator.starts == 0
     run.close(0.0)
 
 
@@ -110,7 +111,7 @@ def test_a_lost_context_in_process_hands_the_rest_of_the_run_to_child_processes(
         first = (adapter.backend, case.id) not in seen
         seen.add((adapter.backend, case.id))
         if first and adapter.backend == "math" and case.id in (C1.id, C2.id):  # as if the library raised on a GPU
-            rec.status, rec.reason = "error", "RuntimeError: launch failed"
+            rec = replace(rec, status="error", reason="RuntimeError: launch failed")
         return rec
 
     monkeypatch.setattr(ev, "evaluate", flaky)
@@ -151,12 +152,13 @@ def test_the_child_clears_the_pending_error_its_fresh_control_leaves(monkeypatch
         return ParityRecord(backend="math", case_id=case.id, case=case.to_json(), status="error",
                             reason="RuntimeError: invalid argument", **base)
 
-    def failing_control(adapter: Any, case: Case, inputs: Any, get_truth: Any, rec: ParityRecord) -> None:
-        pending[0], rec.fresh = True, "error"
+    def failing_control(adapter: Any, case: Case, inputs: Any, get_truth: Any, rec: ParityRecord) -> ParityRecord:
+        pending[0] = True
+        return replace(rec, fresh="error")
 
-    def probe(rec: ParityRecord, device: str, lost_text: Any) -> bool:
+    def probe(rec: ParityRecord, device: str, lost_text: Any) -> tuple[ParityRecord, bool]:
         pending[0] = False  # read and cleared
-        return True
+        return rec, True
 
     def validate(inputs: Any) -> None:
         assert not pending[0], "the next case met the previous case's pending CUDA error"

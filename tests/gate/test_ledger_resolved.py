@@ -1,6 +1,7 @@
 """The ledger asked about the kernel an `auto` record ran: the parity run's annotation and the gate's verdict."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -52,9 +53,7 @@ def test_the_parity_run_annotates_a_failing_record_by_the_kernel_it_ran(monkeypa
     ran = iter(["fa2", "fa3"])
 
     def failing(adapter: Any, case: Case, *a: Any, **k: Any) -> tuple[ParityRecord, bool]:
-        rec = _record("fail", next(ran))
-        rec.backend = adapter.backend
-        return rec, True
+        return replace(_record("fail", next(ran)), backend=adapter.backend), True
 
     monkeypatch.setattr(pr, "evaluate_with_control", failing)
     out = pr.run_parity("torch", "cpu", "quick", str(tmp_path / "a"), cases=[CASE, CASE.replace(causal=True)],
@@ -68,9 +67,7 @@ def _run_ran(monkeypatch: pytest.MonkeyPatch, tmp_path: Any, *ran: tuple[str, st
 
     def recorded(adapter: Any, case: Case, *a: Any, **k: Any) -> tuple[ParityRecord, bool]:
         status, kernel = next(it)
-        rec = _record(status, kernel)
-        rec.backend, rec.case_id, rec.case = adapter.backend, case.id, case.to_json()
-        return rec, True
+        return replace(_record(status, kernel), backend=adapter.backend, case_id=case.id, case=case.to_json()), True
 
     monkeypatch.setattr(pr, "evaluate_with_control", recorded)
     cases = [CASE, CASE.replace(causal=True)][:len(ran)]

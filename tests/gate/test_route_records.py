@@ -35,6 +35,8 @@ from scenarios.tensors import materialize
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "kernels"))
 import fake_flashinfer as ff  # noqa: E402
+from kernels.standins import rocm_fork  # noqa: E402
+from kernels.standins.rocm_flashinfer.rocm import prefill as fork_prefill  # noqa: E402
 
 _H = dict(num_qo_heads=4, num_kv_heads=2, head_dim_qk=64, head_dim_vo=64)
 PAGED = Case("paged", (3, 6), (11, 6), page_size=5, **_H)
@@ -200,8 +202,7 @@ def _fake_sm90_judged_passing(monkeypatch) -> None:
     passed = SimpleNamespace(passed=True, to_json=lambda: {})
     monkeypatch.setattr(evaluate, "judge", lambda *a, **k: (passed, None))
     monkeypatch.setattr(env, "device_capability", lambda device: (9, 0))
-    monkeypatch.setattr(ff, "is_sm90a_supported", lambda device: True)
-    ff.install(monkeypatch)
+    ff.install(monkeypatch, sm90=True)
     fl.lib_facts.cache_clear()
     reset_seen()
 
@@ -267,12 +268,14 @@ def test_a_run_that_raises_after_plan_keeps_the_backend_plan_chose_and_is_observ
 
 def test_on_the_fork_a_failed_run_claims_no_backend(monkeypatch):
     """The fork re-checks its choice in run(): what plan() chose is not what the failed run would have used."""
-    a = _fake_auto(monkeypatch, fork=True)
+    rocm_fork.install(monkeypatch, arch="gfx942")
+    reset_seen()
+    a = fi.FlashInferKernel("auto", "cpu", options=fi.AdapterOptions(workspace_bytes=1024), graphs=ff.FakeGraphs())
 
     def boom(self, *args, **kwargs):
         raise RuntimeError("run failed")
 
-    monkeypatch.setattr(ff.ForkBatchPrefillWithPagedKVCacheWrapper, "run", boom)
+    monkeypatch.setattr(fork_prefill.BatchPrefillWithPagedKVCacheWrapper, "run", boom)
     rec = evaluate.evaluate(a, PAGED, materialize(PAGED, 0, "cpu"), lambda: None,
                               dict(run_id="r1", target="flashinfer", device="cpu", seed=0))
     fl.lib_facts.cache_clear()

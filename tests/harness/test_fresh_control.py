@@ -30,8 +30,7 @@ BASE = dict(run_id="r", target="flashinfer", device="cpu", seed=0, standin=None)
 def _eval(adapter: Any, case: Case) -> Any:
     inputs = materialize(case, 0, "cpu")
     rec = evaluate(adapter, case, inputs, lambda: truth(inputs), BASE)
-    fresh_control(adapter, case, inputs, lambda: truth(inputs), rec)
-    return rec
+    return fresh_control(adapter, case, inputs, lambda: truth(inputs), rec)
 
 
 def test_a_stale_mask_failure_is_marked_history_dependent(fake: Any) -> None:

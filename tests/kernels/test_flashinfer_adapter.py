@@ -11,6 +11,7 @@ the adapter hands the library the right problem; it says nothing about FlashInfe
 """
 from __future__ import annotations
 
+import functools
 import inspect
 from dataclasses import replace
 import math
@@ -40,6 +41,8 @@ from scenarios.tensors import Inputs, materialize
 
 sys.path.insert(0, os.path.dirname(__file__))
 import fake_flashinfer as ff  # noqa: E402
+from kernels.standins import rocm_fork  # noqa: E402
+from kernels.standins.rocm_flashinfer.rocm import prefill as fork_prefill  # noqa: E402
 from fake_flashinfer import fake  # noqa: E402,F401  (the fixture)
 
 CPU = "cpu"
@@ -60,10 +63,19 @@ ALL = {"paged": PAGED, "paged-mask": PAGED_MASK, "paged-HND": PAGED_HND, "ragged
 
 @pytest.fixture
 def fork(monkeypatch: pytest.MonkeyPatch) -> Any:
-    ff.install(monkeypatch, fork=True)
+    """The ROCm fork's stand-in (gfx950: AITER and native e4m3fn) as `flashinfer`; yields its paged run() kwargs."""
+    rocm_fork.install(monkeypatch, arch="gfx950")
     fl.lib_facts.cache_clear()
     reset_seen()
-    yield ff
+    runs: list[dict] = []
+    real = fork_prefill.BatchPrefillWithPagedKVCacheWrapper.run
+
+    @functools.wraps(real)  # the adapter reads run()'s signature
+    def spy(self: Any, *args: Any, **kwargs: Any) -> Any:
+        runs.append(kwargs)
+        return real(self, *args, **kwargs)
+    monkeypatch.setattr(fork_prefill.BatchPrefillWithPagedKVCacheWrapper, "run", spy)
+    yield runs
     fl.lib_facts.cache_clear()
 
 
@@ -155,7 +167,7 @@ def test_backends_come_from_the_librarys_own_checks(monkeypatch: pytest.MonkeyPa
 def test_the_rocm_fork_is_detected_by_feature_and_offers_aiter_where_its_check_passes(
         monkeypatch: pytest.MonkeyPatch, aiter_ok: bool, expected: tuple[str, ...]) -> None:
     """A wrapper with backend_fallback_reason is the fork; aiter is offered iff arch_caps and AITER say so."""
-    ff.install(monkeypatch, fork=True, aiter_ok=aiter_ok)
+    rocm_fork.install(monkeypatch, arch="gfx942" if aiter_ok else "unknown")
     fl.lib_facts.cache_clear()
     _pretend_cuda(monkeypatch, (9, 4))
     facts = fl.lib_facts("cuda")
@@ -344,12 +356,12 @@ def test_single_fp8_query_descales_are_per_head_tensors(fake: Any) -> None:
 
 def test_fork_fp8_uses_scale_tensors_not_floats_and_skips_lse(fork: Any) -> None:
     """Fork paged run(scale_q=[1] f32 ...), never q_scale with an fp8 query; its fp8 cannot return LSE."""
-    case = FP8_PAGED.replace(o_dtype="bf16")
+    case = FP8_PAGED.replace(o_dtype="bf16", page_size=16)  # fp8 goes only where AITER pages natively
     a = adapter("aiter")
     inp, res = run_case(a, case)
-    kw = calls("paged", "run")[0]["kwargs"]
-    assert kw["q_scale"] is None and kw["scale_q"].shape == (1,) and kw["scale_q"].dtype == torch.float32
-    assert float(kw["scale_k"][0]) == 2.0 and kw["return_lse"] is False and res.lse is None
+    kw = fork[0]
+    assert kw.get("q_scale") is None and kw["scale_q"].shape == (1,) and kw["scale_q"].dtype == torch.float32
+    assert float(kw["scale_k"][0]) == 2.0 and not kw.get("return_lse") and res.lse is None
     assert passes(inp, res)[0]
 
 
@@ -424,7 +436,8 @@ def test_decode_reads_resolved_backend_and_single_observes_its_module_lookup(fak
     _, rs = run_case(adapter("auto"), SINGLE)
     _, rm = run_case(adapter("auto"), SINGLE_MASK)
     assert (rs.resolved_backend, rm.resolved_backend) == ("fa3", "fa2") and ff.STATE.single_modules == ["fa3", "fa2"]
-    assert ff.get_single_prefill_module.__name__ == "get_single_prefill_module"  # the hook was restored
+    hook = sys.modules["flashinfer.prefill"].get_single_prefill_module
+    assert hook.__name__ == "get_single_prefill_module"  # the adapter's hook was restored
 
 
 def test_upstream_reports_no_reason_which_is_not_none(fake: Any) -> None:
@@ -437,13 +450,13 @@ def test_upstream_reports_no_reason_which_is_not_none(fake: Any) -> None:
 def test_a_fork_like_wrapper_reports_none_or_its_reason(fork: Any) -> None:
     """With backend_fallback_reason present: None when auto took AITER, the reason string when it did not."""
     a = adapter("auto")
-    _, r1 = run_case(a, PAGED)
+    _, r1 = run_case(a, PAGED.replace(qo_lens=(3, 20), kv_lens=(11, 40)))  # long: no length gate
     _, r2 = run_case(a, PAGED_MASK)
     _, r3 = run_case(a, PAGED_HND)
     assert (r1.resolved_backend, r1.fallback_reason) == ("aiter", None)
     assert (r2.resolved_backend, r2.fallback_reason) == ("fa2", "custom mask (not supported by AITER)")
     assert r3.fallback_reason == "kv_layout='HND' (AITER requires NHD)"
-    _, rd = run_case(adapter("auto"), DECODE)
+    _, rd = run_case(adapter("auto"), replace(DECODE, kv_layout="NHD", window_left=-1))
     assert (rd.resolved_backend, rd.fallback_reason) == ("aiter", None)
     _, rs = run_case(adapter("auto"), SINGLE)
     assert rs.fallback_reason is NOT_REPORTED  # the fork's single prefill exposes no reason either
@@ -474,9 +487,9 @@ def test_lse_base_ln_is_passed_where_run_takes_it_and_declared_natural(fake: Any
     assert calls("paged", "run")[0]["kwargs"]["lse_base"] == "ln"
 
 
-def test_a_kernel_returning_natural_lse_fails_the_declared_base(fake: Any) -> None:
+def test_a_kernel_returning_natural_lse_fails_the_declared_base(fake: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """If the library broke its base-2 contract, the declared base would expose it: the LSE check fails."""
-    ff.STATE.lse_natural = True
+    ff.natural_log_lse(monkeypatch)
     inp, res = run_case(adapter("fa2"), PAGED)
     ok, out_cmp, lse_cmp = passes(inp, res)
     assert out_cmp.passed and lse_cmp is not None and not lse_cmp.passed
@@ -485,7 +498,7 @@ def test_a_kernel_returning_natural_lse_fails_the_declared_base(fake: Any) -> No
 def test_the_fork_gets_no_lse_base_and_declares_base_2(fork: Any) -> None:
     """The fork's run() has no lse_base: it is not passed, and base 2 is declared."""
     inp, res = run_case(adapter("fa2"), PAGED)
-    assert "lse_base" not in calls("paged", "run")[0]["kwargs"]
+    assert "lse_base" not in fork[0]
     assert res.lse_base == LSE_BASE2 and passes(inp, res)[0]
 
 
@@ -493,9 +506,10 @@ def test_the_fork_gets_no_lse_base_and_declares_base_2(fork: Any) -> None:
 
 @pytest.mark.parametrize("name,graph", [("paged", False), ("ragged", False), ("decode", False), ("paged", True),
                                         ("ragged-mask", True), ("decode", True)])
-def test_rows_the_library_leaves_unwritten_are_caught(fake: Any, name: str, graph: bool) -> None:
+def test_rows_the_library_leaves_unwritten_are_caught(fake: Any, monkeypatch: pytest.MonkeyPatch, name: str,
+                                                    graph: bool) -> None:
     """The output (and LSE) are poisoned before the run (or the replay): an unwritten row fails as unwritten."""
-    ff.STATE.skip_rows = {1}
+    ff.leave_rows_unwritten(monkeypatch, {1})
     inp, res = run_case(adapter("fa2", graph=graph), ALL[name])
     ok, out_cmp, lse_cmp = passes(inp, res)
     assert not ok and out_cmp.unwritten_count == ALL[name].num_qo_heads * ALL[name].head_dim_vo
@@ -723,9 +737,9 @@ def test_supports_never_raises_and_declines_a_missing_library(monkeypatch: pytes
     fl.lib_facts.cache_clear()
 
 
-def test_a_backend_this_device_lacks_is_declined(fake: Any) -> None:
+def test_a_backend_this_device_lacks_is_declined(fake: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """fa3 on a non-Hopper device (the library's is_sm90a_supported says no) is a DEVICE_BACKEND decline."""
-    ff.STATE.sm90 = False
+    ff.install(monkeypatch, sm90=False)
     fl.lib_facts.cache_clear()
     sup = adapter("fa3").supports(PAGED)
     assert not sup.ok and skips.constant_of(sup.reason) == skips.DEVICE_BACKEND

@@ -104,7 +104,7 @@ def test_every_module_of_the_standin_is_marked_and_says_it_is_a_standin() -> Non
     """`__attncheck_standin__` on every module; docstrings say stand-in, fork modules cite rocm_fork.md sections."""
     modules = [standin_pkg] + [importlib.import_module(i.name) for i in
                                pkgutil.walk_packages(standin_pkg.__path__, standin_pkg.__name__ + ".")]
-    assert len(modules) >= 10
+    assert len(modules) >= 8
     for m in modules:
         assert standin_of(m) == NAME == "flashinfer-rocm-fork", m.__name__
         assert "stand-in" in (m.__doc__ or "").lower(), m.__name__
@@ -136,11 +136,11 @@ def test_installed_points_flashinfer_at_the_standin_and_undoes_it() -> None:
 
 
 def test_a_real_looking_library_is_not_labelled_a_standin(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The upstream CPU fake of the tests carries no marker: LibFacts.standin None, no stand-in version."""
+    """A library without the marker (the tests' unlabelled upstream model): LibFacts.standin None, no stand-in."""
     sys.path.insert(0, os.path.dirname(__file__))
     import fake_flashinfer as ff
 
-    ff.install(monkeypatch, fork=True)
+    ff.install(monkeypatch)
     fl.lib_facts.cache_clear()
     assert fl.lib_facts(CPU).standin is None and fl.loaded_standin() is None
     assert standin_from_versions(fl.versions()) is None

@@ -74,11 +74,10 @@ def _no_fake_left_behind() -> Iterator[None]:
 
 
 def _install_fake(mp: pytest.MonkeyPatch, arch: str, cudnn: bool = False) -> None:
-    """The fake, with its is_sm90a_supported reading the (patched) compute capability as upstream's does."""
+    """The fake on `arch`: is_sm90a_supported says what upstream's says of that (patched) compute capability."""
     cap = CAPABILITY[arch]
     mp.setattr(env, "device_capability", lambda device: cap)
-    mp.setattr(ff, "is_sm90a_supported", lambda device: (env.device_capability(device) or (0, 0))[0] == 9)
-    ff.install(mp, cudnn=cudnn)
+    ff.install(mp, sm90=cap[0] == 9, cudnn=cudnn)
     fl.lib_facts.cache_clear()
     reset_seen()
 

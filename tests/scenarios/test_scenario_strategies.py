@@ -12,7 +12,7 @@ from kernels import get_target
 from scenarios import axes
 from scenarios import strategies as S
 from scenarios.case import Case
-from conformance.explore.model_router import make_model
+from kernels.standins.rocm_fork import installed
 from scenarios.tensors import materialize, validate_inputs
 
 WIDE = S.Profile(layouts=axes.LAYOUTS, dtypes=axes.INPUT_DTYPES + ("e4m3fn",))
@@ -74,8 +74,10 @@ def test_profiles_are_probed_from_supports() -> None:
     torch_auto = S.probe_profile(get_target("torch").make("auto", "cpu"))
     assert torch_auto.layouts == axes.LAYOUTS and not torch_auto.soft_cap
     assert torch_auto.dtypes == axes.INPUT_DTYPES, "torch declines fp8"
-    model = S.probe_profile(make_model())
-    assert model.layouts == ("ragged", "paged") and model.soft_cap and model.mask
+    with installed(arch="gfx942"):
+        fork = S.probe_profile(get_target("flashinfer").make("auto", "cpu", workspace_bytes=1024))
+    assert fork.layouts == axes.LAYOUTS and fork.soft_cap and fork.mask and fork.hnd
+    assert fork.dtypes == ("fp16", "bf16", "e4m3fnuz"), "the fork's native fp8 on gfx942, and no fp32"
 
 
 def test_helpers_keep_a_case_valid() -> None:
@@ -83,4 +85,7 @@ def test_helpers_keep_a_case_valid() -> None:
     assert S.with_lengths(c, [(7, 3), (0, 0), (4, 4)]) == c.replace(qo_lens=(1, 1), kv_lens=(3, 0))
     assert S.with_dtype(c, "e5m2").o_dtype == "bf16"
     assert S.toggled_mask(S.toggled_mask(c)) == c
+    ragged = Case("ragged", (5, 9, 4), (9, 9, 9), 4, 1)
+    assert S.within_rows(ragged, 10).qo_lens == (5, 5, 0), "a re-plan fits the captured rows, first request kept"
+    assert S.within_rows(ragged, 30) == ragged
     assert S.other_dtype(WIDE, "fp16", "fp16") == "bf16" and S.other_dtype(WIDE, "fp16", "fp32") == "fp32"

@@ -2,23 +2,13 @@
 
 A CPU stand-in, never the library. rocm_fork.md does not describe these; they keep upstream
 FlashInfer's signatures (bitorder defaults to "big"; the wrappers pack with "little"), which the
-fork inherits, so the adapter's packed mask forms run against the stand-in too.
+fork inherits: they are the upstream model's (kernels/standins/upstream_flashinfer/quantization.py), so the
+adapter's packed mask forms run against the stand-in too.
 """
 from __future__ import annotations
 
-from typing import Tuple
-
-import torch
-
-from kernels.standins.rocm_flashinfer import _kernels as K
+from kernels.standins.upstream_flashinfer.quantization import packbits, segment_packbits
 
 __attncheck_standin__ = "flashinfer-rocm-fork"
 
-
-def packbits(x: torch.Tensor, bitorder: str = "big") -> torch.Tensor:
-    return K.pack_bits(x, bitorder)
-
-
-def segment_packbits(x: torch.Tensor, indptr: torch.Tensor, bitorder: str = "big"
-                     ) -> Tuple[torch.Tensor, torch.Tensor]:
-    return K.segment_pack_bits(x, indptr, bitorder)
+__all__ = ["packbits", "segment_packbits"]

@@ -26,8 +26,9 @@ from typing import Any, List, Optional, Tuple, Union
 
 import torch
 
-from kernels.standins.rocm_flashinfer import _kernels as K
-from kernels.standins.rocm_flashinfer._launch import capturing, launch
+from kernels.standins import _kernels as K
+from kernels.standins._launch import capturing, launch
+from kernels.standins.upstream_flashinfer._run import batch_attention
 from kernels.standins.rocm_flashinfer.rocm import aiter_utils, prefill
 from kernels.standins.rocm_flashinfer.rocm import reason_text as text
 
@@ -286,7 +287,7 @@ class BatchDecodeWithPagedKVCacheWrapper:
                 pages = self._paged_kv_indices_buf[ip[b]:ip[b + 1]].cpu().tolist()  # type: ignore[index]
                 return K.page_tokens(k_cache, layout, pages, kv), K.page_tokens(v_cache, layout, pages, kv)
 
-            prefill._batch_attention(q, out, lse, qo_indptr, kv_lens, kv_of, K.NON_CAUSAL, window, cap, sm, None,
+            batch_attention(q, out, lse, qo_indptr, kv_lens, kv_of, K.NON_CAUSAL, window, cap, sm, None,
                                      None, batch)
             if v_scale is not None:
                 out.mul_(v_scale)

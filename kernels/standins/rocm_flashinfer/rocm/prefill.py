@@ -43,8 +43,9 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import torch
 
-from kernels.standins.rocm_flashinfer import _kernels as K
-from kernels.standins.rocm_flashinfer._launch import launch
+from kernels.standins import _kernels as K
+from kernels.standins._launch import launch
+from kernels.standins.upstream_flashinfer._run import _store, batch_attention
 from kernels.standins.rocm_flashinfer.rocm import aiter_utils, arch_caps
 from kernels.standins.rocm_flashinfer.rocm import reason_text as text
 
@@ -339,12 +340,6 @@ def _pack_mask(custom_mask: Optional[torch.Tensor], packed_custom_mask: Optional
     return packed_custom_mask, m_indptr
 
 
-def _store(out: torch.Tensor, lse: Optional[torch.Tensor], q0: int, o: torch.Tensor, lse_nat: torch.Tensor) -> None:
-    out[q0:q0 + o.shape[0]] = o.to(out.dtype)
-    if lse is not None:
-        lse[q0:q0 + o.shape[0]] = lse_nat * K.LOG2E  # the kernels' base 2
-
-
 class _Wrapper:
     """State every fork wrapper exposes (s1 "Attributes")."""
 
@@ -398,6 +393,10 @@ class _Wrapper:
         else:
             self._custom_mask_buf = packed.to(self.device) if packed is not None else None
             self._mask_indptr_buf = m_indptr.to(self.device) if m_indptr is not None else None
+
+    def _reresolves(self, from_auto: bool) -> bool:
+        """`auto` re-selects on every eager plan; under CUDA graphs the first plan decides (rule 14)."""
+        return from_auto and (self._backend == "auto" or not self._use_cuda_graph)
 
     def _bootstrap_or_demote(self, probe: Callable[[], Any], resolved_from_auto: bool) -> None:
         """Run a bootstrap probe; under auto a failure demotes to fa2 with its reason, else it raises."""
@@ -543,7 +542,7 @@ class BatchPrefillWithPagedKVCacheWrapper(_Wrapper):
             self._backend, self._backend_fallback_reason = self._backend_requested, None
             self._backend_short_query_demoted = False
         from_auto = self._backend_requested == "auto"
-        if from_auto and (self._backend == "auto" or not graph):
+        if self._reresolves(from_auto):
             self._backend, self._backend_fallback_reason = _auto_select_prefill_backend(
                 self.device, dtype_q=q_dt, dtype_kv=kv_dt, kv_layout=self._kv_layout,
                 has_custom_mask=self._custom_mask_buf is not None, head_dim_qk=head_dim_qk, head_dim_vo=head_dim_vo,
@@ -694,7 +693,7 @@ class BatchPrefillWithPagedKVCacheWrapper(_Wrapper):
                 pages = self._paged_kv_indices_buf[ip[b]:ip[b + 1]].cpu().tolist()
                 return K.page_tokens(k_cache, layout, pages, kv), K.page_tokens(v_cache, layout, pages, kv)
 
-            _batch_attention(q, out, lse, self._qo_indptr_buf, kv_lens, kv_of, mask_mode, window, cap, scale,
+            batch_attention(q, out, lse, self._qo_indptr_buf, kv_lens, kv_of, mask_mode, window, cap, scale,
                              self._custom_mask_buf, self._mask_indptr_buf, batch)
             if scale_v is not None:
                 out.mul_(_descale(scale_v))
@@ -736,6 +735,10 @@ class BatchPrefillWithRaggedKVCacheWrapper(_Wrapper):
         self._kv_indptr_buf = kv_indptr_buf
         self._custom_mask_buf = custom_mask_buf
         self._mask_indptr_buf = mask_indptr_buf
+
+    def _ragged_gate_len(self) -> Optional[int]:
+        """The length the ragged gate reads: this plan's longest query, on every plan (PR #373)."""
+        return self._max_q_len
 
     def plan(
         self,
@@ -804,12 +807,12 @@ class BatchPrefillWithRaggedKVCacheWrapper(_Wrapper):
         self._logits_soft_cap = logits_soft_cap if logits_soft_cap is not None else 0.0
         arch = arch_caps._device_arch(self.device)
         from_auto = self._backend_requested == "auto"
-        if self._backend == "auto" or (from_auto and not self._use_cuda_graph):
+        if self._reresolves(from_auto):
             self._backend, self._backend_fallback_reason = _auto_select_prefill_backend(
                 self.device, dtype_q=q_dt, dtype_kv=kv_dt, kv_layout=self._kv_layout,
                 has_custom_mask=self._custom_mask_buf is not None, head_dim_qk=head_dim_qk, head_dim_vo=head_dim_vo,
                 pos_encoding_mode=pos_encoding_mode, op="batch_prefill", causal=causal,
-                logits_soft_cap=logits_soft_cap, kv_len=self._max_kv_len, ragged_q_len=self._max_q_len)
+                logits_soft_cap=logits_soft_cap, kv_len=self._max_kv_len, ragged_q_len=self._ragged_gate_len())
             if self._backend == "aiter":
                 self._bootstrap_or_demote(_aiter_batch_ragged_available, True)
         elif self._backend == "aiter" and not from_auto:
@@ -860,7 +863,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(_Wrapper):
                     return k[s:s + kv], v[s:s + kv]
                 return k[:, s:s + kv].transpose(0, 1), v[:, s:s + kv].transpose(0, 1)
 
-            _batch_attention(q, out, lse, self._qo_indptr_buf, kv_lens, kv_of, mask_mode, window, cap, sm,
+            batch_attention(q, out, lse, self._qo_indptr_buf, kv_lens, kv_of, mask_mode, window, cap, sm,
                              self._custom_mask_buf, self._mask_indptr_buf, batch)
             if v_scale is not None:
                 out.mul_(v_scale)
@@ -881,24 +884,6 @@ def _lse_buffer(lse: Optional[torch.Tensor], shape: tuple, device: torch.device)
         return torch.empty(shape, dtype=torch.float32, device=device)
     _check_buffer(lse, shape, torch.float32, "lse")
     return lse
-
-
-def _batch_attention(q: torch.Tensor, out: torch.Tensor, lse: Optional[torch.Tensor], qo_indptr: torch.Tensor,
-                     kv_lens: List[int], kv_of: Callable[[int, int], tuple[torch.Tensor, torch.Tensor]],
-                     mask_mode: int, window_left: int, cap: float, sm_scale: float,
-                     custom_mask: Optional[torch.Tensor], mask_indptr: Optional[torch.Tensor], batch: int) -> None:
-    qi = qo_indptr[: batch + 1].cpu().tolist()
-    mi = mask_indptr.cpu().tolist() if mask_indptr is not None else None
-    for b in range(batch):
-        q0, q1 = qi[b], qi[b + 1]
-        qo, kv = q1 - q0, max(0, kv_lens[b])
-        kb, vb = kv_of(b, kv)
-        custom = None
-        if mask_mode == K.CUSTOM:
-            assert custom_mask is not None and mi is not None
-            custom = K.unpack_bits(custom_mask, mi[b], qo * kv)
-        o, lse_nat = K.attend(q[q0:q1], kb, vb, K.keep_mask(qo, kv, mask_mode, window_left, custom), sm_scale, cap)
-        _store(out, lse, q0, o, lse_nat)
 
 
 # ---- single prefill ------------------------------------------------------------------------------
@@ -972,5 +957,5 @@ def single_prefill_with_kv_cache(
     lse = torch.empty((qo, q.size(1)), dtype=torch.float32, device=q.device) if return_lse else None
     o, lse_nat = K.attend(q, kk, vv, K.keep_mask(qo, kv, mask_mode, window_left, custom), sm_scale,
                           logits_soft_cap or 0.0)
-    _store(out, lse, 0, o, lse_nat)
+    _store(out, lse, 0, o, lse_nat * K.LOG2E)  # the kernels' base 2
     return (out, lse) if return_lse else out  # type: ignore[return-value]

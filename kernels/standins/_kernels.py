@@ -1,9 +1,9 @@
-"""The stand-in's "kernels": plain fp32 torch attention, bit packing and page gathering.
+"""The stand-ins' "kernels": plain fp32 torch attention, bit packing and page gathering.
 
-Part of the ROCm FlashInfer fork stand-in (see kernels/standins/rocm_flashinfer/__init__.py);
-not of the fork's API. Every backend of the stand-in (fa2, aiter) computes with these, so a
-stand-in result says what the adapter asked for, never how a real kernel answers. Shared with
-the upstream CPU fake of the tests (tests/kernels/fake_flashinfer.py), which imports them.
+Shared by the upstream FlashInfer model (kernels/standins/upstream_flashinfer/) and the ROCm fork
+layered on it (kernels/standins/rocm_flashinfer/); part of neither library's API. Every backend of
+a stand-in (fa2, fa3, aiter, ...) computes with these, so a stand-in result says what the adapter
+asked for, never how a real kernel answers.
 
 Conventions are FlashInfer's: q [qo, Hq, D], k/v [kv, Hkv, D] (GQA by division), bottom-right
 causal, window_left counted back from the diagonal, soft cap before masking, base-2 LSE from the
@@ -16,7 +16,7 @@ from typing import List, Optional, Tuple
 
 import torch
 
-__attncheck_standin__ = "flashinfer-rocm-fork"
+__attncheck_standin__ = "flashinfer-standin-kernels"
 
 LOG2E = 1.44269504088896340736
 LN2 = 0.6931471805599453094

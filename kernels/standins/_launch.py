@@ -1,17 +1,17 @@
-"""Kernel launches of the stand-in, and a CUDA-graph stand-in that records them.
+"""Kernel launches of the stand-ins, and a CUDA-graph stand-in that records them.
 
-Part of the ROCm FlashInfer fork stand-in; not of the fork's API. A CPU has no CUDA graphs, yet
-the adapter's graph mode (kernels/flashinfer/adapter.py: warm-up, capture, replay after a re-plan) is
-where the fork's "graph mode: the first plan decides" lifecycle (rocm_fork.md section 4, rule 14)
-shows. So every stand-in run() hands its kernel to `launch()`: run now, or, while a
-`RecordedGraphs.capture` is under way, recorded with the Python scalars bound at capture and the
-wrapper's buffers read at replay -- which is what a captured graph does.
+Shared by both FlashInfer stand-ins; part of neither library's API. A CPU has no CUDA graphs, yet
+the adapter's graph mode (kernels/flashinfer/adapter.py: warm-up, capture, replay after a re-plan)
+is where wrapper lifecycles show (the fork's "the first plan decides", rocm_fork.md section 4,
+rule 14; upstream's fixed buffers). So every stand-in run() hands its kernel to `launch()`: run
+now, or, while a `RecordedGraphs.capture` is under way, recorded with the Python scalars bound at
+capture and the wrapper's buffers read at replay -- which is what a captured graph does.
 """
 from __future__ import annotations
 
 from typing import Callable, Optional
 
-__attncheck_standin__ = "flashinfer-rocm-fork"
+__attncheck_standin__ = "flashinfer-standin-kernels"
 
 _capturing: Optional[list] = None
 

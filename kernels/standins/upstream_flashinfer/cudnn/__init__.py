@@ -1,0 +1,2 @@
+"""flashinfer.cudnn of the upstream model (a CPU stand-in)."""
+__attncheck_standin__ = "flashinfer-upstream"
