@@ -138,7 +138,8 @@ class Mutation:
         self._cover_cpu = 0.0
         self._reads: dict[str, set[str]] = {}
         self._spawns: set[str] = set()
-        self._covered: dict[str, list[str]] = {}  # cached mutants: rows cover runs proved them to kill
+        # Per mutant, the covering runs that added kills: (the tests of the run, those that ran).
+        self._covered: dict[str, list[tuple[list[str], list[str]]]] = {}
 
     @property
     def launcher(self) -> "ForkServerLauncher | ExecLauncher":
@@ -263,6 +264,7 @@ class Mutation:
                 exit_, report, tail = self._launch(f"{name}-{i}", copy_root, run_tests, modules=modules, patch=patch,
                                                    first_kill=first_kill)
                 res.detail = _verdict(m, res, exit_, report, tail, copy_root)
+                res.pass_tests, res.ran = list(run_tests), [t for t in run_tests if t in report.get("outcomes", {})]
                 res.cpu_s += exit_.cpu_s or 0.0
                 if res.status in ("killed", "broken"):
                     break
@@ -414,12 +416,19 @@ class Mutation:
             return {PKG + site(m, self.root)[0].file}
         return {p for p, _ in m.sites} | {"conformance/mutations/torch_faults.py"}
 
-    def _groups(self, out: Verdicts, observed: Observed, tests: Sequence[str]) -> list[str]:
+    def _groups(self, out: Verdicts, observed: Observed, collected: Sequence[str], ran: Sequence[str]) -> list[str]:
+        """The dependency groups of a process given `collected` (their files collected) of which `ran` ran."""
         gids = {out.group(observed.startup)}
-        gids |= {out.group(observed.group(f)) for f in {t.split("::", 1)[0] for t in tests}}
-        if any(t in observed.opaque for t in tests):
+        gids |= {out.group(observed.group(f)) for f in {t.split("::", 1)[0] for t in collected}}
+        if any(t in observed.opaque for t in ran):
             gids.add(out.group([TREE]))
         return sorted(gids)
+
+    def _decided(self, out: Verdicts, observed: Observed, name: str, res: Optional[MutantResult]) -> set[str]:
+        """The groups of the runs a verdict rests on: the pass that killed it (with -x, none of its tests after
+        the first failure ran) and every covering run that added a kill."""
+        runs = ([(res.pass_tests, res.ran)] if res is not None and not res.cached else []) + self._covered.get(name, [])
+        return set().union(*(self._groups(out, observed, c, r) for c, r in runs)) if runs else set()
 
     def _refresh(self, keyer: Keyer, committed: Optional[Verdicts], valid: dict[str, dict],
                  valid_rows: dict[str, dict], every: list[AnyMutant], rows: list[str],
@@ -429,7 +438,7 @@ class Mutation:
         if observed is not None and control.get("passed"):
             skipped = set(control.get("skipped_tests", []))
             for r in rows:
-                gids = self._groups(out, observed, [r])
+                gids = self._groups(out, observed, [r], [r])
                 out.rows[r] = {"key": "", "outcome": "skipped" if r in skipped else "passed", "deps": gids}
                 out.rows[r]["key"] = keyer.row_key(r, out.deps_of(out.rows[r]))
         elif committed is not None:
@@ -438,7 +447,7 @@ class Mutation:
         for m in every:
             res = results.get(m.name)
             if res is not None and not res.cached and res.status == "killed" and observed is not None:
-                gids = sorted(set(self._groups(out, observed, res.selected)) | {out.group(self._own(m, observed))})
+                gids = sorted(self._decided(out, observed, m.name, res) | {out.group(self._own(m, observed))})
                 entry = {"key": "", "status": "killed", "killed_by": list(res.killed_by), "deps": gids,
                          "tests": len(res.selected), "duration_s": round(res.duration_s, 1)}
                 entry["key"] = keyer.mutant_key(m, out.deps_of(entry))
@@ -448,7 +457,7 @@ class Mutation:
                 added = self._covered.get(m.name)
                 if added and observed is not None and res is not None:
                     entry = out.mutants[m.name]
-                    entry["deps"] = sorted(set(entry["deps"]) | set(self._groups(out, observed, added)))
+                    entry["deps"] = sorted(set(entry["deps"]) | self._decided(out, observed, m.name, None))
                     entry["killed_by"] = list(res.killed_by)
                     entry["key"] = keyer.mutant_key(m, out.deps_of(entry))
         return out
@@ -505,8 +514,8 @@ class Mutation:
             for r in self._each(picks):
                 got = [t for t in r.killed_by if t not in results[r.name].killed_by]
                 results[r.name].killed_by += got
-                if results[r.name].cached and got:
-                    self._covered.setdefault(r.name, []).extend(got)
+                if got:
+                    self._covered.setdefault(r.name, []).append((r.pass_tests, r.ran))
                 remaining = [t for t in remaining if t not in got]
                 self._cover_cpu += r.cpu_s or 0.0
                 sink.write({"record": "cover", "name": r.name, "tests": len(r.selected), "killed_by": got,

@@ -33,6 +33,8 @@ class MutantResult:
     cpu_s: Optional[float] = None
     detail: str = ""
     cached: bool = False  # its verdict came from the verdict file (its key matched); nothing ran
+    pass_tests: list[str] = field(default_factory=list)  # the tests of the run that decided the status
+    ran: list[str] = field(default_factory=list)  # those of them that ran (with -x: none after the first failure)
 
     def to_json(self) -> dict[str, Any]:
         return {"record": "mutant", **asdict(self)}
