@@ -196,8 +196,8 @@ class Reads:
             self.spawns.add(self.context)
             return
         path = args[0] if args else None
-        if event == "os.scandir" and path is None:
-            path = "."
+        if event != "open" and path is None:
+            path = "."  # os.listdir() and os.scandir() list the working directory
         if isinstance(path, bytes):
             path = os.fsdecode(path)
         elif hasattr(path, "__fspath__"):

@@ -279,8 +279,6 @@ class Mutation:
     # ---- the whole run -------------------------------------------------------------------------
     def run(self) -> KillMatrix:
         s = self.s
-        s.out_dir.mkdir(parents=True, exist_ok=True)
-        sink = _Sink(s.out_dir / JSONL)
         whole = s.mutants if s.mutants is not None else catalogue(s.target)
         skipped = {m.name: skip_reason(m, s.device) for m in whole}
         every = [m for m in whole if skipped[m.name] is None]
@@ -288,6 +286,13 @@ class Mutation:
         rows = rows_for(every, conformance_rows(s.target, s.device, s.budget, s.seed) if s.conformance else [])
         mutants = [m for m in whole if s.only is None or m.name in s.only]
         runnable = [m for m in mutants if skipped[m.name] is None]
+        t_keys = time.monotonic()
+        keyer, committed = self._verdicts_in()  # before anything is written: a corrupt file raises here
+        valid = committed.valid_mutants(keyer, every) if committed is not None and keyer is not None else {}
+        valid_rows = committed.valid_rows(keyer, rows) if committed is not None and keyer is not None else {}
+        verdicts_s = time.monotonic() - t_keys
+        s.out_dir.mkdir(parents=True, exist_ok=True)
+        sink = _Sink(s.out_dir / JSONL)
         results: dict[str, MutantResult] = {}
         for m in mutants:
             if skipped[m.name]:
@@ -299,12 +304,8 @@ class Mutation:
         control: dict = {"passed": False}
         interrupted = False
         observed: Optional[Observed] = None
-        t_keys = time.monotonic()
-        keyer, committed = self._verdicts_in()
-        valid = committed.valid_mutants(keyer, every) if committed is not None and keyer is not None else {}
-        valid_rows = committed.valid_rows(keyer, rows) if committed is not None and keyer is not None else {}
         if keyer is not None:
-            timing["verdicts_s"] = time.monotonic() - t_keys
+            timing["verdicts_s"] = verdicts_s
         try:
             self.progress(f"attncheck mutate --target {s.target} --device {s.device} --budget {s.budget}: "
                           f"{len(runnable)} mutants ({len(mutants) - len(runnable)} skipped), {len(rows)} tests, "

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
-from conformance.mutations.deps import VERDICT_DIR, Hasher, environment, machinery
+from conformance.mutations.deps import TREE, VERDICT_DIR, Hasher, environment, machinery
 from conformance.mutations.kinds import AnyMutant
 
 FORMAT = 1
@@ -103,6 +103,8 @@ class Verdicts:
         for what in ("files", "groups", "rows", "mutants"):
             if not isinstance(getattr(v, what), dict):
                 raise CorruptVerdicts(path, f"its {what!r} is not an object")
+        if any(not isinstance(g, list) or not all(isinstance(d, str) for d in g) for g in v.groups.values()):
+            raise CorruptVerdicts(path, "a dependency group is not a list of names")
         for name, e in {**v.rows, **v.mutants}.items():
             if not isinstance(e, dict) or not isinstance(e.get("key"), str) or not isinstance(e.get("deps"), list) \
                     or any(g not in v.groups for g in e["deps"]):
@@ -139,7 +141,8 @@ class Verdicts:
                     if was.get(k) != is_.get(k)]
         if self.machinery != now.machinery:
             out.append("the mutation machinery's code (conformance/mutations/*.py less the catalogues)")
-        out += [f"{d} changed" for d, h in sorted(self.files.items()) if hasher(d) != h]
+        out += [("a file of the tree changed (what a test that starts a process depends on)" if d == TREE
+                 else f"{d} changed") for d, h in sorted(self.files.items()) if hasher(d) != h]
         return out
 
     # ---- writing ---------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -15,6 +16,7 @@ from conformance import cli
 from conformance.mutations import deps
 from conformance.mutations.child import Contexts, Reads
 from conformance.mutations.engine import Mutation, Settings
+from conformance.mutations.killmatrix import MutantResult
 from conformance.mutations.kinds import Mutant
 from conformance.mutations.runner import repo_root
 from conformance.mutations.targets import catalogue
@@ -119,6 +121,27 @@ def test_an_edit_invalidates_exactly_the_verdicts_whose_dependencies_it_touched(
     edited = (Mutant("m-compare", "oracle/compare.py", "    return oracle.extra.X\n", "    return 1\n", "x", (A,)),
               _mutants()[1])
     assert _still(v, root, edited)[0] == {"m-spec"}
+
+
+def test_a_verdict_rests_on_the_runs_that_killed_it(tmp_path: Path) -> None:
+    """A kill's key holds the files of the pass that killed it (every file it collected) and the whole tree only
+    when a test that ran started a process (with -x, B after the first failure did not run); a covering run that
+    added a kill adds its own."""
+    root = _tree(tmp_path)
+    obs = _observed(root, spawns=("test:" + B,))
+    run = Mutation(_settings(tmp_path), progress=lambda line: None)
+    out = Verdicts()
+
+    def deps_of(res: Optional[MutantResult]) -> set[str]:
+        return set().union(*(out.groups[g] for g in run._decided(out, obs, "m", res)))
+
+    res = MutantResult("m", "oracle", "killed", [A], killed_by=[A], pass_tests=[A, B], ran=[A])
+    got = deps_of(res)
+    assert {"tests/oracle/test_a.py", "oracle/extra.py", "tests/routing/test_b.py"} <= got and deps.TREE not in got
+    res.ran = [A, B]
+    assert deps.TREE in deps_of(res)
+    run._covered["m"] = [([B], [B])]
+    assert {"tests/routing/test_b.py", deps.TREE} <= deps_of(None) and "tests/oracle/test_a.py" not in deps_of(None)
 
 
 def test_a_verdict_that_is_not_a_kill_is_never_trusted(tmp_path: Path) -> None:
