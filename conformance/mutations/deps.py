@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Optional
 
-from conformance.mutations.runner import COPIED
+from conformance.mutations.runner import COPIED, VERDICT_DIR
 
 TREE = "*"
 DIR = "dir:"
@@ -26,9 +26,9 @@ PKG = "pkg:"
 ABSENT = "absent"
 # Resolved as repository modules by the static import scan (tests/ holds the helpers imported by basename).
 PACKAGES = ("oracle", "scenarios", "kernels", "routing", "conformance", "reports")
-# Never hashed: the verdict files themselves (a refresh would change every key that reads the tree),
-# and what a copy leaves out (runner._IGNORED).
-VERDICT_DIR = "conformance/mutations/verdicts"
+# Never a dependency: the verdict files themselves (a refresh would move every key that holds them; a copy
+# leaves them out), and what a copy leaves out (runner._IGNORED).
+EXCLUDED = "excluded"
 IGNORED = ("__pycache__", "*.pyc", ".hypothesis", ".pytest_cache", "*.egg-info", "*.png", "*.html")
 # The mutation machinery (conformance/mutations/*.py) is one ingredient of every key, less the catalogue
 # modules: a mutant's own definition stands for its entry, so adding a mutant re-runs no other.
@@ -60,6 +60,8 @@ class Hasher:
         return self._memo[dep]
 
     def _hash(self, dep: str) -> str:
+        if dep.removeprefix(DIR).startswith(VERDICT_DIR):
+            return EXCLUDED
         if dep == TREE:
             return self.tree()
         if dep.startswith(DIR):
@@ -250,7 +252,8 @@ class Observed:
                  rows: Iterable[str]) -> None:
         repo = {f: per for f, per in lines.items() if not f.startswith("/")}
         self.root = root
-        self.graph = Graph(root, {k: v for k, v in reads.items() if k}, repo)
+        kept = {k: {d for d in v if not d.removeprefix(DIR).startswith(VERDICT_DIR)} for k, v in reads.items()}
+        self.graph = Graph(root, {k: v for k, v in kept.items() if k}, repo)
         self.rows = list(rows)
         self._by_ctx: dict[str, set[str]] = {}
         for f, per in repo.items():
@@ -259,10 +262,10 @@ class Observed:
         seeds = set(STARTUP) | self._by_ctx.get("", set()) | self._by_ctx.get("fixture:", set())
         # Read with no repository frame on the stack: pytest's configuration, and (left out) a module's source
         # read by a third-party tool, which the import graph already carries.
-        seeds |= {d for d in reads.get("", ()) if not d.startswith(DIR) and not d.endswith(".py")}
+        seeds |= {d for d in kept.get("", ()) if not d.startswith(DIR) and not d.endswith(".py")}
         # pytest lists the folders on the way to the files it is given: what it can take from them is
         # their conftest.py and __init__.py (absent now: a hash that changes when one appears).
-        for d in reads.get("", ()):
+        for d in kept.get("", ()):
             if d.startswith(DIR):
                 where = d[len(DIR):]
                 seeds |= {f"{where}/{n}".lstrip("/") for n in ("conftest.py", "__init__.py")}

@@ -606,6 +606,13 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
              "        self.opaque = frozenset(self._opaque(set(spawns)))\n", "        self.opaque = frozenset()\n",
              "a test that started a process is keyed on what the parent saw: an edit the process read goes unseen",
              (_CACHE + "test_a_test_files_dependencies_are_what_it_runs_imports_and_reads",)),
+    _harness("verdict-file-a-dependency", "conformance/mutations/deps.py",
+             "        kept = {k: {d for d in v if not d.removeprefix(DIR).startswith(VERDICT_DIR)} for k, v in "
+             "reads.items()}\n",
+             "        kept = {k: set(v) for k, v in reads.items()}\n",
+             "the verdict file read by a test that copies the tree is a dependency: every refresh moves the keys "
+             "holding it, and the committed file is never current",
+             (_CACHE + "test_the_verdict_files_are_never_a_dependency",)),
     _harness("verdict-key-without-hashes", "conformance/mutations/verdicts.py",
              '"subject": subject, "deps": {d: self.hash(d) for d in sorted(set(deps))}}',
              '"subject": subject, "deps": sorted(set(deps))}',

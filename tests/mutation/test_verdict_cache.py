@@ -18,7 +18,7 @@ from conformance.mutations.child import Contexts, Reads
 from conformance.mutations.engine import Mutation, Settings
 from conformance.mutations.killmatrix import MutantResult
 from conformance.mutations.kinds import Mutant
-from conformance.mutations.runner import repo_root
+from conformance.mutations.runner import make_copy, repo_root
 from conformance.mutations.targets import catalogue
 from conformance.mutations.verdicts import FILE_NAME, Keyer, Verdicts, stale_message
 
@@ -121,6 +121,25 @@ def test_an_edit_invalidates_exactly_the_verdicts_whose_dependencies_it_touched(
     edited = (Mutant("m-compare", "oracle/compare.py", "    return oracle.extra.X\n", "    return 1\n", "x", (A,)),
               _mutants()[1])
     assert _still(v, root, edited)[0] == {"m-spec"}
+
+
+def test_the_verdict_files_are_never_a_dependency(tmp_path: Path) -> None:
+    """A refresh rewrites the verdict file: were it a dependency (read by a test that copies the tree, or in the
+    tree's hash), the keys holding it would move with every refresh and the file would never be current."""
+    root = _tree(tmp_path)
+    held = root / "conformance/mutations/verdicts/all-cpu-quick.json"
+    held.parent.mkdir(parents=True)
+    held.write_text("{}\n")
+    read = {"tests/oracle/test_a.py": {"conformance/mutations/verdicts/all-cpu-quick.json", "data/table.json"}}
+    obs = deps.Observed(root, {}, read, ("test:" + A,), [A])
+    got = obs.of_tests([A])
+    assert {"data/table.json", deps.TREE} <= got and not any("verdicts/" in d for d in got)
+    tree = deps.Hasher(root).tree()
+    held.write_text('{"format": 1}\n')
+    assert deps.Hasher(root).tree() == tree
+    make_copy(root, tmp_path / "copy")
+    copy = tmp_path / "copy"
+    assert (copy / "oracle/compare.py").is_file() and not (copy / "conformance/mutations/verdicts").exists()
 
 
 def test_a_verdict_rests_on_the_runs_that_killed_it(tmp_path: Path) -> None:
