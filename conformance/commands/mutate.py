@@ -2,12 +2,14 @@
 
     attncheck mutate --target T [--device D] [--budget B] [--out DIR] [--only NAME ...]
                      [--workers N] [--isolation forkserver|exec] [--selection coverage|all]
-                     [--compare-whole-suite]
+                     [--compare-whole-suite] [--fresh] [--update-verdicts] [--verdicts FILE]
 
 Exit status: 0 every mutant killed and every test kills one, 1 otherwise, 2 bad usage. Usage is
 checked before anything is written: an unknown target, budget, device, isolation, selection or
-mutant name, a worker count below 1, an output directory that cannot be written, or selection by
-coverage without the coverage package, each in one line naming the value and the fix.
+mutant name, a worker count below 1, an output directory that cannot be written, selection by
+coverage without the coverage package, a verdict file that cannot be read or written, or
+--update-verdicts with a run whose verdicts are not the file's, each in one line naming the
+value and the fix.
 """
 from __future__ import annotations
 
@@ -43,7 +45,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--complete", action="store_true",
                    help="measure every cell (every selected test under every mutant), whatever the budget")
     p.add_argument("--compare-whole-suite", action="store_true",
-                   help="also run every mutant against every test, and report both wall times")
+                   help="also run every mutant against every test, and report both wall times (implies --fresh)")
+    p.add_argument("--fresh", action="store_true",
+                   help="ignore the verdict file: run every mutant (the refreshed verdicts are still written to --out)")
+    p.add_argument("--update-verdicts", action="store_true",
+                   help="write the refreshed verdicts over the verdict file (commit it: CI re-runs only what changed)")
+    p.add_argument("--verdicts", default=None, metavar="FILE",
+                   help="the verdict file (default: conformance/mutations/verdicts/<target>-<device>-<budget>.json)")
     p.set_defaults(handler=handle)
 
 
@@ -77,6 +85,7 @@ def _settings(args: argparse.Namespace) -> Any:
         except ImportError:
             raise InvalidValue("--selection", "coverage", "the coverage package installed",
                                "pip install coverage, or pass --selection all") from None
+    verdicts = _verdict_file(args)
     out = Path(args.out)
     probe = out
     while not probe.exists() and probe != probe.parent:
@@ -88,13 +97,49 @@ def _settings(args: argparse.Namespace) -> Any:
                     isolation=args.isolation, selection=args.selection,
                     strategy="complete" if args.complete else STRATEGY[args.budget],
                     compare_whole_suite=args.compare_whole_suite,
-                    only=tuple(args.only) if args.only else None)
+                    only=tuple(args.only) if args.only else None,
+                    verdicts=verdicts, fresh=args.fresh, update_verdicts=args.update_verdicts)
+
+
+def _verdict_file(args: argparse.Namespace) -> Path:
+    """The verdict file, refused in one line when it cannot serve this run."""
+    from conformance.mutations.runner import repo_root
+    from conformance.mutations.targets import STRATEGY
+    from conformance.mutations.verdicts import CorruptVerdicts, Verdicts, default_path
+
+    path = Path(args.verdicts) if args.verdicts else default_path(repo_root(), args.target, args.device, args.budget)
+    if args.update_verdicts:
+        if args.selection != "coverage":
+            raise InvalidValue("--selection", args.selection, "coverage with --update-verdicts (keys rest on the "
+                               "coverage run)", "drop --selection all, or drop --update-verdicts")
+        if args.complete and STRATEGY[args.budget] != "complete":
+            raise InvalidValue("--update-verdicts", "with --complete", f"the {args.budget} budget's own cells "
+                               "(first kill): its verdict file holds no complete matrix",
+                               "drop --complete, or pass --budget full")
+    if path.is_dir():
+        raise InvalidValue("--verdicts", str(path), "a file", "pass a file path, e.g. --verdicts verdicts.json")
+    if path.exists() and not (args.fresh or args.compare_whole_suite):
+        try:
+            Verdicts.load(path)
+        except CorruptVerdicts as e:
+            raise InvalidValue("--verdicts", str(path), "a verdict file attncheck wrote", f"{e.why}: pass --fresh "
+                               "--update-verdicts to rewrite it (a full run), or take either side of a merge "
+                               "conflict and pass --update-verdicts") from None
+    if args.update_verdicts:
+        probe = path if path.exists() else path.parent
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        if not os.access(probe, os.W_OK):
+            raise InvalidValue("--verdicts", str(path), "a file that can be written (--update-verdicts)",
+                               "pass a writable --verdicts FILE")
+    return path
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     """Validate, run, print the verdict; 0 when proven, 1 when not (usage errors raise InvalidValue)."""
     from conformance.mutations.engine import Mutation
     from conformance.mutations.killmatrix import JSON, MARKDOWN
+    from conformance.mutations.verdicts import FILE_NAME
 
     settings = _settings(args)
     km = Mutation(settings).run()
@@ -116,5 +161,11 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         print(f"  {m.status}: {m.name}: {m.detail.splitlines()[0] if m.detail else ''}"[:300])
     for r in km.rows_killing_nothing()[:20]:
         print(f"  kills nothing: {r}")
-    print(f"matrix: {settings.out_dir / JSON}\nreport: {settings.out_dir / MARKDOWN}")
+    cached = sum(m.cached for m in km.mutants)
+    if cached:
+        print(f"{cached} of {len(km.runnable())} verdicts cached from {settings.verdicts} (--fresh runs them all)")
+    print(f"matrix: {settings.out_dir / JSON}\nreport: {settings.out_dir / MARKDOWN}\n"
+          f"verdicts: {settings.out_dir / FILE_NAME}"
+          + (f" (also written to {settings.verdicts})" if settings.update_verdicts else
+             f" (--update-verdicts writes them to {settings.verdicts})"))
     return EXIT_OK if km.ok else EXIT_FAILED

@@ -19,6 +19,10 @@ sys.path, so every repository module a test imports comes from that copy. The jo
                  installed package with `old` replaced by `new` (nothing on disk changes)
   torch_patch    null, or {"target": "module:attr", "fault": "module:factory"}: replace a torch
                  function by factory(original) before any test runs
+  reads          null, or {"root": the copy}: with coverage, also record (an audit hook) the files
+                 under root opened for reading other than by an import, and the directories listed,
+                 each by the innermost repository file asking; the contexts in which a process was
+                 started; and a context "collect:<file>" while a test file is collected
 """
 from __future__ import annotations
 
@@ -164,16 +168,99 @@ class Recorder:
             self.outcomes[report.nodeid or "<collection>"] = "collection-error"
 
 
+# Frames that open files for an import, a traceback or their own bookkeeping, not for the code under test:
+# Hypothesis reads every loaded module's source for its pool of constants (the import graph carries those
+# modules) and its own cache under .hypothesis/.
+_NOT_A_READ = ("<frozen importlib", "/linecache.py", "/tokenize.py", "/_pytest/assertion/rewrite.py", "/coverage/",
+               "/hypothesis/", "/_hypothesis_pytestplugin.py")
+_SPAWNS = frozenset({"subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.spawn", "os.fork",
+                     "os.forkpty"})
+_WATCHED = frozenset({"open", "os.listdir", "os.scandir"}) | _SPAWNS
+
+
+class Reads:
+    """An audit hook: what the run reads besides its imports (by reader), and where it starts processes."""
+
+    def __init__(self, root: str, script: str) -> None:
+        self.root = os.path.abspath(root) + os.sep
+        self.script = os.path.abspath(script)
+        self.context = ""
+        self.data: dict[str, set[str]] = {}
+        self.lists: dict[str, set[str]] = {}
+        self.spawns: set[str] = set()
+
+    def hook(self, event: str, args: tuple) -> None:
+        if event not in _WATCHED:
+            return
+        if event in _SPAWNS:
+            self.spawns.add(self.context)
+            return
+        path = args[0] if args else None
+        if event != "open" and path is None:
+            path = "."  # os.listdir() and os.scandir() list the working directory
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        elif hasattr(path, "__fspath__"):
+            path = os.fspath(path)
+        if not isinstance(path, str):
+            return
+        if event == "open" and not _reading(args):
+            return
+        full = os.path.normpath(os.path.join(os.getcwd(), path))
+        if not full.startswith(self.root) and full + os.sep != self.root:
+            return
+        reader = self._reader()
+        if reader is None:
+            return
+        rel = os.path.relpath(full, self.root[:-1]).replace(os.sep, "/")
+        (self.data if event == "open" else self.lists).setdefault(reader, set()).add("" if rel == "." else rel)
+
+    def _reader(self) -> Optional[str]:
+        """The innermost repository file on the stack (None for an import's or a traceback's open; "" for none)."""
+        f = sys._getframe(2)
+        while f is not None:
+            fn = f.f_code.co_filename
+            if any(s in fn for s in _NOT_A_READ):
+                return None
+            if fn.startswith(self.root) and fn != self.script:
+                return os.path.relpath(fn, self.root[:-1]).replace(os.sep, "/")
+            f = f.f_back  # type: ignore[assignment]
+        return ""
+
+    def to_json(self) -> dict:
+        return {"data": {k: sorted(v) for k, v in self.data.items()},
+                "lists": {k: sorted(v) for k, v in self.lists.items()}, "spawns": sorted(self.spawns)}
+
+
+def _reading(args: tuple) -> bool:
+    """An "open" event of open() (a mode: os.open's is None) that reads: a mode without w, a or x. os.open is
+    left out: its path may be relative to a dir_fd the event does not carry (shutil.rmtree's walk)."""
+    mode = args[1] if len(args) > 1 else None
+    return isinstance(mode, str) and not any(c in mode for c in "wax")
+
+
 class Contexts:
     """Switches coverage's dynamic context per test, and per module/session fixture set-up."""
 
-    def __init__(self, cov) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, cov, reads: "Optional[Reads]" = None) -> None:  # type: ignore[no-untyped-def]
         self.cov = cov
         self.current = ""
+        self.reads = reads
 
     def _switch(self, ctx: str) -> None:
         self.current = ctx
+        if self.reads is not None:
+            self.reads.context = ctx
         self.cov.switch_context(ctx)
+
+    # With `reads`: a test module's collection (its imports, its parametrization) in a context of its own.
+    def pytest_collectstart(self, collector):  # type: ignore[no-untyped-def]
+        if self.reads is not None and isinstance(collector, pytest.Module):
+            self._switch("collect:" + collector.nodeid)
+
+    def pytest_collectreport(self, report):  # type: ignore[no-untyped-def]
+        if self.reads is not None and self.current == "collect:" + report.nodeid:
+            self._switch("")
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item, nextitem):  # type: ignore[no-untyped-def]
@@ -222,12 +309,16 @@ def main(job_path: str) -> int:
     if job.get("torch_patch"):
         report["patch"] = apply_torch_patch(job["torch_patch"])
     cov = None
+    reads: Optional[Reads] = None
     if job.get("coverage"):
         import coverage
 
         c = job["coverage"]
         cov = coverage.Coverage(data_file=c["data_file"], include=c["include"], omit=c.get("omit"),
                                 config_file=False)
+        if job.get("reads"):
+            reads = Reads(job["reads"]["root"], __file__)
+            sys.addaudithook(reads.hook)
         cov.start()
     for module in job.get("modules", {}):
         where, error = _origin(module)
@@ -238,7 +329,7 @@ def main(job_path: str) -> int:
     select = Select(job["tests"])
     plugins: list = [select, recorder]
     if cov is not None:
-        plugins.append(Contexts(cov))
+        plugins.append(Contexts(cov, reads))
     try:
         files = list(dict.fromkeys(t.split("::", 1)[0] for t in job["tests"]))
         report["rc"] = int(pytest.main([*job["pytest_args"], *files], plugins=plugins))
@@ -249,6 +340,8 @@ def main(job_path: str) -> int:
         report["outcomes"], report["collected"] = recorder.outcomes, recorder.collected
         report["messages"] = recorder.messages
         report["missing"] = select.missing
+        if reads is not None:
+            report["reads"] = reads.to_json()
         write()
     return report["rc"]
 

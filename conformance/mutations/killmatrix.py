@@ -32,6 +32,9 @@ class MutantResult:
     duration_s: float = 0.0
     cpu_s: Optional[float] = None
     detail: str = ""
+    cached: bool = False  # its verdict came from the verdict file (its key matched); nothing ran
+    pass_tests: list[str] = field(default_factory=list)  # the tests of the run that decided the status
+    ran: list[str] = field(default_factory=list)  # those of them that ran (with -x: none after the first failure)
 
     def to_json(self) -> dict[str, Any]:
         return {"record": "mutant", **asdict(self)}
@@ -111,7 +114,8 @@ class KillMatrix:
         return {
             "target": self.target, "device": self.device, "budget": self.budget, "isolation": self.isolation,
             "selection": self.selection, "strategy": self.strategy, "ok": self.ok, "interrupted": self.interrupted,
-            "subset": self.subset, "counts_by_kind": counts, "control": self.control, "timing": self.timing,
+            "subset": self.subset, "cached": sum(m.cached for m in self.mutants), "counts_by_kind": counts,
+            "control": self.control, "timing": self.timing,
             "not_killed": [m.name for m in self.not_killed()], "rows_killing_nothing": self.rows_killing_nothing(),
             "rows": self.rows, "mutants": [m.to_json() for m in self.mutants], "matrix": self.cells(),
         }
@@ -134,6 +138,11 @@ def render_markdown(km: KillMatrix) -> str:
     lines += [f"isolation {km.isolation}, selection {km.selection}, cells {km.strategy}"
               + (" (a blank cell was not measured)" if km.strategy == "first-kill" else "") + "; control "
               f"{'passed' if km.control.get('passed') else 'FAILED'} in {km.control.get('duration_s', 0):.1f} s.", ""]
+    cached = [m for m in km.mutants if m.cached]
+    if t.get("verdicts_s") is not None:
+        lines.append(f"verdict cache: {len(cached)} of {len(km.runnable())} verdicts cached (their keys matched), "
+                     f"{'the control too' if km.control.get('cached') else 'the control ran'}; keys checked in "
+                     f"{t['verdicts_s']:.1f} s")
     if t.get("selected_s") is not None:
         lines.append(f"coverage selection (coverage run + mutants): {t['selected_s']:.1f} s wall, "
                      f"{t.get('selected_cpu_s') or 0:.1f} s CPU")
@@ -147,7 +156,8 @@ def render_markdown(km: KillMatrix) -> str:
     for m in km.mutants:
         by = ", ".join(f"`{_short(k)}`" for k in m.killed_by[:3]) + (f" (+{len(m.killed_by) - 3})"
                                                                     if len(m.killed_by) > 3 else "")
-        lines.append(f"| `{m.name}` | {m.kind} | {m.status} | {len(m.selected)} | {by or m.detail[:120]} "
+        lines.append(f"| `{m.name}` | {m.kind} | {m.status}{' (cached)' if m.cached else ''} | "
+                     f"{'-' if m.cached else len(m.selected)} | {by or m.detail[:120]} "
                      f"| {m.duration_s:.1f} |")
     nothing = km.rows_killing_nothing()
     if km.subset:

@@ -42,6 +42,7 @@ COPIED = ("oracle", "scenarios", "kernels", "routing", "conformance", "reports",
           "pyproject.toml", "docs")  # docs: the ledger tests read the H200 runs' records in docs/evidence
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis", ".pytest_cache", "*.egg-info", "*.png",
                                   "*.html")
+VERDICT_DIR = "conformance/mutations/verdicts"  # the verdict cache's files (verdicts.py)
 DEFAULT_WORKERS = 2
 DEFAULT_TIMEOUT_S = 300.0
 CONTROL = "control"
@@ -119,11 +120,18 @@ def repo_root() -> Path:
 
 
 def make_copy(root: Path, dest: Path) -> None:
-    """Copy the repository's package directories and configuration into `dest`."""
+    """Copy the repository's package directories and configuration into `dest` (less the verdict files: no
+    run reads them, and a verdict must never depend on the file that holds it)."""
+    verdicts = root / VERDICT_DIR
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        left = set(_IGNORED(folder, names))
+        return left | {n for n in names if Path(folder, n) == verdicts}
+
     for name in COPIED:
         src = root / name
         if src.is_dir():
-            shutil.copytree(src, dest / name, ignore=_IGNORED)
+            shutil.copytree(src, dest / name, ignore=ignore)
         elif src.is_file():
             shutil.copy2(src, dest / name)
 

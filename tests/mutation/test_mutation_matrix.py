@@ -1,11 +1,12 @@
 """The CPU mutant catalogue proves every test can fail; the machinery around it cannot fake that proof.
 
 One run of `attncheck mutate --target all --device cpu --budget quick` (the CPU catalogue: oracle,
-routing-spec, adapter and library mutants, with the conformance slice): no mutant survives and no
-test kills nothing. The small tests pin what such a run rests on: coverage-based selection and
-its widening rules, the verdicts (a named test must be the killer; an import-time failure counts
-only for an at-import mutant), the fork server (a crash ends one run only), and the command line
-(bad usage writes nothing).
+routing-spec, adapter and library mutants, with the conformance slice), incremental against the
+committed verdict file: no mutant survives, no test kills nothing, and the file is not stale. The
+small tests pin what such a run rests on: coverage-based selection and its widening rules, the
+verdicts (a named test must be the killer; an import-time failure counts only for an at-import
+mutant), the fork server (a crash ends one run only), and the command line (bad usage writes
+nothing). test_verdict_cache.py pins the verdict cache.
 """
 from __future__ import annotations
 
@@ -24,15 +25,20 @@ from conformance.mutations.kinds import Mutant, PackageMutant, TorchPatch, named
 from conformance.mutations.launcher import ForkServerLauncher, Job, child_env
 from conformance.mutations.runner import repo_root
 from conformance.mutations.targets import CATALOGUES, catalogue
+from conformance.mutations.verdicts import FILE_NAME, Verdicts, default_path, stale_message
 
 ALL = catalogue("all")
 
 
 @pytest.mark.slow
 def test_cpu_catalogue_kills_every_mutant_and_every_test_kills_one(tmp_path: Path) -> None:
-    """CI's proof: every CPU mutant killed by a test it names, every test of the run killing one."""
-    km = Mutation(Settings(target="all", device="cpu", budget="quick", out_dir=tmp_path, strategy="first-kill"),
-                  progress=lambda line: None).run()
+    """CI's proof: every CPU mutant killed by a test it names, every test of the run killing one. Verdicts
+    whose key matches the committed verdict file are taken from it (a run with nothing changed runs
+    nothing); the others are run here, and then the committed file is stale: the test fails naming the
+    command that refreshes it (docs/mutation.md, Verdict cache)."""
+    committed = default_path(repo_root(), "all", "cpu", "quick")
+    km = Mutation(Settings(target="all", device="cpu", budget="quick", out_dir=tmp_path, strategy="first-kill",
+                           verdicts=committed), progress=lambda line: None).run()
     report = (tmp_path / MARKDOWN).read_text()
     assert km.control["passed"], km.control
     assert not km.not_killed(), "\n".join(f"{m.name} ({m.status}): {m.detail}" for m in km.not_killed())
@@ -45,6 +51,8 @@ def test_cpu_catalogue_kills_every_mutant_and_every_test_kills_one(tmp_path: Pat
     records = [json.loads(line) for line in (tmp_path / JSONL).read_text().splitlines()]
     assert sum(r["record"] == "mutant" for r in records) == len(ALL)
     assert json.loads((tmp_path / JSON).read_text())["ok"] is True
+    stale = stale_message(repo_root(), committed, Verdicts.load(tmp_path / FILE_NAME), "all", "cpu", "quick")
+    assert not stale, stale
 
 
 # ---- the catalogue itself -------------------------------------------------------------------------
