@@ -11,6 +11,7 @@ nothing). test_verdict_cache.py pins the verdict cache.
 from __future__ import annotations
 
 import json
+import warnings
 import os
 import textwrap
 from pathlib import Path
@@ -35,7 +36,8 @@ def test_cpu_catalogue_kills_every_mutant_and_every_test_kills_one(tmp_path: Pat
     """CI's proof: every CPU mutant killed by a test it names, every test of the run killing one. Verdicts
     whose key matches the committed verdict file are taken from it (a run with nothing changed runs
     nothing); the others are run here, and then the committed file is stale: the test fails naming the
-    command that refreshes it (docs/mutation.md, Verdict cache)."""
+    command that refreshes it (docs/mutation.md, Verdict cache). A file written on another environment
+    (package versions) is not stale code: every mutant runs and proves the catalogue, with a warning."""
     committed = default_path(repo_root(), "all", "cpu", "quick")
     km = Mutation(Settings(target="all", device="cpu", budget="quick", out_dir=tmp_path, strategy="first-kill",
                            verdicts=committed), progress=lambda line: None).run()
@@ -51,7 +53,15 @@ def test_cpu_catalogue_kills_every_mutant_and_every_test_kills_one(tmp_path: Pat
     records = [json.loads(line) for line in (tmp_path / JSONL).read_text().splitlines()]
     assert sum(r["record"] == "mutant" for r in records) == len(ALL)
     assert json.loads((tmp_path / JSON).read_text())["ok"] is True
-    stale = stale_message(repo_root(), committed, Verdicts.load(tmp_path / FILE_NAME), "all", "cpu", "quick")
+    refreshed = Verdicts.load(tmp_path / FILE_NAME)
+    if committed.is_file() and Verdicts.load(committed).env != refreshed.env:
+        # Another environment (a CI image resolving newer packages) moves every key: the whole catalogue was
+        # proven here; the file is not stale for a change in this tree, so the run says so and passes.
+        warnings.warn(f"{committed.name} was written with {Verdicts.load(committed).env}, this run has "
+                      f"{refreshed.env}: every mutant ran; refresh the file on this environment to cache again",
+                      stacklevel=1)
+        return
+    stale = stale_message(repo_root(), committed, refreshed, "all", "cpu", "quick")
     assert not stale, stale
 
 
