@@ -17,6 +17,7 @@ and set against the oracle's budget_bytes. On the CPU the measurement runs in a 
 with MALLOC_MMAP_THRESHOLD_ fixed at 1 MiB, so glibc returns freed large blocks at once and the
 peak is what the oracle holds live, not what malloc chose to keep cached.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,17 +38,18 @@ from scenarios.case import Case  # noqa: E402
 from scenarios.tensors import materialize  # noqa: E402
 
 SHAPES = {
-    "prefill q512 kv4096 h32/8 causal": Case("single", (512,), (4096,), 32, 8, causal=True, q_dtype="fp32",
-                                               kv_dtype="fp32", o_dtype="fp32"),
-    "decode b32 kv4096 h32/8": Case("ragged", (1,) * 32, (4096,) * 32, 32, 8, q_dtype="fp32", kv_dtype="fp32",
-                                    o_dtype="fp32"),
-    "long q64 kv32768 h32/8 causal": Case("single", (64,), (32768,), 32, 8, causal=True, q_dtype="fp32",
-                                            kv_dtype="fp32", o_dtype="fp32"),
+    "prefill q512 kv4096 h32/8 causal": Case(
+        "single", (512,), (4096,), 32, 8, causal=True, q_dtype="fp32", kv_dtype="fp32", o_dtype="fp32"
+    ),
+    "decode b32 kv4096 h32/8": Case(
+        "ragged", (1,) * 32, (4096,) * 32, 32, 8, q_dtype="fp32", kv_dtype="fp32", o_dtype="fp32"
+    ),
+    "long q64 kv32768 h32/8 causal": Case(
+        "single", (64,), (32768,), 32, 8, causal=True, q_dtype="fp32", kv_dtype="fp32", o_dtype="fp32"
+    ),
     # Issue 20's shape: where the oracle was the slowest part of a long-context run on the H200.
-    "q4096 kv8192 h32/8": Case("single", (4096,), (8192,), 32, 8, q_dtype="fp32", kv_dtype="fp32",
-                               o_dtype="fp32"),
-    "q4096 kv8192 h32/32": Case("single", (4096,), (8192,), 32, 32, q_dtype="fp32", kv_dtype="fp32",
-                                o_dtype="fp32"),
+    "q4096 kv8192 h32/8": Case("single", (4096,), (8192,), 32, 8, q_dtype="fp32", kv_dtype="fp32", o_dtype="fp32"),
+    "q4096 kv8192 h32/32": Case("single", (4096,), (8192,), 32, 32, q_dtype="fp32", kv_dtype="fp32", o_dtype="fp32"),
 }
 CUDA_ONLY = ("q4096 kv8192 h32/8", "q4096 kv8192 h32/32")
 LONG = Case("single", (64,), (131072,), 32, 8, causal=True, label="128k keys, 64 rows, 32 heads")
@@ -67,9 +69,9 @@ def sdpa(inputs, backend: SDPBackend = SDPBackend.MATH) -> torch.Tensor:
     outs = []
     for i, (qo, kv) in enumerate(zip(c.qo_lens, c.kv_lens)):
         q0, k0 = int(inputs.qo_indptr[i]), int(inputs.kv_indptr[i])
-        q = inputs.q[q0:q0 + qo].float().transpose(0, 1).unsqueeze(0)
-        k = inputs.k[k0:k0 + kv].float().transpose(0, 1).unsqueeze(0)
-        v = inputs.v[k0:k0 + kv].float().transpose(0, 1).unsqueeze(0)
+        q = inputs.q[q0 : q0 + qo].float().transpose(0, 1).unsqueeze(0)
+        k = inputs.k[k0 : k0 + kv].float().transpose(0, 1).unsqueeze(0)
+        v = inputs.v[k0 : k0 + kv].float().transpose(0, 1).unsqueeze(0)
         gqa = backend == SDPBackend.MATH
         if not gqa and c.group_size > 1:
             k, v = k.repeat_interleave(c.group_size, dim=1), v.repeat_interleave(c.group_size, dim=1)
@@ -127,8 +129,10 @@ def speed(device: str, repeats: int, only: list[str] | None = None) -> list[dict
             continue
         inputs = materialize(case, 0, device)
         ref = attention(inputs)  # warm-up, and the agreement check below
-        sides = {"oracle": lambda inputs=inputs: attention(inputs),
-                 "sdpa_math": lambda inputs=inputs: sdpa(inputs, SDPBackend.MATH)}
+        sides = {
+            "oracle": lambda inputs=inputs: attention(inputs),
+            "sdpa_math": lambda inputs=inputs: sdpa(inputs, SDPBackend.MATH),
+        }
         if cuda:
             sides["sdpa_efficient"] = lambda inputs=inputs: sdpa(inputs, SDPBackend.EFFICIENT_ATTENTION)
         agree = {k: float((ref.out - f().float()).abs().max()) for k, f in sides.items() if k != "oracle"}
@@ -140,9 +144,14 @@ def speed(device: str, repeats: int, only: list[str] | None = None) -> list[dict
         row = {"shape": name, "case_id": case.id, "flops": flops}
         for k, t in best.items():
             row[f"{k}_s"], row[f"{k}_tflops"] = t, flops / t / 1e12
-        row.update({"ratio": best["oracle"] / best["sdpa_math"], "max_abs_diff": agree["sdpa_math"],
-                    "max_abs_diff_efficient": agree.get("sdpa_efficient"),
-                    "oracle_peak_extra_bytes": _oracle_peak_extra(inputs, device)})
+        row.update(
+            {
+                "ratio": best["oracle"] / best["sdpa_math"],
+                "max_abs_diff": agree["sdpa_math"],
+                "max_abs_diff_efficient": agree.get("sdpa_efficient"),
+                "oracle_peak_extra_bytes": _oracle_peak_extra(inputs, device),
+            }
+        )
         rows.append(row)
         del inputs, ref
     return rows
@@ -162,9 +171,15 @@ MMAP_ENV = "MALLOC_MMAP_THRESHOLD_"
 def memory(device: str, budget: int) -> dict:
     if device == "cpu" and MMAP_ENV not in os.environ:
         import subprocess
+
         env = {**os.environ, MMAP_ENV: str(2**20)}
-        res = subprocess.run([sys.executable, os.path.abspath(__file__), "--memory-only", "--device", "cpu",
-                              "--budget", str(budget)], env=env, capture_output=True, text=True, check=True)
+        res = subprocess.run(
+            [sys.executable, os.path.abspath(__file__), "--memory-only", "--device", "cpu", "--budget", str(budget)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         return json.loads(res.stdout.strip().splitlines()[-1])
     inputs = materialize(LONG, 0, device)
     input_bytes = sum(t.numel() * t.element_size() for t in (inputs.q, inputs.k, inputs.v))
@@ -191,10 +206,19 @@ def memory(device: str, budget: int) -> dict:
         method = "VmHWM after the call - VmRSS before it (peak reset via /proc/self/clear_refs)"
     elapsed = time.perf_counter() - t0
     full_scores = LONG.num_qo_heads * LONG.total_qo * LONG.total_kv * 4
-    return {"case": LONG.label, "case_id": LONG.id, "budget_bytes": budget, "peak_extra_bytes": peak_extra,
-            "output_bytes": out_bytes, "input_bytes": input_bytes, "full_score_tensor_bytes": full_scores,
-            "within_budget": peak_extra <= budget + out_bytes, "malloc_mmap_threshold": os.environ.get(MMAP_ENV),
-            "elapsed_s": elapsed, "method": method}
+    return {
+        "case": LONG.label,
+        "case_id": LONG.id,
+        "budget_bytes": budget,
+        "peak_extra_bytes": peak_extra,
+        "output_bytes": out_bytes,
+        "input_bytes": input_bytes,
+        "full_score_tensor_bytes": full_scores,
+        "within_budget": peak_extra <= budget + out_bytes,
+        "malloc_mmap_threshold": os.environ.get(MMAP_ENV),
+        "elapsed_s": elapsed,
+        "method": method,
+    }
 
 
 def main() -> int:
@@ -214,24 +238,35 @@ def main() -> int:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         torch.set_float32_matmul_precision("highest")
-    env = {"device": torch.cuda.get_device_name() if a.device.startswith("cuda") else platform.processor() or "cpu",
-           "torch": torch.__version__, "threads": torch.get_num_threads(), "python": platform.python_version(),
-           "tf32": torch.backends.cuda.matmul.allow_tf32, "fp32_matmul_precision": torch.get_float32_matmul_precision(),
-           "budget_bytes": a.budget, "repeats": a.repeats}
+    env = {
+        "device": torch.cuda.get_device_name() if a.device.startswith("cuda") else platform.processor() or "cpu",
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "tf32": torch.backends.cuda.matmul.allow_tf32,
+        "fp32_matmul_precision": torch.get_float32_matmul_precision(),
+        "budget_bytes": a.budget,
+        "repeats": a.repeats,
+    }
     print(json.dumps(env))
     mem = memory(a.device, a.budget)
-    print(f"memory: {mem['case']}: peak extra {mem['peak_extra_bytes'] / 2**20:.1f} MiB for a budget of "
-          f"{a.budget / 2**20:.0f} MiB (+{mem['output_bytes'] / 2**20:.1f} MiB output); a full score tensor "
-          f"would be {mem['full_score_tensor_bytes'] / 2**30:.1f} GiB; {mem['elapsed_s']:.2f} s; "
-          f"within budget: {mem['within_budget']}", flush=True)
+    print(
+        f"memory: {mem['case']}: peak extra {mem['peak_extra_bytes'] / 2**20:.1f} MiB for a budget of "
+        f"{a.budget / 2**20:.0f} MiB (+{mem['output_bytes'] / 2**20:.1f} MiB output); a full score tensor "
+        f"would be {mem['full_score_tensor_bytes'] / 2**30:.1f} GiB; {mem['elapsed_s']:.2f} s; "
+        f"within budget: {mem['within_budget']}",
+        flush=True,
+    )
     rows = [] if a.skip_speed else speed(a.device, a.repeats, a.shapes)
     for r in rows:
         eff = f"  sdpa-eff {r['sdpa_efficient_s'] * 1e3:8.1f} ms" if "sdpa_efficient_s" in r else ""
         peak = r["oracle_peak_extra_bytes"]
-        print(f"speed: {r['shape']:34s} oracle {r['oracle_s'] * 1e3:9.1f} ms ({r['oracle_tflops']:.3g} TFLOP/s)  "
-              f"sdpa-math {r['sdpa_math_s'] * 1e3:9.1f} ms{eff}  ratio {r['ratio']:5.2f}  "
-              f"max|diff| {r['max_abs_diff']:.2e}" + ("" if peak is None else f"  peak {peak / 2**20:.0f} MiB"),
-              flush=True)
+        print(
+            f"speed: {r['shape']:34s} oracle {r['oracle_s'] * 1e3:9.1f} ms ({r['oracle_tflops']:.3g} TFLOP/s)  "
+            f"sdpa-math {r['sdpa_math_s'] * 1e3:9.1f} ms{eff}  ratio {r['ratio']:5.2f}  "
+            f"max|diff| {r['max_abs_diff']:.2e}" + ("" if peak is None else f"  peak {peak / 2**20:.0f} MiB"),
+            flush=True,
+        )
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"env": env, "memory": mem, "speed": rows}, f, indent=2)

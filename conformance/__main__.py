@@ -1,4 +1,5 @@
 """`python -m conformance` is the attncheck CLI."""
+
 import sys
 
 from conformance.cli import main

@@ -6,6 +6,7 @@ usage (one line naming the value and the fix, before anything is written), 130 i
 143 terminated (SIGTERM, what `timeout` and CI cancellation send): either way the records written so
 far are kept and the report says the run did not finish.
 """
+
 from __future__ import annotations
 
 import argparse

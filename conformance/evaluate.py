@@ -4,6 +4,7 @@ control of a failing record and the CUDA-context probe after an error.
 The in-process run (conformance/parity_run.py), its isolated child (conformance/isolate.py) and the
 pytest grid (conformance/test_parity_grid.py) all evaluate through here.
 """
+
 from __future__ import annotations
 
 import time
@@ -22,8 +23,10 @@ from scenarios.tensors import Inputs, materialize
 
 CONTEXT_LOST = "the CUDA context was lost after this case; the next case ran in a fresh process"
 PENDING_CLEARED = "it left a pending CUDA error, read and cleared before the next case"
-CONTEXT_LOST_IN_PROCESS = ("the CUDA context is lost after this case; every later case of the run is evaluated "
-                           "in a child process (as --isolate)")
+CONTEXT_LOST_IN_PROCESS = (
+    "the CUDA context is lost after this case; every later case of the run is evaluated "
+    "in a child process (as --isolate)"
+)
 
 
 def note_context(rec: ParityRecord, device: str, lost_text: Optional[str]) -> tuple[ParityRecord, bool]:
@@ -35,16 +38,18 @@ def note_context(rec: ParityRecord, device: str, lost_text: Optional[str]) -> tu
     return rec, alive
 
 
-def evaluate(adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Callable[[], Truth],
-             base: dict) -> ParityRecord:
+def evaluate(
+    adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Callable[[], Truth], base: dict
+) -> ParityRecord:
     """One (case, backend): supports -> plan -> run -> judge, as a record; never raises for the library.
 
     `base` holds the record fields fixed for a run (run_id, target, device, seed). When the adapter
     reports per-variant timing (`last_timing`, FlashInfer), a variant's first use is recorded as
     compile time apart from run time. The record is built once, from what happened.
     """
-    made: dict[str, Any] = dict(backend=adapter.backend, case_id=case.id, case=case.to_json(),
-                                features=list(case.features), **base)
+    made: dict[str, Any] = dict(
+        backend=adapter.backend, case_id=case.id, case=case.to_json(), features=list(case.features), **base
+    )
     sup = adapter.supports(case)
     if not sup.ok:
         return ParityRecord(status="skip", reason=sup.reason, **made)
@@ -68,18 +73,31 @@ def evaluate(adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Ca
         return ParityRecord(status="error", reason=f"{type(raised).__name__}: {raised}"[:2000], **made)
     timing = getattr(adapter, "last_timing", None)
     want_lse = case.return_lse and res.lse is not None
-    out_cmp, lse_cmp = judge(get_truth(), res.out, res.lse if want_lse else None, lse_base=res.lse_base,
-                             adapter=adapter.target, backend=adapter.backend)
+    out_cmp, lse_cmp = judge(
+        get_truth(),
+        res.out,
+        res.lse if want_lse else None,
+        lse_base=res.lse_base,
+        adapter=adapter.target,
+        backend=adapter.backend,
+    )
     return ParityRecord(
         status="pass" if out_cmp.passed and (lse_cmp is None or lse_cmp.passed) else "fail",
-        resolved_backend=res.resolved_backend, fallback_reason=reason_to_json(res.fallback_reason),
-        out=out_cmp.to_json(), lse=lse_cmp.to_json() if lse_cmp is not None else None,
-        lse_provided=res.lse is not None, plan_s=t1 - t0, run_s=t2 - t1,
-        compile_s=timing.compile_s if timing is not None and timing.first_use else 0.0, **made)
+        resolved_backend=res.resolved_backend,
+        fallback_reason=reason_to_json(res.fallback_reason),
+        out=out_cmp.to_json(),
+        lse=lse_cmp.to_json() if lse_cmp is not None else None,
+        lse_provided=res.lse is not None,
+        plan_s=t1 - t0,
+        run_s=t2 - t1,
+        compile_s=timing.compile_s if timing is not None and timing.first_use else 0.0,
+        **made,
+    )
 
 
-def fresh_control(adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Callable[[], Truth],
-                  rec: ParityRecord) -> ParityRecord:
+def fresh_control(
+    adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Callable[[], Truth], rec: ParityRecord
+) -> ParityRecord:
     """For a failing record: the record with the same case's status on a fresh adapter in `fresh`.
 
     The run keeps one long-lived adapter per backend, as a server keeps its wrappers, so a record can
@@ -92,8 +110,15 @@ def fresh_control(adapter: AttentionKernel, case: Case, inputs: Inputs, get_trut
     return replace(rec, fresh=evaluate(adapter.fresh(), case, inputs, get_truth, base).status)
 
 
-def evaluate_with_control(adapter: AttentionKernel, case: Case, inputs: Inputs, get_truth: Callable[[], Truth],
-                          base: dict, device: str, lost_text: Optional[str]) -> tuple[ParityRecord, bool]:
+def evaluate_with_control(
+    adapter: AttentionKernel,
+    case: Case,
+    inputs: Inputs,
+    get_truth: Callable[[], Truth],
+    base: dict,
+    device: str,
+    lost_text: Optional[str],
+) -> tuple[ParityRecord, bool]:
     """evaluate(), then fresh_control() of a failing record, probing the CUDA context after each error:
     a pending error is read, cleared and named on the record (the next case would meet it otherwise),
     a loss is named as `lost_text` (None: the caller names it). Returns (record, whether the context
@@ -115,8 +140,12 @@ def make_adapter(target: Any, backend: str, device: str, options: dict) -> Atten
     try:
         return target.make(backend, device, **options)
     except (TypeError, ValueError) as e:
-        raise InvalidValue("--adapter-option", ",".join(f"{k}={v}" for k, v in options.items()),
-                           f"options the {target.name} target's adapters take", f"drop or correct it ({e})") from None
+        raise InvalidValue(
+            "--adapter-option",
+            ",".join(f"{k}={v}" for k, v in options.items()),
+            f"options the {target.name} target's adapters take",
+            f"drop or correct it ({e})",
+        ) from None
 
 
 class CaseTruth:

@@ -11,6 +11,7 @@ the same way, and so each decision is tested without a session:
 * on a runner that declares hardware (`--require`), a skip of a test needing it is a failure,
   unless the skip is a decision about the case (an adapter declining it, the ledger holding it back).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -40,10 +41,12 @@ def judge_record(rec: ParityRecord, entry: Optional[KnownFailure]) -> LedgerVerd
             return LedgerVerdict("fail")
         return LedgerVerdict("expected_failure", f"known failure {entry.id} ({upstream_of(entry)}): {entry.summary}")
     if rec.status == "pass" and entry is not None:
-        return LedgerVerdict("unexpected_pass",
-                             f"unexpected pass: ledger entry {entry.id} predicts a {entry.status} here "
-                             f"({upstream_of(entry)}). Fix: narrow the entry's applies() or versions, or "
-                             f"remove it if the library fixed the defect")
+        return LedgerVerdict(
+            "unexpected_pass",
+            f"unexpected pass: ledger entry {entry.id} predicts a {entry.status} here "
+            f"({upstream_of(entry)}). Fix: narrow the entry's applies() or versions, or "
+            f"remove it if the library fixed the defect",
+        )
     return LedgerVerdict("pass" if rec.status == "pass" else "skip")
 
 
@@ -68,13 +71,15 @@ class Ledger:
         """The crash entry that keeps (case, backend) from being launched, if any."""
         return crash_entry(entry_for(self.target, case.to_json(), backend, self.version, self.arch, self.options))
 
-    def verdict(self, case: Case, backend: str, rec: ParityRecord
-                ) -> tuple[ParityRecord, Optional[KnownFailure], LedgerVerdict]:
+    def verdict(
+        self, case: Case, backend: str, rec: ParityRecord
+    ) -> tuple[ParityRecord, Optional[KnownFailure], LedgerVerdict]:
         """The entry that predicts `rec` fails, asked about the kernel the record ran where it says (an auto
         record's long-lived wrapper may hold another kernel than a fresh pick). Returns the record (a
         failing one naming the entry in `known`), the entry and the gate's verdict."""
-        entry = entry_for(self.target, case.to_json(), backend, self.version, self.arch, self.options,
-                          resolved=rec.resolved_backend)
+        entry = entry_for(
+            self.target, case.to_json(), backend, self.version, self.arch, self.options, resolved=rec.resolved_backend
+        )
         if rec.status in FAILING and entry is not None:
             rec = replace(rec, known=entry.id)
         return rec, entry, judge_record(rec, entry)
@@ -82,9 +87,16 @@ class Ledger:
 
 def not_launched(case: Case, backend: str, entry: KnownFailure, base: dict[str, Any]) -> ParityRecord:
     """The record of a case a crash entry holds back: skipped, naming the entry and its issue."""
-    return ParityRecord(backend=backend, case_id=case.id, case=case.to_json(), status="skip",
-                        reason=skips.detail(NOT_LAUNCHED, f"{entry.id} ({upstream_of(entry)}): {entry.summary}"),
-                        features=list(case.features), known=entry.id, **base)
+    return ParityRecord(
+        backend=backend,
+        case_id=case.id,
+        case=case.to_json(),
+        status="skip",
+        reason=skips.detail(NOT_LAUNCHED, f"{entry.id} ({upstream_of(entry)}): {entry.summary}"),
+        features=list(case.features),
+        known=entry.id,
+        **base,
+    )
 
 
 def crash_entry(entry: Optional[KnownFailure]) -> Optional[KnownFailure]:
@@ -93,8 +105,15 @@ def crash_entry(entry: Optional[KnownFailure]) -> Optional[KnownFailure]:
 
 def crashed(case: Case, backend: str, how: str, base: dict[str, Any]) -> ParityRecord:
     """The record of a case whose process died while evaluating it; `how` says how it died."""
-    return ParityRecord(backend=backend, case_id=case.id, case=case.to_json(), status="error",
-                        reason=skips.detail(CRASHED, how), features=list(case.features), **base)
+    return ParityRecord(
+        backend=backend,
+        case_id=case.id,
+        case=case.to_json(),
+        status="error",
+        reason=skips.detail(CRASHED, how),
+        features=list(case.features),
+        **base,
+    )
 
 
 def required_skip(markers: frozenset[str], required: frozenset[str], decision: bool, reason: str) -> Optional[str]:
@@ -106,5 +125,7 @@ def required_skip(markers: frozenset[str], required: frozenset[str], decision: b
     hit = sorted(markers & required)
     if not hit or decision:
         return None
-    return (f"--require {','.join(hit)}: this runner declares that hardware, and this test for it skipped "
-            f"({reason}). Fix: repair the runner (driver, visible devices, libraries), or drop --require")
+    return (
+        f"--require {','.join(hit)}: this runner declares that hardware, and this test for it skipped "
+        f"({reason}). Fix: repair the runner (driver, visible devices, libraries), or drop --require"
+    )

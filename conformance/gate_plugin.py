@@ -18,6 +18,7 @@
   required, pinning, per-test outcome with markers, ledger entry, crash, and skips by reason.
 * `--gpus auto|0,1` with `-n N`: worker gwN sees only its GPU (conformance/pinning.py).
 """
+
 from __future__ import annotations
 
 import json
@@ -61,18 +62,27 @@ def as_decision(item: pytest.Item) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("attncheck-gate", "attncheck gate for hardware runners")
-    g.addoption("--require", action="append", default=[], metavar="MARKER[,MARKER]",
-                help=f"this runner has this hardware or library ({', '.join(BY_NAME)}): a test needing it that "
-                     "skips fails (repeatable)")
+    g.addoption(
+        "--require",
+        action="append",
+        default=[],
+        metavar="MARKER[,MARKER]",
+        help=f"this runner has this hardware or library ({', '.join(BY_NAME)}): a test needing it that "
+        "skips fails (repeatable)",
+    )
     g.addoption("--isolate", action="store_true", help="evaluate each parity case in a child process")
-    g.addoption("--case-timeout", type=float, default=None,
-                help="seconds per isolated case before it counts as a crash")
-    g.addoption("--results", default=None, metavar="DIR",
-                help="write the parity grid's records to DIR/results-<worker>.jsonl")
-    g.addoption("--gate-json", default=None, metavar="PATH",
-                help="the JSON sidecar (default: beside --junitxml, .json)")
-    g.addoption("--gpus", default=None, metavar="auto|0,1",
-                help="pin pytest-xdist worker gwN to the N-th of these GPUs")
+    g.addoption(
+        "--case-timeout", type=float, default=None, help="seconds per isolated case before it counts as a crash"
+    )
+    g.addoption(
+        "--results", default=None, metavar="DIR", help="write the parity grid's records to DIR/results-<worker>.jsonl"
+    )
+    g.addoption(
+        "--gate-json", default=None, metavar="PATH", help="the JSON sidecar (default: beside --junitxml, .json)"
+    )
+    g.addoption(
+        "--gpus", default=None, metavar="auto|0,1", help="pin pytest-xdist worker gwN to the N-th of these GPUs"
+    )
 
 
 def _worker(config: pytest.Config) -> Optional[str]:
@@ -84,8 +94,10 @@ def _required(config: pytest.Config) -> list[str]:
     names = [n.strip() for item in config.getoption("--require") for n in item.split(",") if n.strip()]
     for n in names:
         if n not in BY_NAME:
-            raise pytest.UsageError(f"--require={n!r} is invalid: expected markers among {', '.join(BY_NAME)}. "
-                                    f"Fix: pass e.g. --require cuda,sm90")
+            raise pytest.UsageError(
+                f"--require={n!r} is invalid: expected markers among {', '.join(BY_NAME)}. "
+                f"Fix: pass e.g. --require cuda,sm90"
+            )
     return sorted(set(names))
 
 
@@ -103,8 +115,10 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     workers = config.getoption("numprocesses", None) or 0
     if not workers:
-        raise pytest.UsageError(f"--gpus={gpus!r} is invalid: expected pytest-xdist workers to pin. Fix: add -n N "
-                                "(one worker per GPU), or drop --gpus")
+        raise pytest.UsageError(
+            f"--gpus={gpus!r} is invalid: expected pytest-xdist workers to pin. Fix: add -n N "
+            "(one worker per GPU), or drop --gpus"
+        )
     try:
         facts = gpu_facts()
         devices = pinning.device_list(gpus, os.environ, facts.count, facts.rocm)
@@ -126,8 +140,10 @@ def pytest_configure_node(node: Any) -> None:
 def pytest_report_header(config: pytest.Config) -> list[str]:
     state = config.stash[STATE]
     pin = ", ".join(f"{w}->{d}" for w, d in state.pinning.items())
-    return [f"attncheck gate: {state.arch}; markers met: {', '.join(state.met) or 'none'}; "
-            f"required: {', '.join(state.required) or 'none'}" + (f"; pinning {pin}" if pin else "")]
+    return [
+        f"attncheck gate: {state.arch}; markers met: {', '.join(state.met) or 'none'}; "
+        f"required: {', '.join(state.required) or 'none'}" + (f"; pinning {pin}" if pin else "")
+    ]
 
 
 def _detect(state: GateState) -> None:
@@ -151,7 +167,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _skip_text(rep: pytest.TestReport) -> str:
     lr = rep.longrepr
     text = lr[2] if isinstance(lr, tuple) and len(lr) == 3 else str(lr)
-    return text[len("Skipped: "):] if text.startswith("Skipped: ") else text
+    return text[len("Skipped: ") :] if text.startswith("Skipped: ") else text
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -195,9 +211,16 @@ class _Collector:
         text = report.longreprtext if report.longrepr is not None else ""
         if report.skipped and isinstance(report.longrepr, tuple):
             text = _skip_text(report)
-        gate_report.absorb(state.outcomes, report.nodeid, report.when, report.outcome,
-                           getattr(report, "wasxfail", None), text, getattr(report, "attncheck", {}),
-                           report.duration)
+        gate_report.absorb(
+            state.outcomes,
+            report.nodeid,
+            report.when,
+            report.outcome,
+            getattr(report, "wasxfail", None),
+            text,
+            getattr(report, "attncheck", {}),
+            report.duration,
+        )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -226,9 +249,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         from conformance.parity_run import HARNESS_VERSION
 
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        data = gate_report.sidecar(state.outcomes, required=state.required, met=state.met, arch=state.arch,
-                                   pinning=state.pinning, unused_required=_unused_required(state),
-                                   exitstatus=int(session.exitstatus), junitxml=junit, harness_version=HARNESS_VERSION)
+        data = gate_report.sidecar(
+            state.outcomes,
+            required=state.required,
+            met=state.met,
+            arch=state.arch,
+            pinning=state.pinning,
+            unused_required=_unused_required(state),
+            exitstatus=int(session.exitstatus),
+            junitxml=junit,
+            harness_version=HARNESS_VERSION,
+        )
         with open(path, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=1, sort_keys=True, default=str)
 
@@ -238,8 +269,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if not state.outcomes:
         return
     terminalreporter.section("attncheck gate")
-    for line in gate_report.summary_lines(state.outcomes, state.required, state.met, state.arch,
-                                          _unused_required(state) if state.required else []):
+    for line in gate_report.summary_lines(
+        state.outcomes, state.required, state.met, state.arch, _unused_required(state) if state.required else []
+    ):
         terminalreporter.write_line(line)
 
 
@@ -249,9 +281,17 @@ def attncheck_grid(pytestconfig: pytest.Config) -> Generator[Any, None, None]:
     from conformance.grid_run import GridRun
 
     opt = pytestconfig.getoption
-    grid = GridRun(opt("--target"), opt("--device"), opt("--budget"), opt("--seed"), _worker(pytestconfig) or "main",
-                   isolate=opt("--isolate"), case_timeout_s=opt("--case-timeout"), results_dir=opt("--results"),
-                   argv=["pytest", *pytestconfig.invocation_params.args])
+    grid = GridRun(
+        opt("--target"),
+        opt("--device"),
+        opt("--budget"),
+        opt("--seed"),
+        _worker(pytestconfig) or "main",
+        isolate=opt("--isolate"),
+        case_timeout_s=opt("--case-timeout"),
+        results_dir=opt("--results"),
+        argv=["pytest", *pytestconfig.invocation_params.args],
+    )
     started = time.perf_counter()
     yield grid
     grid.close(time.perf_counter() - started)

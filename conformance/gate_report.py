@@ -6,6 +6,7 @@ does: passed, failed, error (setup or teardown failed), skipped, xfailed, xpasse
 grouped by reason constant (the text before ': ', kernels/skips.py) and split into decisions
 (an adapter declined the case, the ledger held it back) and everything else.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -39,12 +40,20 @@ def reason_constant(reason: str) -> str:
 
     for prefix in ("skip: ", "refused: "):
         if reason.startswith(prefix):
-            reason = reason[len(prefix):]
+            reason = reason[len(prefix) :]
     return skips.constant_of(reason)
 
 
-def absorb(outcomes: dict[str, TestOutcome], nodeid: str, when: str, outcome: str, wasxfail: Optional[str],
-           text: str, info: dict[str, Any], duration: float) -> None:
+def absorb(
+    outcomes: dict[str, TestOutcome],
+    nodeid: str,
+    when: str,
+    outcome: str,
+    wasxfail: Optional[str],
+    text: str,
+    info: dict[str, Any],
+    duration: float,
+) -> None:
     """Fold one phase's report into the test's outcome."""
     t = outcomes.setdefault(nodeid, TestOutcome(nodeid))
     t.duration_s += duration
@@ -87,9 +96,17 @@ def known_rows(outcomes: dict[str, TestOutcome]) -> list[dict[str, Any]]:
         if not t.known:
             continue
         e = by_id.get(t.known)
-        row = rows.setdefault(t.known, {"id": t.known, "upstream": e.upstream if e else None,
-                                        "status": e.status if e else None,
-                                        "expected_failures": 0, "unexpected_passes": 0, "not_launched": 0})
+        row = rows.setdefault(
+            t.known,
+            {
+                "id": t.known,
+                "upstream": e.upstream if e else None,
+                "status": e.status if e else None,
+                "expected_failures": 0,
+                "unexpected_passes": 0,
+                "not_launched": 0,
+            },
+        )
         if t.unexpected_pass:
             row["unexpected_passes"] += 1
         elif t.outcome == "xfailed":
@@ -99,8 +116,9 @@ def known_rows(outcomes: dict[str, TestOutcome]) -> list[dict[str, Any]]:
     return [rows[k] for k in sorted(rows)]
 
 
-def summary_lines(outcomes: dict[str, TestOutcome], required: list[str], met: list[str], arch: str,
-                  unused_required: list[str]) -> list[str]:
+def summary_lines(
+    outcomes: dict[str, TestOutcome], required: list[str], met: list[str], arch: str, unused_required: list[str]
+) -> list[str]:
     lines = [f"runner {arch}: markers met {', '.join(met) or 'none'}; required {', '.join(required) or 'none'}"]
     sk = skips_by_reason(outcomes)
     if sk:
@@ -108,8 +126,10 @@ def summary_lines(outcomes: dict[str, TestOutcome], required: list[str], met: li
         lines += [f"  {n:5d}  {reason}  [{kind}]" for reason, kind, n in sk]
     for row in known_rows(outcomes):
         issue = row["upstream"] or f"{NOT_FILED}: file it and add the URL to the ledger"
-        lines.append(f"known failure {row['id']}: {row['expected_failures']} expected, {row['unexpected_passes']} "
-                     f"unexpected pass(es), {row['not_launched']} not launched; {issue}")
+        lines.append(
+            f"known failure {row['id']}: {row['expected_failures']} expected, {row['unexpected_passes']} "
+            f"unexpected pass(es), {row['not_launched']} not launched; {issue}"
+        )
     crashes = [t for t in outcomes.values() if t.crash]
     for t in crashes:
         lines.append(f"CRASH {t.nodeid}: {t.reason}")
@@ -118,14 +138,33 @@ def summary_lines(outcomes: dict[str, TestOutcome], required: list[str], met: li
     return lines
 
 
-def sidecar(outcomes: dict[str, TestOutcome], *, required: list[str], met: list[str], arch: str,
-            pinning: dict[str, str], unused_required: list[str], exitstatus: int, junitxml: Optional[str],
-            harness_version: str) -> dict[str, Any]:
+def sidecar(
+    outcomes: dict[str, TestOutcome],
+    *,
+    required: list[str],
+    met: list[str],
+    arch: str,
+    pinning: dict[str, str],
+    unused_required: list[str],
+    exitstatus: int,
+    junitxml: Optional[str],
+    harness_version: str,
+) -> dict[str, Any]:
     """The JSON written beside the JUnit XML: what JUnit cannot say (markers, ledger, crashes, reasons)."""
-    return {"schema": SIDECAR_SCHEMA, "kind": "gate", "harness_version": harness_version, "arch": arch,
-            "markers_met": met, "required": required, "unused_required": unused_required, "pinning": pinning,
-            "junitxml": junitxml, "exitstatus": exitstatus, "totals": totals(outcomes),
-            "skips_by_reason": [{"reason": r, "kind": k, "count": n} for r, k, n in skips_by_reason(outcomes)],
-            "known_failures": known_rows(outcomes),
-            "crashes": [t.nodeid for t in outcomes.values() if t.crash],
-            "tests": [asdict(t) for t in outcomes.values()]}
+    return {
+        "schema": SIDECAR_SCHEMA,
+        "kind": "gate",
+        "harness_version": harness_version,
+        "arch": arch,
+        "markers_met": met,
+        "required": required,
+        "unused_required": unused_required,
+        "pinning": pinning,
+        "junitxml": junitxml,
+        "exitstatus": exitstatus,
+        "totals": totals(outcomes),
+        "skips_by_reason": [{"reason": r, "kind": k, "count": n} for r, k, n in skips_by_reason(outcomes)],
+        "known_failures": known_rows(outcomes),
+        "crashes": [t.nodeid for t in outcomes.values() if t.crash],
+        "tests": [asdict(t) for t in outcomes.values()],
+    }

@@ -6,6 +6,7 @@ under `--isolate`, or from the first dead CUDA context on; else in-process, by t
 each record, so a gate run leaves the same results files as `attncheck run` (`--results DIR`:
 results-<worker>.jsonl, one run per process, merged by `attncheck report`).
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -27,17 +28,27 @@ from scenarios.case import Case
 
 
 class GridRun:
-    def __init__(self, target: str, device: str, budget: str, seed: int, worker: str, isolate: bool = False,
-                 case_timeout_s: Optional[float] = None, results_dir: Optional[str] = None,
-                 argv: Optional[list[str]] = None) -> None:
+    def __init__(
+        self,
+        target: str,
+        device: str,
+        budget: str,
+        seed: int,
+        worker: str,
+        isolate: bool = False,
+        case_timeout_s: Optional[float] = None,
+        results_dir: Optional[str] = None,
+        argv: Optional[list[str]] = None,
+    ) -> None:
         self.target, self.device, self.budget, self.seed, self.worker = target, device, budget, seed, worker
         self.case_timeout_s = case_timeout_s
         self.versions = get_target(target).versions()
         self.version = self.versions.get(target)
         stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ-")
         self.run_id = f"{stamp}{uuid.uuid4().hex[:6]}-{worker}"
-        self.base: dict[str, Any] = dict(run_id=self.run_id, target=target, device=device, seed=seed,
-                                         standin=standin_from_versions(self.versions))
+        self.base: dict[str, Any] = dict(
+            run_id=self.run_id, target=target, device=device, seed=seed, standin=standin_from_versions(self.versions)
+        )
         self.ledger = Ledger(target, self.version, arch_here(device))
         self.pairs = Pairs(self.ledger, self.base, self._isolated, isolate)
         self.records: list[ParityRecord] = []
@@ -48,8 +59,9 @@ class GridRun:
     def _isolated(self) -> IsolatedEvaluator:
         return IsolatedEvaluator(self.target, self.device, self.seed, timeout_s=self.case_timeout_s)
 
-    def evaluate(self, case: Case, backend: str, in_process: Callable[[], tuple[ParityRecord, bool]]
-                 ) -> tuple[ParityRecord, Optional[KnownFailure], LedgerVerdict]:
+    def evaluate(
+        self, case: Case, backend: str, in_process: Callable[[], tuple[ParityRecord, bool]]
+    ) -> tuple[ParityRecord, Optional[KnownFailure], LedgerVerdict]:
         """The record of one (case, backend), written; the ledger entry that predicts it fails (if any), and
         the gate's verdict (conformance.gate.Ledger, as `attncheck run` judges it).
 
@@ -67,11 +79,21 @@ class GridRun:
             return
         if self._sink is None:
             self._sink = JsonlSink(self._path)
-            self._sink.write(RunHeader(run_id=self.run_id, target=self.target, device=self.device,
-                                       budget=self.budget, seed=self.seed, versions=self.versions, argv=self._argv,
-                                       started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                                       harness_version=HARNESS_VERSION, standin=self.base["standin"],
-                                       arch=arch_here(self.device)))
+            self._sink.write(
+                RunHeader(
+                    run_id=self.run_id,
+                    target=self.target,
+                    device=self.device,
+                    budget=self.budget,
+                    seed=self.seed,
+                    versions=self.versions,
+                    argv=self._argv,
+                    started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                    harness_version=HARNESS_VERSION,
+                    standin=self.base["standin"],
+                    arch=arch_here(self.device),
+                )
+            )
         self._sink.write(rec)
 
     @property
@@ -84,6 +106,7 @@ class GridRun:
             counts: dict[str, int] = {}
             for r in self.records:
                 counts[count_key(r)] = counts.get(count_key(r), 0) + 1
-            self._sink.write(RunFooter(run_id=self.run_id, counts=counts, elapsed_s=elapsed_s,
-                                       exit_status=self.pairs.exit_status))
+            self._sink.write(
+                RunFooter(run_id=self.run_id, counts=counts, elapsed_s=elapsed_s, exit_status=self.pairs.exit_status)
+            )
             self._sink.close()

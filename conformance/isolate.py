@@ -15,6 +15,7 @@ library's own prints are moved to stderr), one request per line on stdin.
 FAULT_ENV is fault injection for the harness's own tests: `backend:case_id` (either may be `*`)
 makes the child abort when it is asked for that pair, as a crashing kernel would.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -35,6 +36,8 @@ from scenarios.case import Case
 FAULT_ENV = "ATTNCHECK_FAULT_ABORT"
 # The child imports attncheck from the same tree as the parent, whatever its working directory.
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def describe_exit(returncode: Optional[int]) -> str:
     if returncode is None:
         return "the child process stopped answering"
@@ -52,8 +55,14 @@ class IsolatedEvaluator:
     `timeout_s` bounds one case (a hung kernel counts as a crash: the child is killed).
     """
 
-    def __init__(self, target: str, device: str, seed: int, adapter_options: Optional[dict] = None,
-                 timeout_s: Optional[float] = None) -> None:
+    def __init__(
+        self,
+        target: str,
+        device: str,
+        seed: int,
+        adapter_options: Optional[dict] = None,
+        timeout_s: Optional[float] = None,
+    ) -> None:
         self.config = {"target": target, "device": device, "seed": seed, "options": adapter_options or {}}
         self.timeout_s = timeout_s
         self._proc: Optional[subprocess.Popen[str]] = None
@@ -62,9 +71,14 @@ class IsolatedEvaluator:
     def _child(self) -> subprocess.Popen[str]:
         if self._proc is None or self._proc.poll() is not None:
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_ROOT, os.environ.get("PYTHONPATH")])))
-            self._proc = subprocess.Popen([sys.executable, "-m", "conformance.isolate", json.dumps(self.config)],
-                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
-                                          env=env)
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "conformance.isolate", json.dumps(self.config)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                bufsize=1,
+                env=env,
+            )
             self.starts += 1
         return self._proc
 
@@ -158,8 +172,9 @@ def _serve(config: dict[str, Any], requests: IO[str], answers: IO[str]) -> None:
                 current["truth"] = truth(current["inputs"])
             return current["truth"]  # type: ignore[no-any-return]
 
-        rec, alive = evaluate_with_control(adapters[backend], case, current["inputs"], get_truth, req["base"], device,
-                                           None)  # the parent names a loss
+        rec, alive = evaluate_with_control(
+            adapters[backend], case, current["inputs"], get_truth, req["base"], device, None
+        )  # the parent names a loss
         lost = not alive
         answers.write(json.dumps({"record": asdict(rec), "context_lost": lost}, allow_nan=True) + "\n")
         answers.flush()

@@ -14,6 +14,7 @@ run records it as skipped, naming the entry), because launching it would take th
 Runs annotate matching failing records with the entry id (`ParityRecord.known`); whether a
 known failure still fails the gate is the gate's decision (conformance/gate.py), not this module's.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
@@ -63,17 +64,23 @@ def _page_mask_bytes(c: dict[str, Any]) -> list[int]:
 
 def _mask_over_zero_pages(c: dict[str, Any], backend: str) -> bool:
     """A request with queries and no pages drives the packed mask's size below zero: plan() raises."""
-    return (c["layout"] == "paged" and c["mask"] == "custom"
-            and any(q > 0 and k == 0 for q, k in zip(c["qo_lens"], c["kv_lens"]))
-            and sum(_page_mask_bytes(c)) < 0)
+    return (
+        c["layout"] == "paged"
+        and c["mask"] == "custom"
+        and any(q > 0 and k == 0 for q, k in zip(c["qo_lens"], c["kv_lens"]))
+        and sum(_page_mask_bytes(c)) < 0
+    )
 
 
 def _mask_short_of_zero_pages(c: dict[str, Any], backend: str) -> bool:
     """A request with queries and no pages shortens the packed mask without making its size negative:
     plan() returns, and the requests before it read bits the buffer does not hold."""
-    return (c["layout"] == "paged" and c["mask"] == "custom"
-            and any(q > 0 and k == 0 for q, k in zip(c["qo_lens"], c["kv_lens"]))
-            and sum(_page_mask_bytes(c)) >= 0)
+    return (
+        c["layout"] == "paged"
+        and c["mask"] == "custom"
+        and any(q > 0 and k == 0 for q, k in zip(c["qo_lens"], c["kv_lens"]))
+        and sum(_page_mask_bytes(c)) >= 0
+    )
 
 
 def _mask_after_mask_bits(c: dict[str, Any], backend: str) -> bool:
@@ -91,16 +98,25 @@ def _mask_after_mask_bits(c: dict[str, Any], backend: str) -> bool:
 def _window_wider_than_split(c: dict[str, Any], backend: str) -> bool:
     """fa2 paged, sliding window without causal, a request whose rows see more keys than the split-KV
     scheduler budgets for a window (window_left + CTA_TILE_Q, CTA_TILE_Q at most 128; scheduler.cuh:627-633)."""
-    return (backend == "fa2" and c["layout"] == "paged" and not c["causal"] and c["window_left"] >= 0
-            and c["mask"] == "none"
-            and any(q > 128 and k > c["window_left"] + 128 for q, k in zip(c["qo_lens"], c["kv_lens"])))
+    return (
+        backend == "fa2"
+        and c["layout"] == "paged"
+        and not c["causal"]
+        and c["window_left"] >= 0
+        and c["mask"] == "none"
+        and any(q > 128 and k > c["window_left"] + 128 for q, k in zip(c["qo_lens"], c["kv_lens"]))
+    )
 
 
 def _no_query_rows(c: dict[str, Any], backend: str) -> bool:
     """fa2 (asked for, or auto's pick on sm90): a batch of one or more requests with no query rows at all
     (an empty batch is its own entry)."""
-    return (c["layout"] in ("paged", "ragged") and len(c["qo_lens"]) > 0 and sum(c["qo_lens"]) == 0
-            and _runs_on(c, backend, "fa2"))
+    return (
+        c["layout"] in ("paged", "ragged")
+        and len(c["qo_lens"]) > 0
+        and sum(c["qo_lens"]) == 0
+        and _runs_on(c, backend, "fa2")
+    )
 
 
 def _fa2_ragged_head_dim_96(c: dict[str, Any], backend: str) -> bool:
@@ -113,10 +129,19 @@ def _sm90_auto_picks_fa3(c: dict[str, Any]) -> bool:
     routing spec (its rows read the library's selector, utils.py:616-628: no custom mask, fa3's head dims,
     not an fp8 KV under a 16-bit query) with the record's fields the selector reads."""
     qo, kv = tuple(c["qo_lens"]), tuple(c["kv_lens"])
-    query = RoutingQuery(api=c["layout"], arch="sm90", q_dtype=c["q_dtype"], kv_dtype=c["kv_dtype"],
-                         custom_mask=c["mask"] == "custom", head_dim_qk=c["head_dim_qk"],
-                         head_dim_vo=c["head_dim_vo"], qo_lens=qo, kv_lens=kv,
-                         max_q_len=max(qo, default=0), max_kv_len=max(kv, default=0))
+    query = RoutingQuery(
+        api=c["layout"],
+        arch="sm90",
+        q_dtype=c["q_dtype"],
+        kv_dtype=c["kv_dtype"],
+        custom_mask=c["mask"] == "custom",
+        head_dim_qk=c["head_dim_qk"],
+        head_dim_vo=c["head_dim_vo"],
+        qo_lens=qo,
+        kv_lens=kv,
+        max_q_len=max(qo, default=0),
+        max_kv_len=max(kv, default=0),
+    )
     return expected_route(FLASHINFER_CUDA, query).backend == "fa3"
 
 
@@ -134,18 +159,23 @@ def _fa3_hnd(c: dict[str, Any], backend: str) -> bool:
 
 def _fa3_paged_192_128(c: dict[str, Any], backend: str) -> bool:
     """fa3 paged prefill at head dims (192, 128), asked for or what sm90's auto resolves to there."""
-    return (c["layout"] == "paged" and (c["head_dim_qk"], c["head_dim_vo"]) == (192, 128)
-            and _runs_on(c, backend, "fa3"))
+    return c["layout"] == "paged" and (c["head_dim_qk"], c["head_dim_vo"]) == (192, 128) and _runs_on(c, backend, "fa3")
 
 
 def _fa3_softcap_lse_after_empty_rows(c: dict[str, Any], backend: str) -> bool:
     """fa3 paged, fp16 with a soft cap, causal, LSE asked for: a request with more query rows than keys
     (its top rows see nothing) followed by a request with rows — the batch the probe fails and its parts pass."""
-    if not (c["layout"] == "paged" and c["q_dtype"] == "fp16" and c["logits_soft_cap"] > 0 and c["causal"]
-            and c["return_lse"] and _runs_on(c, backend, "fa3")):
+    if not (
+        c["layout"] == "paged"
+        and c["q_dtype"] == "fp16"
+        and c["logits_soft_cap"] > 0
+        and c["causal"]
+        and c["return_lse"]
+        and _runs_on(c, backend, "fa3")
+    ):
         return False
     q, k = c["qo_lens"], c["kv_lens"]
-    return any(q[i] > k[i] > 0 and sum(q[i + 1:]) > 0 for i in range(len(q)))
+    return any(q[i] > k[i] > 0 and sum(q[i + 1 :]) > 0 for i in range(len(q)))
 
 
 def _torch_rows_without_keys(c: dict[str, Any], backend: str) -> bool:
@@ -173,218 +203,339 @@ def _fa3_hnd_group(c: dict[str, Any]) -> int:
 
 LEDGER: tuple[KnownFailure, ...] = (
     KnownFailure(
-        "flashinfer-empty-batch-plan", "flashinfer", ("0.7.2.post1", "0.7.4"),
+        "flashinfer-empty-batch-plan",
+        "flashinfer",
+        ("0.7.2.post1", "0.7.4"),
         "paged and ragged plan() raise torch's max() error on a batch with no requests",
-        "error", "docs/evidence/repro_flashinfer_empty_batch_plan.py", confirmed=True,
+        "error",
+        "docs/evidence/repro_flashinfer_empty_batch_plan.py",
+        confirmed=True,
         seen="2026-12-01 H200, the script (repro_flashinfer_empty_batch_plan.h200.txt); 0.7.4 alike through the "
-             "adapter (fa2, fa2+graph)",
-        applies=_empty_batch),
+        "adapter (fa2, fa2+graph)",
+        applies=_empty_batch,
+    ),
     KnownFailure(
-        "flashinfer-paged-mask-zero-pages", "flashinfer", ("0.7.2.post1", "0.7.4"),
+        "flashinfer-paged-mask-zero-pages",
+        "flashinfer",
+        ("0.7.2.post1", "0.7.4"),
         "paged plan() with a custom mask: a request with queries and no KV pages gets a negative mask "
         "length (_compute_page_mask_indptr ignores the kernels' zero-page rule); where that takes the packed "
         "mask's size below zero, plan() raises",
-        "error", "docs/evidence/repro_flashinfer_paged_mask_zero_pages.py", confirmed=True,
+        "error",
+        "docs/evidence/repro_flashinfer_paged_mask_zero_pages.py",
+        confirmed=True,
         seen="2026-12-01 H200, the script (repro_flashinfer_paged_mask_zero_pages.h200.txt); 0.7.4 alike through "
-             "the adapter",
-        applies=_mask_over_zero_pages, options={"mask_form": ("bool",)}),
+        "the adapter",
+        applies=_mask_over_zero_pages,
+        options={"mask_form": ("bool",)},
+    ),
     KnownFailure(
-        "flashinfer-paged-mask-zero-pages-graph-wrong", "flashinfer", ("0.7.2.post1",),
+        "flashinfer-paged-mask-zero-pages-graph-wrong",
+        "flashinfer",
+        ("0.7.2.post1",),
         "the same negative mask length where the packed size stays >= 0: plan() returns with a packed mask "
         "shorter than the requests before the empty one need; in CUDA-graph mode the output is wrong (eager "
         "passed)",
-        "fail", "docs/evidence/repro_flashinfer_paged_mask_zero_pages_graph.py", confirmed=True,
+        "fail",
+        "docs/evidence/repro_flashinfer_paged_mask_zero_pages_graph.py",
+        confirmed=True,
         seen="2026-12-01 H200, through the adapter: paged page 5 NHD, bf16 q over e4m3 KV, qo [3, 3] over kv "
-             "[128, 0]: fa2+graph and auto+graph (fa2) output error 0.479 against 0.041, fresh wrappers too; "
-             "eager fa2 passes (docs/evidence/2026-12-01-flashinfer-h200-session-2.md and "
-             "docs/evidence/2026-12-01-flashinfer-h200-session-3.md). The script "
-             "(docs/evidence/2026-12-01-flashinfer-h200-session-4.md, "
-             "repro_flashinfer_paged_mask_zero_pages_graph.h200.txt): eager 0.0034, graph run as is and replayed "
-             "0.4205, request 0 alone 0.0034, against 0.05; its first two versions failed their own control (they "
-             "did not fold causal into the custom mask, under which FlashInfer ignores `causal`: "
-             "2026-12-01-h200-4/zero_pages_graph_script_v*.txt)",
-        applies=lambda c, b: _mask_short_of_zero_pages(c, b) and _runs_on(c, b, "fa2"), archs=("sm90",),
-        modes=("graph",), options={"mask_form": ("bool",)}),
+        "[128, 0]: fa2+graph and auto+graph (fa2) output error 0.479 against 0.041, fresh wrappers too; "
+        "eager fa2 passes (docs/evidence/2026-12-01-flashinfer-h200-session-2.md and "
+        "docs/evidence/2026-12-01-flashinfer-h200-session-3.md). The script "
+        "(docs/evidence/2026-12-01-flashinfer-h200-session-4.md, "
+        "repro_flashinfer_paged_mask_zero_pages_graph.h200.txt): eager 0.0034, graph run as is and replayed "
+        "0.4205, request 0 alone 0.0034, against 0.05; its first two versions failed their own control (they "
+        "did not fold causal into the custom mask, under which FlashInfer ignores `causal`: "
+        "2026-12-01-h200-4/zero_pages_graph_script_v*.txt)",
+        applies=lambda c, b: _mask_short_of_zero_pages(c, b) and _runs_on(c, b, "fa2"),
+        archs=("sm90",),
+        modes=("graph",),
+        options={"mask_form": ("bool",)},
+    ),
     KnownFailure(
-        "flashinfer-ragged-stale-mask", "flashinfer", ("0.7.2.post1", "0.7.4"),
+        "flashinfer-ragged-stale-mask",
+        "flashinfer",
+        ("0.7.2.post1", "0.7.4"),
         "eager ragged plan() never clears a previous custom mask: an unmasked re-plan runs the old mask "
         "(and auto resolves as if masked)",
-        "fail", "docs/evidence/repro_flashinfer_ragged_stale_mask.py", confirmed=True,
+        "fail",
+        "docs/evidence/repro_flashinfer_ragged_stale_mask.py",
+        confirmed=True,
         seen="2026-11-29 H200 (fa2: max error 1.956 against 0.0042 fresh; auto: 1.956 against 0.0057); 2026-12-01 "
-             "through the parity run on 0.7.2.post1 and 0.7.4 alike (unmasked ragged HND cases after a masked one); "
-             "when the old mask is shorter than the new batch needs, an illegal memory access instead "
-             "(repro_flashinfer_ragged_stale_mask_crash.h200.txt: masked [1]/[1031], then unmasked [1,300,300]/"
-             "[33,33,128]; fresh and re-masked controls pass); 2026-12-01 "
-             "(docs/evidence/2026-12-01-flashinfer-h200-session-5.md): after a masked plan whose "
-             "one request has no query rows (an empty mask, a null buffer) the unmasked re-plan's kernel "
-             "(MaskMode 2) reads mask bytes at 0x26-0x2b (compute-sanitizer memcheck), an illegal memory access "
-             "in a fresh process too (2026-12-01-h200-5/followup-3)"),
+        "through the parity run on 0.7.2.post1 and 0.7.4 alike (unmasked ragged HND cases after a masked one); "
+        "when the old mask is shorter than the new batch needs, an illegal memory access instead "
+        "(repro_flashinfer_ragged_stale_mask_crash.h200.txt: masked [1]/[1031], then unmasked [1,300,300]/"
+        "[33,33,128]; fresh and re-masked controls pass); 2026-12-01 "
+        "(docs/evidence/2026-12-01-flashinfer-h200-session-5.md): after a masked plan whose "
+        "one request has no query rows (an empty mask, a null buffer) the unmasked re-plan's kernel "
+        "(MaskMode 2) reads mask bytes at 0x26-0x2b (compute-sanitizer memcheck), an illegal memory access "
+        "in a fresh process too (2026-12-01-h200-5/followup-3)",
+    ),
     KnownFailure(
-        "flashinfer-packed-mask-indptr", "flashinfer", ("0.7.2.post1",),
+        "flashinfer-packed-mask-indptr",
+        "flashinfer",
+        ("0.7.2.post1",),
         "packed_custom_mask: plan() keeps mask_indptr in elements while the kernel reads it as bytes, so "
         "every request after the first reads the wrong bits (both packbits and segment_packbits forms)",
-        "fail", "docs/evidence/repro_flashinfer_packed_mask_indptr.py", confirmed=True,
+        "fail",
+        "docs/evidence/repro_flashinfer_packed_mask_indptr.py",
+        confirmed=True,
         seen="2026-11-29 H200 (request 1 error 2.112 segment-packed, 2.933 packed whole; bool 0.005); 2026-12-01 "
-             "through the matrix with mask_form packed and packed_flat: every failing record has mask bits after "
-             "another request's, every case without passes (one packed_flat record, qo [300, 3] over kv [1031, 7], "
-             "made an illegal memory access: the misread offset left the buffer)",
-        applies=_mask_after_mask_bits, options={"mask_form": ("packed", "packed_flat")}),
+        "through the matrix with mask_form packed and packed_flat: every failing record has mask bits after "
+        "another request's, every case without passes (one packed_flat record, qo [300, 3] over kv [1031, 7], "
+        "made an illegal memory access: the misread offset left the buffer)",
+        applies=_mask_after_mask_bits,
+        options={"mask_form": ("packed", "packed_flat")},
+    ),
     KnownFailure(
-        "flashinfer-sticky-paged-auto", "flashinfer", ("0.7.2.post1",),
+        "flashinfer-sticky-paged-auto",
+        "flashinfer",
+        ("0.7.2.post1",),
         "paged auto resolves once per wrapper: after an unmasked plan picks fa3, a masked plan runs the "
         "SM90 kernel, which fails with 'operation not supported'",
-        "error", "docs/evidence/repro_flashinfer_sticky_paged_auto.py", confirmed=True,
+        "error",
+        "docs/evidence/repro_flashinfer_sticky_paged_auto.py",
+        confirmed=True,
         seen="2026-11-30 H200 (BatchPrefillWithPagedKVCacheSM90Run failed with error: operation not supported)",
         # Case-level where the record says what ran: a masked paged plan that ran fa3 came through a held auto
         # wrapper (an explicit fa3 is never given a custom mask: supports() declines it).
-        applies=lambda c, b: c["layout"] == "paged" and c["mask"] == "custom" and b == "fa3", archs=("sm90",)),
+        applies=lambda c, b: c["layout"] == "paged" and c["mask"] == "custom" and b == "fa3",
+        archs=("sm90",),
+    ),
     KnownFailure(
-        "flashinfer-fa3-hnd-kv-heads-sigfpe", "flashinfer", ("0.7.2.post1",),
+        "flashinfer-fa3-hnd-kv-heads-sigfpe",
+        "flashinfer",
+        ("0.7.2.post1",),
         "fa3 ragged/single prefill under kv_layout HND take num_kv_heads from K's token axis "
         "(batch_prefill_sm90.cu:131-134, single_prefill_sm90.cu:75-79): group_size = num_qo_heads // kv_len is 0 "
         "and the process dies of SIGFPE",
-        "crash", "docs/evidence/repro_flashinfer_fa3_hnd_kv_heads.py", confirmed=True,
+        "crash",
+        "docs/evidence/repro_flashinfer_fa3_hnd_kv_heads.py",
+        confirmed=True,
         seen="2026-12-01 H200, the script (repro_flashinfer_fa3_hnd_kv_heads.h200.txt): ragged 8/1 heads qo 300 "
-             "kv 128 and single 32/8 heads qo 17 kv 33 on fa3 HND killed by SIGFPE; NHD and fa2 of the same "
-             "tensors within 0.005 of the reference",
-        applies=lambda c, b: _fa3_hnd(c, b) and _fa3_hnd_group(c) == 0, archs=("sm90",)),
+        "kv 128 and single 32/8 heads qo 17 kv 33 on fa3 HND killed by SIGFPE; NHD and fa2 of the same "
+        "tensors within 0.005 of the reference",
+        applies=lambda c, b: _fa3_hnd(c, b) and _fa3_hnd_group(c) == 0,
+        archs=("sm90",),
+    ),
     KnownFailure(
-        "flashinfer-fa3-hnd-kv-heads-wrong", "flashinfer", ("0.7.2.post1",),
+        "flashinfer-fa3-hnd-kv-heads-wrong",
+        "flashinfer",
+        ("0.7.2.post1",),
         "fa3 ragged/single prefill under kv_layout HND take num_kv_heads from K's token axis: with kv_len <= "
         "num_qo_heads the kernel runs with the wrong head mapping and the output is wrong",
-        "fail", "docs/evidence/repro_flashinfer_fa3_hnd_kv_heads.py", confirmed=True,
+        "fail",
+        "docs/evidence/repro_flashinfer_fa3_hnd_kv_heads.py",
+        confirmed=True,
         seen="2026-12-01 H200, the script (repro_flashinfer_fa3_hnd_kv_heads.h200.txt): ragged 8/8 heads qo 127 "
-             "kv 7, fa3 HND max error 2.941 where fa3 NHD gives 0.0078 and fa2 HND 0.0081",
+        "kv 7, fa3 HND max error 2.941 where fa3 NHD gives 0.0078 and fa2 HND 0.0081",
         applies=lambda c, b: _fa3_hnd(c, b) and _fa3_hnd_group(c) > 0 and sum(c["qo_lens"]) > 0,  # rows to be wrong
-        archs=("sm90",)),
+        archs=("sm90",),
+    ),
     KnownFailure(
-        "flashinfer-fa2-window-noncausal-split-kv", "flashinfer", ("0.7.2.post1", "0.7.4"),
+        "flashinfer-fa2-window-noncausal-split-kv",
+        "flashinfer",
+        ("0.7.2.post1", "0.7.4"),
         "fa2 paged prefill with a sliding window and no causal mask: the split-KV scheduler budgets "
         "window_left + CTA_TILE_Q keys per query tile (scheduler.cuh:627-633, 'pad CTA_TILE_Q to consider the "
         "causal kv-len'; prefill.cuh:3368-3369), but a non-causal row sees every key right of its window start, "
         "so rows of a long query over a long KV lose keys and the output is wrong",
-        "fail", "docs/evidence/probe_flashinfer_paged_window_noncausal.py", confirmed=True,
+        "fail",
+        "docs/evidence/probe_flashinfer_paged_window_noncausal.py",
+        confirmed=True,
         seen="2026-12-01 H200, the script (probe_flashinfer_paged_window_noncausal.h200.txt): qo 300 over kv 4099 "
-             "or 1031, window 64, error 0.52-0.58 against bf16 rounding 0.004-0.007, in HND and NHD, page 5 and "
-             "16; causal, no window, or qo 17 within rounding; through the adapter on 0.7.4 alike",
-        applies=_window_wider_than_split, archs=("sm90",)),
+        "or 1031, window 64, error 0.52-0.58 against bf16 rounding 0.004-0.007, in HND and NHD, page 5 and "
+        "16; causal, no window, or qo 17 within rounding; through the adapter on 0.7.4 alike",
+        applies=_window_wider_than_split,
+        archs=("sm90",),
+    ),
     KnownFailure(
-        "flashinfer-graph-no-query-rows", "flashinfer", ("0.7.2.post1",),
+        "flashinfer-graph-no-query-rows",
+        "flashinfer",
+        ("0.7.2.post1",),
         "fa2 paged and ragged prefill in CUDA-graph mode (use_cuda_graph=True) on a batch whose requests have "
         "no query rows: run() fails with 'invalid argument' and leaves that error pending for the next CUDA "
         "call; the same plan eager runs",
-        "error", "docs/evidence/probe_flashinfer_zero_query_rows.py", confirmed=True,
+        "error",
+        "docs/evidence/probe_flashinfer_zero_query_rows.py",
+        confirmed=True,
         seen="2026-12-01 H200, the script (probe_flashinfer_zero_query_rows.h200.txt): paged qo [0] kv [0], head "
-             "dims 128 and 256, masked or not, graph mode raises and the next torch call fails; eager runs; "
-             "through the adapter paged and ragged",
-        applies=_no_query_rows, archs=("sm90",), modes=("graph",), options={"mask_form": ("bool", "packed")}),
+        "dims 128 and 256, masked or not, graph mode raises and the next torch call fails; eager runs; "
+        "through the adapter paged and ragged",
+        applies=_no_query_rows,
+        archs=("sm90",),
+        modes=("graph",),
+        options={"mask_form": ("bool", "packed")},
+    ),
     KnownFailure(
-        "flashinfer-packbits-empty", "flashinfer", ("0.7.2.post1",),
+        "flashinfer-packbits-empty",
+        "flashinfer",
+        ("0.7.2.post1",),
         "flashinfer.packbits of an empty bool tensor fails ('PackBits failed with error code invalid argument') "
         "and leaves the error pending: a masked batch whose requests have no mask bits cannot be packed whole",
-        "error", "docs/evidence/repro_flashinfer_packbits_empty.py", confirmed=True,
+        "error",
+        "docs/evidence/repro_flashinfer_packbits_empty.py",
+        confirmed=True,
         seen="2026-12-01 H200, the script (repro_flashinfer_packbits_empty.h200.txt): packbits of 0 bits fails, of 13 "
-             "bits and segment_packbits of 0 bits work; through the adapter (mask_form=packed_flat, paged qo [0] kv "
-             "[0], fa2 and fa2+graph)",
+        "bits and segment_packbits of 0 bits work; through the adapter (mask_form=packed_flat, paged qo [0] kv "
+        "[0], fa2 and fa2+graph)",
         applies=lambda c, b: c["mask"] == "custom" and sum(q * k for q, k in zip(c["qo_lens"], c["kv_lens"])) == 0,
-        options={"mask_form": ("packed_flat",)}),
+        options={"mask_form": ("packed_flat",)},
+    ),
     KnownFailure(
-        "flashinfer-fa2-ragged-head-dim-96-illegal-access", "flashinfer", ("0.7.2.post1",),
+        "flashinfer-fa2-ragged-head-dim-96-illegal-access",
+        "flashinfer",
+        ("0.7.2.post1",),
         "fa2 ragged prefill at head dim 96 (bf16): the first run() makes an illegal memory access (the context "
         "is lost); head dim 128 on a fresh wrapper runs",
-        "crash", "docs/evidence/repro_flashinfer_ragged_head_dim_96.py", confirmed=True,
+        "crash",
+        "docs/evidence/repro_flashinfer_ragged_head_dim_96.py",
+        confirmed=True,
         seen="2026-12-01 H200, the script (repro_flashinfer_ragged_head_dim_96.h200.txt): one head-dim-96 plan and "
-             "run per fresh process, fa2 and auto alike, make an illegal memory access; head dims 64 and 128 "
-             "within 0.005 of the reference; first seen as tests/kernels/test_flashinfer_library.py's ragged "
-             "auto test failing at its head-dim-96 run()",
-        applies=_fa2_ragged_head_dim_96, archs=("sm90",)),
+        "run per fresh process, fa2 and auto alike, make an illegal memory access; head dims 64 and 128 "
+        "within 0.005 of the reference; first seen as tests/kernels/test_flashinfer_library.py's ragged "
+        "auto test failing at its head-dim-96 run()",
+        applies=_fa2_ragged_head_dim_96,
+        archs=("sm90",),
+    ),
     KnownFailure(
-        "flashinfer-fa3-paged-192-128", "flashinfer", ("0.7.2.post1",),
+        "flashinfer-fa3-paged-192-128",
+        "flashinfer",
+        ("0.7.2.post1",),
         "paged prefill at head dims (192, 128) on sm90: auto picks fa3 (utils.py:616-628 counts (192, 128) as an "
         "fa3 prefill shape), and fa3's paged run rejects separate K and V caches ('K and V must have same page "
         "stride', batch_prefill_sm90.cu:234-237) and, given views of one buffer with equal strides, fails with "
         "'operation not supported'; fa2 runs the same caches",
-        "error", "docs/evidence/repro_flashinfer_fa3_paged_unequal_head_dims.py", confirmed=True,
+        "error",
+        "docs/evidence/repro_flashinfer_fa3_paged_unequal_head_dims.py",
+        confirmed=True,
         seen="2026-12-01 H200, the script (repro_flashinfer_fa3_paged_unequal_head_dims.h200.txt): fa3 and auto "
-             "raise the stride check, fa3 over one shared buffer 'operation not supported', fa2 within 0.004 of "
-             "the reference; through the quick matrix: every paged (192, 128) case on fa3, fa3+graph, auto and a "
-             "fresh auto+graph wrapper (ragged and single (192, 128) pass on fa3)",
-        applies=_fa3_paged_192_128, archs=("sm90",)),
+        "raise the stride check, fa3 over one shared buffer 'operation not supported', fa2 within 0.004 of "
+        "the reference; through the quick matrix: every paged (192, 128) case on fa3, fa3+graph, auto and a "
+        "fresh auto+graph wrapper (ragged and single (192, 128) pass on fa3)",
+        applies=_fa3_paged_192_128,
+        archs=("sm90",),
+    ),
     KnownFailure(
-        "flashinfer-fa3-softcap-lse-after-empty-rows", "flashinfer", ("0.7.2.post1",),
+        "flashinfer-fa3-softcap-lse-after-empty-rows",
+        "flashinfer",
+        ("0.7.2.post1",),
         "fa3 paged prefill, fp16 with a logits soft cap, causal: in a batch whose request 0 has more query rows "
         "than keys (its top rows see nothing) followed by another request, LSE entries of request 0's rows that "
         "do see keys are written as -inf; the output is right and each request alone passes",
-        "fail", "docs/evidence/probe_flashinfer_fa3_softcap_lse.py", confirmed=True,
+        "fail",
+        "docs/evidence/probe_flashinfer_fa3_softcap_lse.py",
+        confirmed=True,
         seen="2026-12-01 H200, the probe (probe_flashinfer_fa3_softcap_lse.h200.txt): qo [300, 64] over kv [33, "
-             "1031], 64/8 heads, head dim 128: 33 LSE entries -inf (rows 267-299) in HND and NHD, page 1 and 16, "
-             "inputs N(0, 1) or N(0, 16^2), cap 50 or 1e4; fa2 and either request alone give none. Not measured: "
-             "bf16 and an fa3 module without the soft cap (the matrix's bf16 and fp8 batches of that shape pass)",
-        applies=_fa3_softcap_lse_after_empty_rows, archs=("sm90",)),
+        "1031], 64/8 heads, head dim 128: 33 LSE entries -inf (rows 267-299) in HND and NHD, page 1 and 16, "
+        "inputs N(0, 1) or N(0, 16^2), cap 50 or 1e4; fa2 and either request alone give none. Not measured: "
+        "bf16 and an fa3 module without the soft cap (the matrix's bf16 and fp8 batches of that shape pass)",
+        applies=_fa3_softcap_lse_after_empty_rows,
+        archs=("sm90",),
+    ),
     KnownFailure(
-        "flashinfer-decode-empty-batch-run", "flashinfer", ("0.7.2.post1",),
+        "flashinfer-decode-empty-batch-run",
+        "flashinfer",
+        ("0.7.2.post1",),
         "BatchDecodeWithPagedKVCacheWrapper: plan() accepts a batch of no requests, then run() raises "
         "ZeroDivisionError (decode.py:2855 `q_len_per_req = q.size(0) // actual_batch_size`; 0.7.4 has the same "
         "line, decode.py:3362, not run there)",
-        "error", "docs/evidence/repro_flashinfer_decode_empty_batch_run.py", confirmed=True,
+        "error",
+        "docs/evidence/repro_flashinfer_decode_empty_batch_run.py",
+        confirmed=True,
         seen="2026-12-01 H200, found by `attncheck explore` (decode and decode-graph subjects, shrunk to plan + "
-             "run of an empty batch); its plain-flashinfer script (repro_flashinfer_decode_empty_batch_run.h200.txt)",
+        "run of an empty batch); its plain-flashinfer script (repro_flashinfer_decode_empty_batch_run.h200.txt)",
         applies=lambda c, b: c["layout"] == "decode" and len(c["qo_lens"]) == 0 and b in ("fa2", "auto"),
-        options={"decode_tensor_cores": (False,)}),  # with tensor cores plan() raises first (the routing spec's row)
+        options={"decode_tensor_cores": (False,)},
+    ),  # with tensor cores plan() raises first (the routing spec's row)
     KnownFailure(
-        "flashinfer-decode-tensor-cores-empty-batch-plan", "flashinfer", ("0.7.2.post1",),
+        "flashinfer-decode-tensor-cores-empty-batch-plan",
+        "flashinfer",
+        ("0.7.2.post1",),
         "BatchDecodeWithPagedKVCacheWrapper with tensor cores (use_tensor_cores=True; fa3 always): plan() of a "
         "batch with no requests raises torch's max() error (decode.py:2371 `kv_lens_arr_host.max()`)",
-        "error", "docs/evidence/repro_flashinfer_decode_empty_batch_plan.py", confirmed=True,
+        "error",
+        "docs/evidence/repro_flashinfer_decode_empty_batch_plan.py",
+        confirmed=True,
         seen="2026-12-01 H200, through the adapter (docs/evidence/2026-12-01-flashinfer-h200-session-4.md): auto "
-             "and auto+graph with --adapter-option decode_tensor_cores=true on the directed empty decode batch; the "
-             "script "
-             "(repro_flashinfer_decode_empty_batch_plan.h200.txt): tensor-core plan() raises, CUDA-core returns",
+        "and auto+graph with --adapter-option decode_tensor_cores=true on the directed empty decode batch; the "
+        "script "
+        "(repro_flashinfer_decode_empty_batch_plan.h200.txt): tensor-core plan() raises, CUDA-core returns",
         applies=lambda c, b: c["layout"] == "decode" and len(c["qo_lens"]) == 0 and b in ("fa2", "auto", "fa3"),
-        options={"decode_tensor_cores": (True,)}),  # fa3 counts as tensor cores (entry_for)
+        options={"decode_tensor_cores": (True,)},
+    ),  # fa3 counts as tensor cores (entry_for)
     KnownFailure(
-        "flashinfer-cudnn-decode-empty-batch-plan", "flashinfer", ("0.7.2.post1",),
+        "flashinfer-cudnn-decode-empty-batch-plan",
+        "flashinfer",
+        ("0.7.2.post1",),
         "BatchDecodeWithPagedKVCacheWrapper on the cudnn backend: plan() of a batch with no requests raises "
         "torch's max() error (decode.py:2547 `int(kv_lens_arr_host.max())`)",
-        "error", "docs/evidence/repro_flashinfer_decode_empty_batch_plan.py", confirmed=True,
+        "error",
+        "docs/evidence/repro_flashinfer_decode_empty_batch_plan.py",
+        confirmed=True,
         seen="2026-12-01 H200, through the adapter (docs/evidence/2026-12-01-flashinfer-h200-session-4.md, "
-             "--backend cudnn): the directed empty decode batch; the script "
-             "(repro_flashinfer_decode_empty_batch_plan.h200.txt)",
-        applies=lambda c, b: c["layout"] == "decode" and len(c["qo_lens"]) == 0 and b == "cudnn"),
+        "--backend cudnn): the directed empty decode batch; the script "
+        "(repro_flashinfer_decode_empty_batch_plan.h200.txt)",
+        applies=lambda c, b: c["layout"] == "decode" and len(c["qo_lens"]) == 0 and b == "cudnn",
+    ),
     KnownFailure(
-        "flashinfer-cudnn-empty-kv-rows-unwritten", "flashinfer", ("0.7.2.post1",),
+        "flashinfer-cudnn-empty-kv-rows-unwritten",
+        "flashinfer",
+        ("0.7.2.post1",),
         "the cudnn backend, paged and ragged prefill: rows of a request with queries and no keys are left "
         "unwritten (the output buffer keeps its contents, LSE NaN) where another request has keys; every other "
         "backend writes 0 and LSE -inf there",
-        "fail", "docs/evidence/repro_flashinfer_cudnn_empty_kv_rows.py", confirmed=True,
+        "fail",
+        "docs/evidence/repro_flashinfer_cudnn_empty_kv_rows.py",
+        confirmed=True,
         seen="2026-12-01 H200, through the adapter (docs/evidence/2026-12-01-flashinfer-h200-session-4.md, "
-             "--backend cudnn): paged qo [3, 2] over kv [0, 9], ragged [0, 5, 0] over [7, 0, 0], ragged d256 "
-             "[17, 64] over [33, 0], paged (192, 128) "
-             "[1, 1, 300] over [4099, 4099, 0]: exactly the rows of the empty requests unwritten, the rest within "
-             "bounds; fresh wrappers alike; the script (repro_flashinfer_cudnn_empty_kv_rows.h200.txt): paged "
-             "[3, 2]/[0, 9] and ragged [0, 5, 0]/[7, 0, 0] leave exactly those rows unwritten with LSE NaN, the "
-             "other rows within 0.005, each non-empty request alone clean",
-        applies=lambda c, b: (b == "cudnn" and c["layout"] in ("paged", "ragged")
-                              and any(q > 0 and k == 0 for q, k in zip(c["qo_lens"], c["kv_lens"]))
-                              and any(k > 0 for k in c["kv_lens"]))),
+        "--backend cudnn): paged qo [3, 2] over kv [0, 9], ragged [0, 5, 0] over [7, 0, 0], ragged d256 "
+        "[17, 64] over [33, 0], paged (192, 128) "
+        "[1, 1, 300] over [4099, 4099, 0]: exactly the rows of the empty requests unwritten, the rest within "
+        "bounds; fresh wrappers alike; the script (repro_flashinfer_cudnn_empty_kv_rows.h200.txt): paged "
+        "[3, 2]/[0, 9] and ragged [0, 5, 0]/[7, 0, 0] leave exactly those rows unwritten with LSE NaN, the "
+        "other rows within 0.005, each non-empty request alone clean",
+        applies=lambda c, b: (
+            b == "cudnn"
+            and c["layout"] in ("paged", "ragged")
+            and any(q > 0 and k == 0 for q, k in zip(c["qo_lens"], c["kv_lens"]))
+            and any(k > 0 for k in c["kv_lens"])
+        ),
+    ),
     KnownFailure(
-        "flashinfer-cudnn-paged-all-kv-empty-raises", "flashinfer", ("0.7.2.post1",),
+        "flashinfer-cudnn-paged-all-kv-empty-raises",
+        "flashinfer",
+        ("0.7.2.post1",),
         "the cudnn backend, paged prefill of a batch with queries where no request has keys: run() raises "
         "CUDNN_STATUS_BAD_PARAM_NULL_POINTER (no KV page to bind) instead of writing 0 and LSE -inf",
-        "error", "docs/evidence/repro_flashinfer_cudnn_empty_kv_rows.py", confirmed=True,
+        "error",
+        "docs/evidence/repro_flashinfer_cudnn_empty_kv_rows.py",
+        confirmed=True,
         seen="2026-12-01 H200, through the adapter (docs/evidence/2026-12-01-flashinfer-h200-session-4.md, "
-             "--backend cudnn): paged page 1, qo [300, 1, 127] over kv [0, 0, 0], fresh wrapper alike; the script "
-             "(repro_flashinfer_cudnn_empty_kv_rows.h200.txt)",
-        applies=lambda c, b: (b == "cudnn" and c["layout"] == "paged" and sum(c["qo_lens"]) > 0
-                              and len(c["kv_lens"]) > 0 and not any(c["kv_lens"]))),
+        "--backend cudnn): paged page 1, qo [300, 1, 127] over kv [0, 0, 0], fresh wrapper alike; the script "
+        "(repro_flashinfer_cudnn_empty_kv_rows.h200.txt)",
+        applies=lambda c, b: (
+            b == "cudnn"
+            and c["layout"] == "paged"
+            and sum(c["qo_lens"]) > 0
+            and len(c["kv_lens"]) > 0
+            and not any(c["kv_lens"])
+        ),
+    ),
     KnownFailure(
-        "torch-sdpa-empty-rows", "torch", ("2.11.0+cu130",),
+        "torch-sdpa-empty-rows",
+        "torch",
+        ("2.11.0+cu130",),
         "cuDNN and memory-efficient SDPA write non-zero rows where the mask allows no key",
-        "fail", "docs/evidence/repro_torch_sdpa_empty_rows.py", confirmed=True,
+        "fail",
+        "docs/evidence/repro_torch_sdpa_empty_rows.py",
+        confirmed=True,
         seen="2026-11-29 H200 (docs/evidence/repro_torch_sdpa_empty_rows.h200.txt: cuDNN on a fully masked row and "
-             "on causal_lower_right with qo > kv, memory-efficient on the latter only); 2026-12-01 through the "
-             "quick matrix on CUDA (2026-12-01-h200-4/matrix_torch_cuda.jsonl): every failing record",
-        applies=_torch_rows_without_keys),
+        "on causal_lower_right with qo > kv, memory-efficient on the latter only); 2026-12-01 through the "
+        "quick matrix on CUDA (2026-12-01-h200-4/matrix_torch_cuda.jsonl): every failing record",
+        applies=_torch_rows_without_keys,
+    ),
 )
 
 
@@ -393,9 +544,15 @@ LEDGER: tuple[KnownFailure, ...] = (
 RESOLVED_KERNELS = frozenset({"fa2", "fa3", "cudnn", "trtllm-gen", "aiter", "math", "flash", "efficient"})
 
 
-def entry_for(target: str, case: dict[str, Any], backend: str, version: Optional[str] = None,
-              arch: Optional[str] = None, options: Optional[dict[str, Any]] = None,
-              resolved: Optional[str] = None) -> Optional[KnownFailure]:
+def entry_for(
+    target: str,
+    case: dict[str, Any],
+    backend: str,
+    version: Optional[str] = None,
+    arch: Optional[str] = None,
+    options: Optional[dict[str, Any]] = None,
+    resolved: Optional[str] = None,
+) -> Optional[KnownFailure]:
     """The ledger entry that predicts `case` on `backend` fails (or crashes) at `version` on `arch`, with the
     run's adapter `options` (None: the adapters' defaults), if any.
 
@@ -425,9 +582,15 @@ def entry_for(target: str, case: dict[str, Any], backend: str, version: Optional
     return None
 
 
-def known_for(target: str, case: dict[str, Any], backend: str, version: Optional[str] = None,
-              arch: Optional[str] = None, options: Optional[dict[str, Any]] = None,
-              resolved: Optional[str] = None) -> Optional[str]:
+def known_for(
+    target: str,
+    case: dict[str, Any],
+    backend: str,
+    version: Optional[str] = None,
+    arch: Optional[str] = None,
+    options: Optional[dict[str, Any]] = None,
+    resolved: Optional[str] = None,
+) -> Optional[str]:
     """The id of the ledger entry that explains a failing record of `case` on `backend`, if any."""
     e = entry_for(target, case, backend, version, arch, options, resolved)
     return e.id if e is not None else None

@@ -10,6 +10,7 @@ whose tests need no marker never pays for it).
 `cuda` follows torch's vocabulary: a GPU reached as device "cuda", NVIDIA or AMD (ROCm builds of
 torch serve AMD GPUs through torch.cuda); `rocm` and the gfx markers narrow it to AMD.
 """
+
 from __future__ import annotations
 
 import importlib.util

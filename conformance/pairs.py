@@ -7,6 +7,7 @@ conformance.evaluate.evaluate_with_control) until the CUDA context is lost, and 
 (conformance/isolate.py) from then on, or from the start under `--isolate`; every record then
 gets the ledger's verdict (conformance.gate.Ledger), and `exit_status` is the gate's.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Optional
@@ -21,8 +22,9 @@ Outcome = tuple[ParityRecord, Optional[KnownFailure], LedgerVerdict]
 
 
 class Pairs:
-    def __init__(self, ledger: Ledger, base: dict, isolated: Callable[[], IsolatedEvaluator],
-                 isolate: bool = False) -> None:
+    def __init__(
+        self, ledger: Ledger, base: dict, isolated: Callable[[], IsolatedEvaluator], isolate: bool = False
+    ) -> None:
         """`base`: the record fields fixed for the run; `isolated()` starts a child-process evaluator."""
         self.ledger, self.base = ledger, base
         self._isolated = isolated

@@ -5,6 +5,7 @@ The oracle's truth is computed once per case and shared by all backends. A libra
 is an error, never a skip; a forced backend the library declines with its documented refusal is
 counted as refused, with the library's message.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -57,12 +58,22 @@ def matrix_of(target_name: str, budget: str, seed: int) -> list[Case]:
     return own(budget, seed) if callable(own) else matrix.build(budget, seed)
 
 
-def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: int = 0,
-               backends: Optional[list[str]] = None, argv: Optional[list[str]] = None,
-               cases: Optional[list[Case]] = None, inputs: Optional[Inputs] = None,
-               time_budget_s: Optional[float] = None, adapter_options: Optional[dict] = None,
-               progress: Callable[[ParityRecord, int, int], None] = lambda r, i, n: None,
-               on_stage: Callable[[StageRecord], None] = lambda s: None, isolate: bool = False) -> RunOutcome:
+def run_parity(
+    target_name: str,
+    device: str,
+    budget: str,
+    out_dir: str,
+    seed: int = 0,
+    backends: Optional[list[str]] = None,
+    argv: Optional[list[str]] = None,
+    cases: Optional[list[Case]] = None,
+    inputs: Optional[Inputs] = None,
+    time_budget_s: Optional[float] = None,
+    adapter_options: Optional[dict] = None,
+    progress: Callable[[ParityRecord, int, int], None] = lambda r, i, n: None,
+    on_stage: Callable[[StageRecord], None] = lambda s: None,
+    isolate: bool = False,
+) -> RunOutcome:
     """Run the matrix (or the given cases, or one captured batch); usage errors raise before writing.
 
     `inputs`, when given, is a captured batch replayed as is: its page table is validated first.
@@ -77,12 +88,20 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
     """
     warm_mkl_vml()  # oneMKL picks its VML kernels in this one thread before any attention is computed
     if time_budget_s is not None and not time_budget_s > 0:
-        raise InvalidValue("--time-budget", time_budget_s, "a positive number of seconds",
-                           "pass --time-budget 540, or leave it out for no limit")
+        raise InvalidValue(
+            "--time-budget",
+            time_budget_s,
+            "a positive number of seconds",
+            "pass --time-budget 540, or leave it out for no limit",
+        )
     if inputs is not None:
         if isolate:
-            raise InvalidValue("--isolate", True, "matrix or --case runs (the child makes its own inputs)",
-                               "drop --isolate to replay a captured batch, or pass its case with --case")
+            raise InvalidValue(
+                "--isolate",
+                True,
+                "matrix or --case runs (the child makes its own inputs)",
+                "drop --isolate to replay a captured batch, or pass its case with --case",
+            )
         validate_inputs(inputs)
         cases = [inputs.case]
     target = get_target(target_name)
@@ -131,18 +150,34 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
         progress(rec, len(outcome.records), total)
 
     with JsonlSink(path) as sink:
-        sink.write(RunHeader(run_id=run_id, target=target_name, device=device, budget=budget, seed=seed,
-                             versions=versions, argv=list(argv or []), standin=base["standin"],
-                             started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                             harness_version=HARNESS_VERSION, arch=arch))
+        sink.write(
+            RunHeader(
+                run_id=run_id,
+                target=target_name,
+                device=device,
+                budget=budget,
+                seed=seed,
+                versions=versions,
+                argv=list(argv or []),
+                standin=base["standin"],
+                started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                harness_version=HARNESS_VERSION,
+                arch=arch,
+            )
+        )
         try:
             start_prepare(0)
             for si, stage in enumerate(stages):
                 t_wait = time.perf_counter()
                 summary = prepared[si].result(remaining()) if si in prepared else None
                 if len(stages) > 1 or summary is not None:
-                    st = StageRecord(run_id=run_id, stage=stage.name, backends=list(stage.backends),
-                                     prepare=summary, waited_s=time.perf_counter() - t_wait)
+                    st = StageRecord(
+                        run_id=run_id,
+                        stage=stage.name,
+                        backends=list(stage.backends),
+                        prepare=summary,
+                        waited_s=time.perf_counter() - t_wait,
+                    )
                     sink.write(st)
                     on_stage(st)
                 start_prepare(si + 1)  # compiles while this stage runs
@@ -162,8 +197,14 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
             outcome.exit_status = pairs.exit_status
             finished = len(outcome.records) == total
             if finished:
-                sink.write(RunFooter(run_id=run_id, counts=counts, elapsed_s=time.perf_counter() - started,
-                                     exit_status=outcome.exit_status))
+                sink.write(
+                    RunFooter(
+                        run_id=run_id,
+                        counts=counts,
+                        elapsed_s=time.perf_counter() - started,
+                        exit_status=outcome.exit_status,
+                    )
+                )
             sink.close()
             with open(os.path.join(out_dir, REPORT_FILE), "w", encoding="utf-8") as f:
                 f.write(render_markdown(read_jsonl(path)))
@@ -173,8 +214,16 @@ def run_parity(target_name: str, device: str, budget: str, out_dir: str, seed: i
 class _InProcess:
     """A case evaluated in this process: its inputs and truth made once, on the first backend that runs here."""
 
-    def __init__(self, case: Case, truths: TruthCache, seed: int, device: str, inputs: Optional[Inputs],
-                 adapters: dict[str, AttentionKernel], base: dict) -> None:
+    def __init__(
+        self,
+        case: Case,
+        truths: TruthCache,
+        seed: int,
+        device: str,
+        inputs: Optional[Inputs],
+        adapters: dict[str, AttentionKernel],
+        base: dict,
+    ) -> None:
         self.case, self.truths, self.seed, self.device, self.inputs = case, truths, seed, device, inputs
         self.adapters, self.base = adapters, base
         self._known: Optional[CaseTruth] = None
@@ -184,8 +233,15 @@ class _InProcess:
             given = to_device(self.inputs, self.device) if self.inputs is not None else None
             self._known = self.truths.of(self.case, self.seed, self.device, given)
             validate_inputs(self._known.inputs)
-        return evaluate_with_control(self.adapters[backend], self.case, self._known.inputs, self._known.truth,
-                                     self.base, self.device, CONTEXT_LOST_IN_PROCESS)
+        return evaluate_with_control(
+            self.adapters[backend],
+            self.case,
+            self._known.inputs,
+            self._known.truth,
+            self.base,
+            self.device,
+            CONTEXT_LOST_IN_PROCESS,
+        )
 
 
 class _Background:
@@ -209,12 +265,23 @@ class _Background:
         """prepare()'s summary, or one saying it was still running when `timeout` (the budget) ran out."""
         if self._done.wait(timeout):
             return self._value or {}
-        return {"requested": [], "seconds": time.perf_counter() - self._started,
-                "error": "still preparing when the run's time budget was spent"}
+        return {
+            "requested": [],
+            "seconds": time.perf_counter() - self._started,
+            "error": "still preparing when the run's time budget was spent",
+        }
 
 
 def _not_run(case: Case, backend: str, budget_s: Optional[float], base: dict) -> ParityRecord:
-    return ParityRecord(backend=backend, case_id=case.id, case=case.to_json(), status="skip",
-                        reason=skips.detail(skips.TIME_BUDGET, f"--time-budget {budget_s:g} s spent before this "
-                                                               "case; rerun with a larger budget or fewer backends"),
-                        features=list(case.features), **base)
+    return ParityRecord(
+        backend=backend,
+        case_id=case.id,
+        case=case.to_json(),
+        status="skip",
+        reason=skips.detail(
+            skips.TIME_BUDGET,
+            f"--time-budget {budget_s:g} s spent before this case; rerun with a larger budget or fewer backends",
+        ),
+        features=list(case.features),
+        **base,
+    )

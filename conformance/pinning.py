@@ -9,6 +9,7 @@ removed: HIP honours both and applies CUDA_VISIBLE_DEVICES on top of HIP_VISIBLE
 environment (relative to ROCR_VISIBLE_DEVICES where that is set). More workers than devices is
 refused: two workers on one GPU is what pinning exists to prevent.
 """
+
 from __future__ import annotations
 
 import re
@@ -46,8 +47,12 @@ def assign(workers: int, devices: list[str]) -> dict[str, str]:
     if not devices:
         raise InvalidValue("--gpus", "", "at least one visible GPU", "run on a GPU runner, or drop --gpus")
     if workers > len(devices):
-        raise InvalidValue("-n", workers, f"at most {len(devices)} workers, one per GPU ({','.join(devices)})",
-                           f"pass -n {len(devices)}")
+        raise InvalidValue(
+            "-n",
+            workers,
+            f"at most {len(devices)} workers, one per GPU ({','.join(devices)})",
+            f"pass -n {len(devices)}",
+        )
     return {f"gw{i}": devices[i] for i in range(workers)}
 
 

@@ -4,6 +4,7 @@ Options choose the target and matrix the conformance suites run; `parity_cases` 
 the parity grid with the same (case, backend) pairs `attncheck run` would run, so the CLI and
 pytest judge the same things through the same function (conformance.evaluate.evaluate).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -41,8 +42,21 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     avail = target.available(opt("--device"))
     if not avail.ok:
         # One visible skip with the reason, rather than an empty parametrization.
-        metafunc.parametrize("parity_case,backend", [pytest.param(None, None, marks=[pytest.mark.skip(
-            reason=f"target {opt('--target')} unavailable on {opt('--device')}: {avail.reason}"), *needs])])
+        metafunc.parametrize(
+            "parity_case,backend",
+            [
+                pytest.param(
+                    None,
+                    None,
+                    marks=[
+                        pytest.mark.skip(
+                            reason=f"target {opt('--target')} unavailable on {opt('--device')}: {avail.reason}"
+                        ),
+                        *needs,
+                    ],
+                )
+            ],
+        )
         return
     params: list[Any] = []
     for case in matrix_of(opt("--target"), opt("--budget"), opt("--seed")):

@@ -22,6 +22,7 @@ in common are refused (exit 2). A baseline that cannot be compared (another sche
 major version, target, architecture, or a stand-in on one side only) is refused before anything
 is compared: DiffRefused, one line naming the mismatch and the fix (the CLI exits 2).
 """
+
 from __future__ import annotations
 
 import math
@@ -70,14 +71,22 @@ def _one(name: str, what: str, values: set[Any], fix: str) -> Any:
 def side(name: str, runs: list[Run]) -> Side:
     heads = [r.header for r in runs if r.header is not None]
     if not heads:
-        raise DiffRefused(name, "no run header", "results written by attncheck run, record or sweep",
-                          f"pass the --out directory (or results.jsonl) of `attncheck record` as {name}")
+        raise DiffRefused(
+            name,
+            "no run header",
+            "results written by attncheck run, record or sweep",
+            f"pass the --out directory (or results.jsonl) of `attncheck record` as {name}",
+        )
     target = _one(name, "target", {h.target for h in heads}, "diff one target's results at a time")
     arch = _one(name, "architecture", {h.arch for h in heads}, "diff one runner's results at a time")
     hv = _one(name, "attncheck version", {h.harness_version for h in heads}, "record each side with one version")
     if arch is None:
-        raise DiffRefused(f"{name} arch", None, "a baseline stamped with its architecture",
-                          f"re-record {name} with `attncheck record` (files written before the stamp carry none)")
+        raise DiffRefused(
+            f"{name} arch",
+            None,
+            "a baseline stamped with its architecture",
+            f"re-record {name} with `attncheck record` (files written before the stamp carry none)",
+        )
     parity: dict[tuple[str, str], ParityRecord] = {}
     timing: dict[tuple[str, str], list[float]] = {}
     errors: dict[str, str] = {}
@@ -85,7 +94,7 @@ def side(name: str, runs: list[Run]) -> Side:
         for rec in run.parity:
             parity[(rec.backend, rec.case_id)] = rec
         for t in run.timing:
-            for backend, xs in (t.samples.items() if t.status == "ok" else ()):
+            for backend, xs in t.samples.items() if t.status == "ok" else ():
                 timing[(t.config_id, backend)] = xs
         for st in run.stages:
             err = (st.prepare or {}).get("error")
@@ -95,8 +104,9 @@ def side(name: str, runs: list[Run]) -> Side:
     for h in heads:
         versions.update(h.versions)
     standin = next((h.standin for h in heads if h.standin), None)
-    unfinished = tuple(f"run {r.run_id}: {len(r.parity) + len(r.timing)} records, no end record"
-                       for r in runs if r.unfinished)
+    unfinished = tuple(
+        f"run {r.run_id}: {len(r.parity) + len(r.timing)} records, no end record" for r in runs if r.unfinished
+    )
     return Side(name, target, arch, hv, versions, standin, parity, timing, errors, unfinished)
 
 
@@ -104,19 +114,33 @@ def check_compatible(base: Side, new: Side) -> None:
     """Refuse a pair of sides that cannot be compared, naming the first mismatch and its fix."""
     bmaj, nmaj = base.harness_version.split(".")[0], new.harness_version.split(".")[0]
     if bmaj != nmaj:
-        raise DiffRefused("harness version", f"{base.harness_version} -> {new.harness_version}",
-                          "BASE and NEW from one attncheck major version",
-                          f"re-record BASE with attncheck {new.harness_version} on the old library version")
+        raise DiffRefused(
+            "harness version",
+            f"{base.harness_version} -> {new.harness_version}",
+            "BASE and NEW from one attncheck major version",
+            f"re-record BASE with attncheck {new.harness_version} on the old library version",
+        )
     if base.target != new.target:
-        raise DiffRefused("target", f"{base.target} -> {new.target}", "one target on both sides",
-                          f"record a {new.target} baseline, or pass NEW of target {base.target}")
+        raise DiffRefused(
+            "target",
+            f"{base.target} -> {new.target}",
+            "one target on both sides",
+            f"record a {new.target} baseline, or pass NEW of target {base.target}",
+        )
     if base.arch != new.arch:
-        raise DiffRefused("arch", f"{base.arch} -> {new.arch}", "BASE and NEW from one architecture",
-                          f"record a baseline on {new.arch} (or run NEW on {base.arch})")
+        raise DiffRefused(
+            "arch",
+            f"{base.arch} -> {new.arch}",
+            "BASE and NEW from one architecture",
+            f"record a baseline on {new.arch} (or run NEW on {base.arch})",
+        )
     if (base.standin is None) != (new.standin is None):
-        raise DiffRefused("standin", f"{base.standin} -> {new.standin}",
-                          "the library on both sides, or a stand-in on both",
-                          "compare runs of the real library with each other")
+        raise DiffRefused(
+            "standin",
+            f"{base.standin} -> {new.standin}",
+            "the library on both sides, or a stand-in on both",
+            "compare runs of the real library with each other",
+        )
 
 
 @dataclass(frozen=True)
@@ -171,17 +195,22 @@ def _ci(ci: RatioCI) -> str:
     return f"{ci.ratio:.3f} [{ci.lo:.3f}, {ci.hi:.3f}] (n={ci.n})"
 
 
-def diff(base: Side, new: Side, error_factor: float = 2.0, error_floor: float = 0.25,
-         max_slowdown: float = 0.10) -> DiffReport:
+def diff(
+    base: Side, new: Side, error_factor: float = 2.0, error_floor: float = 0.25, max_slowdown: float = 0.10
+) -> DiffReport:
     """Every regression and note between two compatible sides (check_compatible first), and why the
     comparison is incomplete where it is; two sides with no pair in common are refused."""
     if not (set(base.parity) & set(new.parity)) and not (set(base.timing) & set(new.timing)):
         sizes = f"BASE {len(base.parity) + len(base.timing)}, NEW {len(new.parity) + len(new.timing)}"
-        raise DiffRefused("pairs", sizes,
-                          "at least one (backend, case) or timed pair on both sides",
-                          "compare results of the same matrix, backends and sweep; rerun the side that stopped early")
-    rep = DiffReport(base, new, settings={"error_factor": error_factor, "error_floor": error_floor,
-                                          "max_slowdown": max_slowdown})
+        raise DiffRefused(
+            "pairs",
+            sizes,
+            "at least one (backend, case) or timed pair on both sides",
+            "compare results of the same matrix, backends and sweep; rerun the side that stopped early",
+        )
+    rep = DiffReport(
+        base, new, settings={"error_factor": error_factor, "error_floor": error_floor, "max_slowdown": max_slowdown}
+    )
     for s in (base, new):
         rep.incomplete += [f"{s.name} is unfinished ({u})" for u in s.unfinished]
     for s, other in ((new, base), (base, new)):
@@ -196,8 +225,9 @@ def diff(base: Side, new: Side, error_factor: float = 2.0, error_floor: float = 
             assert present is not None
             where = "NEW" if b is None else "BASE"
             if b is None and n is not None and n.status in FAILING:
-                rep.newly_failing.append(Change("newly failing", k, f"fails in NEW, absent from BASE: {n.reason[:200]}",
-                                                None, _status(n)))
+                rep.newly_failing.append(
+                    Change("newly failing", k, f"fails in NEW, absent from BASE: {n.reason[:200]}", None, _status(n))
+                )
             else:
                 rep.one_side_only.append(Change("one side only", k, f"only in {where}", None, _status(present)))
             continue
@@ -210,21 +240,38 @@ def diff(base: Side, new: Side, error_factor: float = 2.0, error_floor: float = 
             rep.newly_passing.append(Change("newly passing", k, f"{b.status} -> pass", _status(b), _status(n)))
         if b.status in COMPUTED and n.status in NOT_DISPATCHED:
             if skips.constant_of(n.reason) == skips.TIME_BUDGET:
-                rep.one_side_only.append(Change("not run", k, "computed in BASE, not run in NEW (time budget)",
-                                                _status(b), _status(n)))
+                rep.one_side_only.append(
+                    Change("not run", k, "computed in BASE, not run in NEW (time budget)", _status(b), _status(n))
+                )
             else:
-                rep.lost_capabilities.append(Change("lost capability", k, f"{b.status} -> {n.status}: {n.reason[:200]}",
-                                                    _status(b), _status(n)))
+                rep.lost_capabilities.append(
+                    Change("lost capability", k, f"{b.status} -> {n.status}: {n.reason[:200]}", _status(b), _status(n))
+                )
         bw, nw = b.worst_ratio, n.worst_ratio
         if not newly_failing and bw is not None and nw is not None and nw >= error_floor and nw > error_factor * bw:
-            rep.error_growth.append(Change("error growth", k, f"worst err/bound {_ratio(b)} -> {_ratio(n)} "
-                                           f"(> {error_factor:g}x, >= {error_floor:g})", _ratio(b), _ratio(n)))
-        if b.status in COMPUTED and n.status in COMPUTED and \
-                (b.resolved_backend, b.fallback_reason) != (n.resolved_backend, n.fallback_reason):
-            rep.routing_changes.append(Change("routing change", k,
-                                              f"{b.resolved_backend} ({b.fallback_reason!r}) -> "
-                                              f"{n.resolved_backend} ({n.fallback_reason!r})",
-                                              str(b.resolved_backend), str(n.resolved_backend)))
+            rep.error_growth.append(
+                Change(
+                    "error growth",
+                    k,
+                    f"worst err/bound {_ratio(b)} -> {_ratio(n)} (> {error_factor:g}x, >= {error_floor:g})",
+                    _ratio(b),
+                    _ratio(n),
+                )
+            )
+        if (
+            b.status in COMPUTED
+            and n.status in COMPUTED
+            and (b.resolved_backend, b.fallback_reason) != (n.resolved_backend, n.fallback_reason)
+        ):
+            rep.routing_changes.append(
+                Change(
+                    "routing change",
+                    k,
+                    f"{b.resolved_backend} ({b.fallback_reason!r}) -> {n.resolved_backend} ({n.fallback_reason!r})",
+                    str(b.resolved_backend),
+                    str(n.resolved_backend),
+                )
+            )
     for stage, err in sorted(new.stage_errors.items()):
         if stage not in base.stage_errors:
             rep.lost_capabilities.append(Change("no longer builds", f"stage {stage}", err[:300], None, "build error"))
@@ -233,20 +280,30 @@ def diff(base: Side, new: Side, error_factor: float = 2.0, error_floor: float = 
         ci = ratio_of_medians(new.timing[key], base.timing[key])
         k = f"{key[1]} {key[0]}"
         if ci.above(limit):
-            rep.timing_regressions.append(Change("slower", k, f"NEW/BASE {_ci(ci)}: the whole interval is above "
-                                                 f"{limit:.2f}", None, _ci(ci)))
+            rep.timing_regressions.append(
+                Change("slower", k, f"NEW/BASE {_ci(ci)}: the whole interval is above {limit:.2f}", None, _ci(ci))
+            )
         elif ci.below(1.0 / limit):
             rep.timing_improvements.append(Change("faster", k, f"NEW/BASE {_ci(ci)}", None, _ci(ci)))
     for key in sorted(set(base.timing) ^ set(new.timing)):
-        rep.one_side_only.append(Change("timing one side only", f"{key[1]} {key[0]}",
-                                        f"timed only in {'BASE' if key in base.timing else 'NEW'}"))
+        rep.one_side_only.append(
+            Change(
+                "timing one side only", f"{key[1]} {key[0]}", f"timed only in {'BASE' if key in base.timing else 'NEW'}"
+            )
+        )
     return rep
 
 
-_TITLES = {"newly_failing": "Newly failing", "error_growth": "Error growth", "routing_changes": "Routing changes",
-           "lost_capabilities": "Lost capabilities", "timing_regressions": "Timing regressions",
-           "newly_passing": "Newly passing", "timing_improvements": "Timing improvements",
-           "one_side_only": "On one side only"}
+_TITLES = {
+    "newly_failing": "Newly failing",
+    "error_growth": "Error growth",
+    "routing_changes": "Routing changes",
+    "lost_capabilities": "Lost capabilities",
+    "timing_regressions": "Timing regressions",
+    "newly_passing": "Newly passing",
+    "timing_improvements": "Timing improvements",
+    "one_side_only": "On one side only",
+}
 
 
 def version_changes(rep: DiffReport, settings: bool = False) -> list[str]:
@@ -255,8 +312,11 @@ def version_changes(rep: DiffReport, settings: bool = False) -> list[str]:
     from kernels.flashinfer.lib import JIT_ENV_VARS
 
     keys = sorted(k for k in set(rep.base.versions) | set(rep.new.versions) if (k in JIT_ENV_VARS) == settings)
-    return [f"{k} {rep.base.versions.get(k, '-')} -> {rep.new.versions.get(k, '-')}" for k in keys
-            if rep.base.versions.get(k) != rep.new.versions.get(k)]
+    return [
+        f"{k} {rep.base.versions.get(k, '-')} -> {rep.new.versions.get(k, '-')}"
+        for k in keys
+        if rep.base.versions.get(k) != rep.new.versions.get(k)
+    ]
 
 
 def render_markdown(rep: DiffReport, limit_per_section: int = 200) -> str:
@@ -264,16 +324,28 @@ def render_markdown(rep: DiffReport, limit_per_section: int = 200) -> str:
     if rep.incomplete:
         verdict += " among the pairs both sides have"
     settings = version_changes(rep, settings=True)
-    first = ([f"**Incomplete comparison, not a verdict**: {'; '.join(rep.incomplete)}. Fix: rerun the side "
-              "that stopped (or pass the complete results), then diff again.", ""] if rep.incomplete else [])
-    lines = [*first, f"# attncheck diff: {rep.base.target} on {rep.base.arch}", "",
-             f"- {verdict}; versions: {', '.join(version_changes(rep)) or 'unchanged'}"
-             + (f"; settings: {', '.join(settings)}" if settings else ""),
-             f"- compared {len(set(rep.base.parity) & set(rep.new.parity))} (backend, case) pairs and "
-             f"{len(set(rep.base.timing) & set(rep.new.timing))} timed (configuration, backend) pairs; "
-             f"error growth beyond {rep.settings['error_factor']:g}x reaching {rep.settings['error_floor']:g} of the "
-             f"bound; timing regressions where the {LEVEL:.0%} interval of NEW/BASE lies above "
-             f"{1 + rep.settings['max_slowdown']:.2f}", ""]
+    first = (
+        [
+            f"**Incomplete comparison, not a verdict**: {'; '.join(rep.incomplete)}. Fix: rerun the side "
+            "that stopped (or pass the complete results), then diff again.",
+            "",
+        ]
+        if rep.incomplete
+        else []
+    )
+    lines = [
+        *first,
+        f"# attncheck diff: {rep.base.target} on {rep.base.arch}",
+        "",
+        f"- {verdict}; versions: {', '.join(version_changes(rep)) or 'unchanged'}"
+        + (f"; settings: {', '.join(settings)}" if settings else ""),
+        f"- compared {len(set(rep.base.parity) & set(rep.new.parity))} (backend, case) pairs and "
+        f"{len(set(rep.base.timing) & set(rep.new.timing))} timed (configuration, backend) pairs; "
+        f"error growth beyond {rep.settings['error_factor']:g}x reaching {rep.settings['error_floor']:g} of the "
+        f"bound; timing regressions where the {LEVEL:.0%} interval of NEW/BASE lies above "
+        f"{1 + rep.settings['max_slowdown']:.2f}",
+        "",
+    ]
     for k in (*DiffReport.REGRESSIONS, *DiffReport.NOTES):
         items: list[Change] = getattr(rep, k)
         if not items:
@@ -288,11 +360,25 @@ def render_markdown(rep: DiffReport, limit_per_section: int = 200) -> str:
 
 def to_json(rep: DiffReport) -> dict[str, Any]:
     def sd(s: Side) -> dict[str, Any]:
-        return {"target": s.target, "arch": s.arch, "harness_version": s.harness_version, "versions": s.versions,
-                "standin": s.standin, "parity_pairs": len(s.parity), "timed_pairs": len(s.timing),
-                "unfinished": list(s.unfinished)}
+        return {
+            "target": s.target,
+            "arch": s.arch,
+            "harness_version": s.harness_version,
+            "versions": s.versions,
+            "standin": s.standin,
+            "parity_pairs": len(s.parity),
+            "timed_pairs": len(s.timing),
+            "unfinished": list(s.unfinished),
+        }
 
-    return {"regressions": rep.regressions, "incomplete": rep.incomplete, "exit_status": rep.exit_status,
-            "base": sd(rep.base), "new": sd(rep.new), "settings": rep.settings,
-            "version_changes": version_changes(rep), "setting_changes": version_changes(rep, settings=True),
-            **{k: [c.__dict__ for c in getattr(rep, k)] for k in (*DiffReport.REGRESSIONS, *DiffReport.NOTES)}}
+    return {
+        "regressions": rep.regressions,
+        "incomplete": rep.incomplete,
+        "exit_status": rep.exit_status,
+        "base": sd(rep.base),
+        "new": sd(rep.new),
+        "settings": rep.settings,
+        "version_changes": version_changes(rep),
+        "setting_changes": version_changes(rep, settings=True),
+        **{k: [c.__dict__ for c in getattr(rep, k)] for k in (*DiffReport.REGRESSIONS, *DiffReport.NOTES)},
+    }

@@ -11,6 +11,7 @@ failed), 1 when one fails or no row explains it (a spec gap included), 2 on bad 
 names the value and the fix). Which records count and what each is expected to show:
 docs/routing-specs.md, section "`conformance/route_records.py`: which records count".
 """
+
 from __future__ import annotations
 
 import argparse
@@ -88,6 +89,7 @@ class RecordsReport:
 
 # ---- which wrapper served each record (mirrors kernels/flashinfer/adapter.py) ---------------------------
 
+
 @dataclass
 class _Slot:
     seq: int
@@ -113,8 +115,11 @@ def sequences_of(records: Sequence[ParityRecord], options: AdapterOptions, targe
     seqs: dict[tuple, int] = {}
     out = []
     for r in records:
-        key: tuple = (r.run_id, r.backend, r.wrapper) if r.wrapper is not None else (
-            r.run_id, r.backend, r.case.get("layout"), r.case.get("kv_layout"))
+        key: tuple = (
+            (r.run_id, r.backend, r.wrapper)
+            if r.wrapper is not None
+            else (r.run_id, r.backend, r.case.get("layout"), r.case.get("kv_layout"))
+        )
         out.append(seqs.setdefault(key, len(seqs)))
     return out
 
@@ -142,8 +147,10 @@ def legacy_plan_sequences(plans: Sequence[tuple[str, str, Case]], options: Adapt
         pages, mask_bytes = _pages(case), packed_mask_bytes(case, options.mask_form)
         slot = slots.get(key)
         grow = slot is not None and (
-            pages > slot.max_pages or (masked and mask_bytes > slot.max_mask_bytes)
-            or (case.layout != "decode" and slot.fixed_rows is not None and case.total_qo > slot.fixed_rows))
+            pages > slot.max_pages
+            or (masked and mask_bytes > slot.max_mask_bytes)
+            or (case.layout != "decode" and slot.fixed_rows is not None and case.total_qo > slot.fixed_rows)
+        )
         if slot is None or grow:
             max_pages = max(options.graph_max_pages, slot.max_pages if slot else 0)
             max_mask = max(options.graph_max_mask_bytes, slot.max_mask_bytes if slot else 0)
@@ -160,6 +167,7 @@ def legacy_plan_sequences(plans: Sequence[tuple[str, str, Case]], options: Adapt
 
 
 # ---- records -> verdicts ------------------------------------------------------------------------
+
 
 def adapter_options_of(header: Optional[RunHeader]) -> AdapterOptions:
     """The AdapterOptions a run used, read from its argv (`--adapter-option KEY=VALUE`, repeatable)."""
@@ -191,8 +199,14 @@ def _observe(rec: ParityRecord, expected: ExpectedRoute) -> tuple[Optional[Obser
     return None, f"{rec.status} before a backend was reported"
 
 
-def check_records(records: Sequence[Any], spec: RoutingSpec, arch: str, *, cudnn_direct_seqlens: bool = False,
-                  options: Optional[AdapterOptions] = None) -> RecordsReport:
+def check_records(
+    records: Sequence[Any],
+    spec: RoutingSpec,
+    arch: str,
+    *,
+    cudnn_direct_seqlens: bool = False,
+    options: Optional[AdapterOptions] = None,
+) -> RecordsReport:
     """Verdicts for every planned record, `auto` and explicit backends alike (an explicit request has its
     rows too: upstream never redirects one), and coverage of the spec both ways."""
     header = next((r for r in records if isinstance(r, RunHeader)), None)
@@ -206,8 +220,9 @@ def check_records(records: Sequence[Any], spec: RoutingSpec, arch: str, *, cudnn
     queries = []
     for r, c in zip(planned, cases):
         requested, graph = split_backend(r.backend)
-        env = RoutingEnv(arch=arch, graph_mode=graph, device=r.device.split(":")[0],
-                         cudnn_direct_seqlens=cudnn_direct_seqlens)
+        env = RoutingEnv(
+            arch=arch, graph_mode=graph, device=r.device.split(":")[0], cudnn_direct_seqlens=cudnn_direct_seqlens
+        )
         queries.append(query_from_case(c, env, requested=requested, use_tensor_cores=options.decode_tensor_cores))
     expected: list[Optional[ExpectedRoute]] = [None] * len(planned)
     for s in sorted(set(seqs)):
@@ -220,13 +235,20 @@ def check_records(records: Sequence[Any], spec: RoutingSpec, arch: str, *, cudnn
         obs, note = _observe(r, e)
         out.append(RecordVerdict(r, q, e, check(e, obs) if obs is not None else None, note))
     cov = coverage(spec, [v.verdict for v in out if v.verdict is not None])
-    counts = {"parity records": len(parity), "auto records": len(auto), "explicit records": len(checked) - len(auto),
-              "skipped (not planned)": len(checked) - len(planned), "planned": len(planned),
-              "observed": sum(v.verdict is not None for v in out), "unobserved": sum(v.verdict is None for v in out)}
+    counts = {
+        "parity records": len(parity),
+        "auto records": len(auto),
+        "explicit records": len(checked) - len(auto),
+        "skipped (not planned)": len(checked) - len(planned),
+        "planned": len(planned),
+        "observed": sum(v.verdict is not None for v in out),
+        "unobserved": sum(v.verdict is None for v in out),
+    }
     return RecordsReport(spec.library, arch, out, cov, counts)
 
 
 # ---- rendering ----------------------------------------------------------------------------------
+
 
 def _expects(e: ExpectedRoute) -> str:
     if e.gap is not None:
@@ -261,8 +283,17 @@ def _problem_rows(report: RecordsReport) -> list[list[str]]:
     for rv in report.verdicts:
         v = rv.verdict
         if v is not None and not v.passed:
-            out.append([rv.record.backend, rv.record.case_id, v.expected.rule or "-", _expects(v.expected), _seen(v),
-                        v.status + (" (unexplained)" if id(v) in unexplained else ""), v.detail])
+            out.append(
+                [
+                    rv.record.backend,
+                    rv.record.case_id,
+                    v.expected.rule or "-",
+                    _expects(v.expected),
+                    _seen(v),
+                    v.status + (" (unexplained)" if id(v) in unexplained else ""),
+                    v.detail,
+                ]
+            )
     return out
 
 
@@ -271,9 +302,12 @@ PROBLEM_HEADERS = ["backend", "case", "rule", "expected", "observed", "status", 
 
 
 def render_text(report: RecordsReport, spec: RoutingSpec) -> str:
-    lines = [f"routing spec {report.spec} at arch {report.arch}: "
-             + ", ".join(f"{k} {v}" for k, v in report.counts.items()), "",
-             tabulate(rule_rows(report, spec), HEADERS, tablefmt="simple"), ""]
+    lines = [
+        f"routing spec {report.spec} at arch {report.arch}: " + ", ".join(f"{k} {v}" for k, v in report.counts.items()),
+        "",
+        tabulate(rule_rows(report, spec), HEADERS, tablefmt="simple"),
+        "",
+    ]
     cov = report.coverage
     lines.append("unreached rows: " + (", ".join(cov.unreached) if cov.unreached else "none"))
     problems = _problem_rows(report)
@@ -285,41 +319,72 @@ def render_text(report: RecordsReport, spec: RoutingSpec) -> str:
 
 def render_markdown(report: RecordsReport, spec: RoutingSpec) -> str:
     cov = report.coverage
-    lines = [f"# Routing: {report.spec} at {report.arch}", "",
-             "| " + " | ".join(report.counts) + " |", "|" + "---|" * len(report.counts),
-             "| " + " | ".join(str(v) for v in report.counts.values()) + " |", "",
-             "## Rows", "", tabulate(rule_rows(report, spec), HEADERS, tablefmt="github"), "",
-             "## Unreached rows", "", *(f"* `{n}`" for n in cov.unreached), *([] if cov.unreached else ["none"]), "",
-             f"## Failing observations ({len(cov.failed)}; {len(cov.unexplained)} unexplained)", ""]
+    lines = [
+        f"# Routing: {report.spec} at {report.arch}",
+        "",
+        "| " + " | ".join(report.counts) + " |",
+        "|" + "---|" * len(report.counts),
+        "| " + " | ".join(str(v) for v in report.counts.values()) + " |",
+        "",
+        "## Rows",
+        "",
+        tabulate(rule_rows(report, spec), HEADERS, tablefmt="github"),
+        "",
+        "## Unreached rows",
+        "",
+        *(f"* `{n}`" for n in cov.unreached),
+        *([] if cov.unreached else ["none"]),
+        "",
+        f"## Failing observations ({len(cov.failed)}; {len(cov.unexplained)} unexplained)",
+        "",
+    ]
     problems = _problem_rows(report)
     lines.append(tabulate(problems, PROBLEM_HEADERS, tablefmt="github") if problems else "none")
     unobserved: dict[str, int] = {}
     for rv in report.verdicts:
         if rv.verdict is None:
             unobserved[rv.note] = unobserved.get(rv.note, 0) + 1
-    lines += ["", "## Planned but unobserved", "", *(f"* {n} x {k}" for k, n in sorted(unobserved.items())),
-              *([] if unobserved else ["none"])]
+    lines += [
+        "",
+        "## Planned but unobserved",
+        "",
+        *(f"* {n} x {k}" for k, n in sorted(unobserved.items())),
+        *([] if unobserved else ["none"]),
+    ]
     return "\n".join(lines) + "\n"
 
 
 def to_json(report: RecordsReport, spec: RoutingSpec) -> dict[str, Any]:
     def verdict(rv: RecordVerdict) -> dict[str, Any]:
         v = rv.verdict
-        return {"backend": rv.record.backend, "case_id": rv.record.case_id, "status": rv.record.status,
-                "rule": rv.expected.rule, "expected": _expects(rv.expected),
-                "observed": _seen(v) if v is not None else None,
-                "verdict": v.status if v is not None else None, "detail": v.detail if v is not None else rv.note}
+        return {
+            "backend": rv.record.backend,
+            "case_id": rv.record.case_id,
+            "status": rv.record.status,
+            "rule": rv.expected.rule,
+            "expected": _expects(rv.expected),
+            "observed": _seen(v) if v is not None else None,
+            "verdict": v.status if v is not None else None,
+            "detail": v.detail if v is not None else rv.note,
+        }
 
     unexplained = {id(v) for v in report.coverage.unexplained}
-    return {"spec": report.spec, "arch": report.arch, "ok": report.ok, "counts": report.counts,
-            "rows": [dict(zip(HEADERS, row)) for row in rule_rows(report, spec)],
-            "unreached": list(report.coverage.unreached),
-            "unexplained": [verdict(rv) for rv in report.verdicts
-                            if rv.verdict is not None and id(rv.verdict) in unexplained],
-            "verdicts": [verdict(rv) for rv in report.verdicts]}
+    return {
+        "spec": report.spec,
+        "arch": report.arch,
+        "ok": report.ok,
+        "counts": report.counts,
+        "rows": [dict(zip(HEADERS, row)) for row in rule_rows(report, spec)],
+        "unreached": list(report.coverage.unreached),
+        "unexplained": [
+            verdict(rv) for rv in report.verdicts if rv.verdict is not None and id(rv.verdict) in unexplained
+        ],
+        "verdicts": [verdict(rv) for rv in report.verdicts],
+    }
 
 
 # ---- command line -------------------------------------------------------------------------------
+
 
 def spec_for(target: str, arch: str) -> Optional[str]:
     """The routing spec (routing/specs) that judges a run of `target` on `arch`, if one is written."""
@@ -343,11 +408,17 @@ def check_runs(runs: Sequence[Run]) -> list[dict[str, Any]]:
         try:
             report = check_records([run.header, *run.parity], spec, run.arch)
         except (InvalidValue, TypeError, KeyError) as e:  # records this version cannot replay: said, not skipped
-            out.append({"run_id": run.run_id, "spec": spec.library, "arch": run.arch, "ok": False,
-                        "error": f"{type(e).__name__}: {e}"})
+            out.append(
+                {
+                    "run_id": run.run_id,
+                    "spec": spec.library,
+                    "arch": run.arch,
+                    "ok": False,
+                    "error": f"{type(e).__name__}: {e}",
+                }
+            )
             continue
-        out.append({"run_id": run.run_id, **to_json(report, spec),
-                    "markdown": render_markdown(report, spec)})
+        out.append({"run_id": run.run_id, **to_json(report, spec), "markdown": render_markdown(report, spec)})
     return out
 
 
@@ -363,11 +434,16 @@ def load_records(path: str) -> list[Any]:
     try:
         return read_jsonl(path)
     except OSError as e:
-        raise BadInput("RESULTS", path, "a readable results.jsonl",
-                       f"pass the file `attncheck run` wrote ({e.strerror})") from None
+        raise BadInput(
+            "RESULTS", path, "a readable results.jsonl", f"pass the file `attncheck run` wrote ({e.strerror})"
+        ) from None
     except (IncompatibleRecord, json.JSONDecodeError, TypeError) as e:
-        raise BadInput("RESULTS", path, "attncheck records, one JSON object per line",
-                       f"pass a results.jsonl of this attncheck version ({e})") from None
+        raise BadInput(
+            "RESULTS",
+            path,
+            "attncheck records, one JSON object per line",
+            f"pass a results.jsonl of this attncheck version ({e})",
+        ) from None
 
 
 def _check_input(records: list[Any], spec: RoutingSpec, path: str) -> None:
@@ -376,8 +452,12 @@ def _check_input(records: list[Any], spec: RoutingSpec, path: str) -> None:
     other = sorted({r.target for r in parity} - {want}) if want else []
     if other:
         fits = sorted(name for name, target in SPEC_TARGETS.items() if target == other[0]) or ["(none written)"]
-        raise BadInput("--spec", spec.library, f"a spec of target {other[0]!r}, the target of {path}",
-                       f"pass --spec {' or '.join(fits)}, or results of target {want!r}")
+        raise BadInput(
+            "--spec",
+            spec.library,
+            f"a spec of target {other[0]!r}, the target of {path}",
+            f"pass --spec {' or '.join(fits)}, or results of target {want!r}",
+        )
     explicit_too = spec.library in EXPLICIT_ROWS
     if not any(explicit_too or split_backend(r.backend)[0] == AUTO for r in parity):
         wanted = "records of backend auto or auto+graph" + (" or any other" if explicit_too else "")
@@ -387,44 +467,61 @@ def _check_input(records: list[Any], spec: RoutingSpec, path: str) -> None:
             try:
                 Case.from_json(r.case)
             except (InvalidValue, TypeError) as e:
-                raise BadInput("RESULTS", path, f"valid cases (record {r.case_id})",
-                               f"pass a results.jsonl written by this attncheck version ({e})") from None
+                raise BadInput(
+                    "RESULTS",
+                    path,
+                    f"valid cases (record {r.case_id})",
+                    f"pass a results.jsonl written by this attncheck version ({e})",
+                ) from None
 
 
 def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m conformance.route_records") -> int:
-    p = argparse.ArgumentParser(prog=prog,
-                                description="Check the auto (and, under a FlashInfer spec, explicit) records of "
-                                            "a parity run against a routing spec.")
+    p = argparse.ArgumentParser(
+        prog=prog,
+        description="Check the auto (and, under a FlashInfer spec, explicit) records of "
+        "a parity run against a routing spec.",
+    )
     p.add_argument("results", help="results.jsonl written by `attncheck run`")
     p.add_argument("--spec", required=True, help=f"spec name: {', '.join(sorted(set(SPECS) | set(BY_MODULE)))}")
     p.add_argument("--arch", default=None, help="architecture the run used, e.g. sm90 (CUDA) or gfx942 (ROCm)")
     p.add_argument("--out", default=None, help=f"directory for {JSON_FILE} and {MD_FILE}")
-    p.add_argument("--cudnn-direct-seqlens", action="store_true",
-                   help="the run's cuDNN takes token-unit indptrs (backend >= 9.24, frontend >= 1.25): SM100 ragged")
+    p.add_argument(
+        "--cudnn-direct-seqlens",
+        action="store_true",
+        help="the run's cuDNN takes token-unit indptrs (backend >= 9.24, frontend >= 1.25): SM100 ragged",
+    )
     args = p.parse_args(argv)
     try:
         spec = resolve_spec(args.spec)
         records = load_records(args.results)
         _check_input(records, spec, args.results)
         cpu_only = spec.library in ARCH_FREE_ON_CPU and all(
-            r.device.split(":")[0] == "cpu" for r in records if isinstance(r, ParityRecord))
+            r.device.split(":")[0] == "cpu" for r in records if isinstance(r, ParityRecord)
+        )
         arch = args.arch or ("unknown" if not spec.archs or cpu_only else None)
         if arch is None:
-            raise BadInput("--arch", None, f"the run's architecture, one of {', '.join(spec.archs)} (others: gaps)",
-                           f"pass e.g. --arch {spec.archs[0]}")
+            raise BadInput(
+                "--arch",
+                None,
+                f"the run's architecture, one of {', '.join(spec.archs)} (others: gaps)",
+                f"pass e.g. --arch {spec.archs[0]}",
+            )
         if args.out:
             try:
                 os.makedirs(args.out, exist_ok=True)
             except OSError as e:
-                raise BadInput("--out", args.out, "a directory that can be created",
-                               f"pass a writable path ({e.strerror})") from None
+                raise BadInput(
+                    "--out", args.out, "a directory that can be created", f"pass a writable path ({e.strerror})"
+                ) from None
     except BadInput as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
     report = check_records(records, spec, arch, cudnn_direct_seqlens=args.cudnn_direct_seqlens)
     if spec.archs and arch not in spec.archs and not cpu_only:
-        print(f"note: arch {arch!r} is not one of {', '.join(spec.archs)}: rows that read a per-arch table "
-              "report a spec gap there")
+        print(
+            f"note: arch {arch!r} is not one of {', '.join(spec.archs)}: rows that read a per-arch table "
+            "report a spec gap there"
+        )
     print(render_text(report, spec))
     if args.out:
         with open(os.path.join(args.out, JSON_FILE), "w", encoding="utf-8") as f:

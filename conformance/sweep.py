@@ -21,6 +21,7 @@ Configurations are materialised `chunk` at a time (inputs freed before the next 
 grid of large shapes never holds all its tensors at once. Each configuration's TimingRecord is
 written to timing.jsonl as soon as it is measured, and one progress line is printed.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -66,10 +67,22 @@ class Grid:
     causal: bool = True
 
     def case(self, batch: int, kv_len: int, q_len: int) -> Case:
-        return Case(self.layout, (q_len,) * batch, (kv_len,) * batch, self.num_qo_heads, self.num_kv_heads,
-                    head_dim_qk=self.head_dim, head_dim_vo=self.head_dim, q_dtype=self.dtype, kv_dtype=self.dtype,
-                    o_dtype=self.dtype, page_size=self.page_size if self.layout in ("paged", "decode") else 1,
-                    causal=self.causal, return_lse=False, label=f"sweep {config_id(self.layout, batch, kv_len, q_len)}")
+        return Case(
+            self.layout,
+            (q_len,) * batch,
+            (kv_len,) * batch,
+            self.num_qo_heads,
+            self.num_kv_heads,
+            head_dim_qk=self.head_dim,
+            head_dim_vo=self.head_dim,
+            q_dtype=self.dtype,
+            kv_dtype=self.dtype,
+            o_dtype=self.dtype,
+            page_size=self.page_size if self.layout in ("paged", "decode") else 1,
+            causal=self.causal,
+            return_lse=False,
+            label=f"sweep {config_id(self.layout, batch, kv_len, q_len)}",
+        )
 
     def configs(self) -> list[tuple[int, int, int]]:
         """(batch, kv_len, q_len) row by row, columns in order: the table's reading order."""
@@ -85,7 +98,7 @@ def config_id(layout: str, batch: int, kv_len: int, q_len: int) -> str:
 
 
 def parse_rows(text: str) -> tuple[tuple[int, int], ...]:
-    """"1x1024,8x8192" -> ((1, 1024), (8, 8192))."""
+    """ "1x1024,8x8192" -> ((1, 1024), (8, 8192))."""
     out = []
     for item in text.split(","):
         b, sep, k = item.strip().partition("x")
@@ -98,7 +111,7 @@ def parse_rows(text: str) -> tuple[tuple[int, int], ...]:
 
 
 def parse_ints(flag: str, text: str) -> tuple[int, ...]:
-    """"16,24,32" -> (16, 24, 32), strictly increasing and positive."""
+    """ "16,24,32" -> (16, 24, 32), strictly increasing and positive."""
     parts = [p.strip() for p in text.split(",")]
     if not all(p.isdigit() and int(p) > 0 for p in parts):
         raise InvalidValue(flag, text, "positive integers separated by commas", f"pass e.g. {flag} 16,24,32")
@@ -110,7 +123,7 @@ def parse_ints(flag: str, text: str) -> tuple[int, ...]:
 
 
 def parse_heads(text: str) -> tuple[int, int]:
-    """"32/8" -> (32, 8)."""
+    """ "32/8" -> (32, 8)."""
     q, sep, k = text.partition("/")
     if not (sep and q.isdigit() and k.isdigit() and int(q) > 0 and int(k) > 0):
         raise InvalidValue("--heads", text, "QO/KV head counts", "pass e.g. --heads 32/8")
@@ -175,8 +188,9 @@ def timed_call(adapter: AttentionKernel, inputs: Any) -> Callable[[], Any]:
     return lambda: adapter.run(inputs)
 
 
-def time_interleaved(adapters: dict[str, AttentionKernel], inputs: Any, reps: int, warmup: int,
-                     timer: Timer) -> dict[str, list[float]]:
+def time_interleaved(
+    adapters: dict[str, AttentionKernel], inputs: Any, reps: int, warmup: int, timer: Timer
+) -> dict[str, list[float]]:
     """Seconds per repetition for each backend, the order reversing between repetitions (A B, B A, ...)."""
     names = list(adapters)
     calls = {n: timed_call(adapters[n], inputs) for n in names}
@@ -185,7 +199,7 @@ def time_interleaved(adapters: dict[str, AttentionKernel], inputs: Any, reps: in
             calls[n]()
     samples: dict[str, list[float]] = {n: [] for n in names}
     for i in range(reps):
-        for n in (names if i % 2 == 0 else names[::-1]):
+        for n in names if i % 2 == 0 else names[::-1]:
             samples[n].append(timer(calls[n]))
     return samples
 
@@ -201,8 +215,9 @@ class SweepOutcome:
         return os.path.join(self.out_dir, TIMING_FILE)
 
 
-def check_sweep(target_name: str, device: str, backends: list[str], grid: Grid, reps: int, warmup: int,
-                chunk: int) -> list[Case]:
+def check_sweep(
+    target_name: str, device: str, backends: list[str], grid: Grid, reps: int, warmup: int, chunk: int
+) -> list[Case]:
     """Every usage error of a sweep, raised before anything runs or is written; the grid's cases."""
     if len(backends) != len(set(backends)) or not backends:
         raise InvalidValue("backends", backends, "distinct backends (A and B differ)", "pass two different backends")
@@ -224,10 +239,20 @@ def check_sweep(target_name: str, device: str, backends: list[str], grid: Grid, 
     return cases
 
 
-def run_sweep(target_name: str, device: str, backends: list[str], grid: Grid, out_dir: str, reps: int = 20,
-              warmup: int = 3, chunk: int = 4, seed: int = 0, argv: Optional[list[str]] = None,
-              progress: Callable[[TimingRecord, int, int], None] = lambda r, i, n: None,
-              timer: Optional[Timer] = None) -> SweepOutcome:
+def run_sweep(
+    target_name: str,
+    device: str,
+    backends: list[str],
+    grid: Grid,
+    out_dir: str,
+    reps: int = 20,
+    warmup: int = 3,
+    chunk: int = 4,
+    seed: int = 0,
+    argv: Optional[list[str]] = None,
+    progress: Callable[[TimingRecord, int, int], None] = lambda r, i, n: None,
+    timer: Optional[Timer] = None,
+) -> SweepOutcome:
     """Time `backends` (A and B for an A/B table) over `grid`; usage errors raise before anything is written."""
     cases = check_sweep(target_name, device, backends, grid, reps, warmup, chunk)
     configs = grid.configs()
@@ -242,20 +267,43 @@ def run_sweep(target_name: str, device: str, backends: list[str], grid: Grid, ou
         os.replace(outcome.path, outcome.path + ".previous")
     started = time.perf_counter()
     with JsonlSink(outcome.path) as sink:
-        sink.write(RunHeader(run_id=run_id, target=target_name, device=device, budget="sweep", seed=seed,
-                             versions=target.versions(), argv=list(argv or []), arch=arch,
-                             started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                             harness_version=HARNESS_VERSION))
+        sink.write(
+            RunHeader(
+                run_id=run_id,
+                target=target_name,
+                device=device,
+                budget="sweep",
+                seed=seed,
+                versions=target.versions(),
+                argv=list(argv or []),
+                arch=arch,
+                started=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                harness_version=HARNESS_VERSION,
+            )
+        )
         for lo in range(0, len(configs), chunk):
-            batch_inputs = [materialize(c, seed, device) for c in cases[lo:lo + chunk]]
-            for (bs, kv, q), case, inputs in zip(configs[lo:lo + chunk], cases[lo:lo + chunk], batch_inputs):
-                rec = TimingRecord(run_id=run_id, target=target_name, device=device, arch=arch,
-                                   config_id=config_id(grid.layout, bs, kv, q), layout=grid.layout, batch=bs,
-                                   kv_len=kv, q_len=q, case=case.to_json(), backends=list(backends), samples={},
-                                   timer=timer.name,
-                                   cold_l2=timer.cold_l2, warmup=warmup)
-                declined = [f"{n}: {s.reason}" for n, s in ((n, ad.supports(case)) for n, ad in adapters.items())
-                            if not s.ok]
+            batch_inputs = [materialize(c, seed, device) for c in cases[lo : lo + chunk]]
+            for (bs, kv, q), case, inputs in zip(configs[lo : lo + chunk], cases[lo : lo + chunk], batch_inputs):
+                rec = TimingRecord(
+                    run_id=run_id,
+                    target=target_name,
+                    device=device,
+                    arch=arch,
+                    config_id=config_id(grid.layout, bs, kv, q),
+                    layout=grid.layout,
+                    batch=bs,
+                    kv_len=kv,
+                    q_len=q,
+                    case=case.to_json(),
+                    backends=list(backends),
+                    samples={},
+                    timer=timer.name,
+                    cold_l2=timer.cold_l2,
+                    warmup=warmup,
+                )
+                declined = [
+                    f"{n}: {s.reason}" for n, s in ((n, ad.supports(case)) for n, ad in adapters.items()) if not s.ok
+                ]
                 if declined:
                     rec.status, rec.reason = "skip", "; ".join(declined)
                 else:
@@ -272,8 +320,11 @@ def run_sweep(target_name: str, device: str, backends: list[str], grid: Grid, ou
                 import torch
 
                 torch.cuda.empty_cache()
-        sink.write(RunFooter(run_id=run_id, counts=_counts(outcome.records), elapsed_s=time.perf_counter() - started,
-                             exit_status=0))
+        sink.write(
+            RunFooter(
+                run_id=run_id, counts=_counts(outcome.records), elapsed_s=time.perf_counter() - started, exit_status=0
+            )
+        )
     return outcome
 
 

@@ -1,4 +1,5 @@
 """Every backend of the chosen target against the oracle over the budgeted matrix, under the gate."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -18,10 +19,12 @@ _ADAPTERS: dict[tuple[str, str, str], Any] = {}
 _TRUTHS = TruthCache()
 
 
-def test_backend_matches_the_oracle(parity_case: Case, backend: str, attncheck_grid: GridRun,
-                                    request: pytest.FixtureRequest) -> None:
+def test_backend_matches_the_oracle(
+    parity_case: Case, backend: str, attncheck_grid: GridRun, request: pytest.FixtureRequest
+) -> None:
     """The backend's output and LSE are within the tolerance bound of the oracle, or it declines with a reason."""
     from kernels import get_target
+
     grid = attncheck_grid
 
     def in_process() -> tuple[ParityRecord, bool]:
@@ -29,8 +32,9 @@ def test_backend_matches_the_oracle(parity_case: Case, backend: str, attncheck_g
         if key not in _ADAPTERS:
             _ADAPTERS[key] = get_target(grid.target).make(backend, grid.device)
         known = _TRUTHS.of(parity_case, grid.seed, grid.device)
-        return evaluate_with_control(_ADAPTERS[key], parity_case, known.inputs, known.truth, grid.base, grid.device,
-                                     CONTEXT_LOST)
+        return evaluate_with_control(
+            _ADAPTERS[key], parity_case, known.inputs, known.truth, grid.base, grid.device, CONTEXT_LOST
+        )
 
     rec, _, verdict = grid.evaluate(parity_case, backend, in_process)
     note(request.node, rec, verdict)

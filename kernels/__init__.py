@@ -8,6 +8,7 @@ library: the FlashInfer module may need CUDA and a JIT cache, and a CPU-only run
 for it or fail on it. The registry checks itself at import (every name well formed, every module
 present on disk), so a typo in a new entry fails the first `import kernels`, not a GPU run.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -37,10 +38,12 @@ def get_target(name: str) -> Target:
     obj = getattr(importlib.import_module(module), attr)
     missing = [m for m in _TARGET_METHODS if not callable(getattr(obj, m, None))]
     if getattr(obj, "name", None) != name or missing:
-        raise TypeError(f"kernels.REGISTRY[{name!r}] = {REGISTRY[name]!r} names {obj!r}, whose name is "
-                        f"{getattr(obj, 'name', None)!r} and which lacks {missing}: expected a Target "
-                        f"named {name!r} (kernels/protocol.py). Fix: point the entry at the module's "
-                        f"Target instance")
+        raise TypeError(
+            f"kernels.REGISTRY[{name!r}] = {REGISTRY[name]!r} names {obj!r}, whose name is "
+            f"{getattr(obj, 'name', None)!r} and which lacks {missing}: expected a Target "
+            f"named {name!r} (kernels/protocol.py). Fix: point the entry at the module's "
+            f"Target instance"
+        )
     return obj  # type: ignore[no-any-return]
 
 
@@ -48,15 +51,21 @@ def check_registry(registry: Mapping[str, str]) -> None:
     """Raise ImportError naming the first malformed entry; the module runs this on itself."""
     for name, entry in registry.items():
         if not isinstance(name, str) or not _NAME.match(name):
-            raise ImportError(f"kernels.REGISTRY key {name!r} is malformed: expected a lowercase name "
-                              f"like 'torch'. Fix: rename the entry")
+            raise ImportError(
+                f"kernels.REGISTRY key {name!r} is malformed: expected a lowercase name "
+                f"like 'torch'. Fix: rename the entry"
+            )
         if not isinstance(entry, str) or not _ENTRY.match(entry):
-            raise ImportError(f"kernels.REGISTRY[{name!r}] = {entry!r} is malformed: expected "
-                              f"'kernels.<module>[.<module>...]:<attribute>'. Fix: name the module and its Target")
+            raise ImportError(
+                f"kernels.REGISTRY[{name!r}] = {entry!r} is malformed: expected "
+                f"'kernels.<module>[.<module>...]:<attribute>'. Fix: name the module and its Target"
+            )
         module = entry.split(":")[0]
         if importlib.util.find_spec(module) is None:  # locates the file without importing it
-            raise ImportError(f"kernels.REGISTRY[{name!r}] = {entry!r}: module {module!r} does not exist. "
-                              f"Fix: add the module or drop the entry")
+            raise ImportError(
+                f"kernels.REGISTRY[{name!r}] = {entry!r}: module {module!r} does not exist. "
+                f"Fix: add the module or drop the entry"
+            )
 
 
 check_registry(REGISTRY)

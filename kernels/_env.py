@@ -5,6 +5,7 @@ Routing tests for another architecture patch `device_capability` (as FlashInfer'
 patch `get_compute_capability`); adapters and specs call these functions every time they need
 a fact, so a patch is seen everywhere.
 """
+
 from __future__ import annotations
 
 import functools
@@ -112,8 +113,23 @@ def context_after_error(device: str) -> tuple[bool, str]:
 # The float unary functions torch 2.13 computes through oneMKL's VML on the CPU (float32 and float64;
 # measured with a breakpoint on each vms*/vmd* entry point). The harness's own attention uses exp,
 # log, log2 and tanh (oracle/reference.py, the stand-ins' kernels/standins/_kernels.py).
-VML_FUNCTIONS = ("acos", "asin", "atan", "cos", "erf", "erfc", "exp", "log", "log10", "log2", "sin", "sqrt", "tan",
-                 "tanh", "trunc")
+VML_FUNCTIONS = (
+    "acos",
+    "asin",
+    "atan",
+    "cos",
+    "erf",
+    "erfc",
+    "exp",
+    "log",
+    "log10",
+    "log2",
+    "sin",
+    "sqrt",
+    "tan",
+    "tanh",
+    "trunc",
+)
 
 
 @functools.cache

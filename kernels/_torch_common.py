@@ -6,6 +6,7 @@ page pool flattened to N = pages x page_size slots) addressed by per-request *sl
 derived from the page table. This is the adapters' own code, written independently of
 oracle/reference.py, so that a page-table bug in one cannot hide the same bug in the other.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -45,8 +46,12 @@ def check_inputs(inputs: Inputs, device: str) -> None:
     want = torch.device(device)
     got = inputs.device
     if got.type != want.type or (want.index is not None and got.index != want.index):
-        raise InvalidInputs("inputs.device", str(got), f"tensors on {device}, the adapter's device",
-                            f"materialise the case with device={device!r} or make the adapter for {got}")
+        raise InvalidInputs(
+            "inputs.device",
+            str(got),
+            f"tensors on {device}, the adapter's device",
+            f"materialise the case with device={device!r} or make the adapter for {got}",
+        )
     validate_inputs(inputs)
 
 
@@ -56,7 +61,7 @@ def store_rows(out: torch.Tensor, lo: int, rows: torch.Tensor) -> None:
     A row an adapter never stores keeps the poison written before the run, and the comparison
     counts it as unwritten (tests patch this function to prove it).
     """
-    out[lo:lo + rows.shape[0]].copy_(rows)
+    out[lo : lo + rows.shape[0]].copy_(rows)
 
 
 def physical_kv(inputs: Inputs) -> tuple[torch.Tensor, torch.Tensor]:
@@ -104,7 +109,7 @@ def kv_slots(inputs: Inputs) -> KVSlots:
         pages = inputs.kv_page_indices.cpu().to(torch.int64)
         within = torch.arange(ps, dtype=torch.int64)
         for i, kv in enumerate(c.kv_lens):
-            mine = pages[indptr[i]:indptr[i + 1]]
+            mine = pages[indptr[i] : indptr[i + 1]]
             slots = (mine.view(-1, 1) * ps + within.view(1, -1)).reshape(-1)[:kv]
             out.append(slots.to(dev))
         n = int(inputs.k.shape[0]) * ps

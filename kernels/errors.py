@@ -1,4 +1,5 @@
 """Errors an adapter raises: the library is missing, or a name does not resolve."""
+
 from __future__ import annotations
 
 
@@ -8,8 +9,10 @@ class UnknownTarget(ValueError):
     def __init__(self, name: str, known: tuple[str, ...]) -> None:
         self.name = name
         self.known = known
-        super().__init__(f"unknown target {name!r}: expected one of {', '.join(known)}. "
-                         f"Fix: pass --target {known[0]} (or another listed target)")
+        super().__init__(
+            f"unknown target {name!r}: expected one of {', '.join(known)}. "
+            f"Fix: pass --target {known[0]} (or another listed target)"
+        )
 
 
 class UnknownBackend(ValueError):
@@ -20,8 +23,10 @@ class UnknownBackend(ValueError):
         self.backend = backend
         self.known = known
         self.device = device
-        super().__init__(f"target {target!r} has no backend {backend!r} on {device}: expected one of "
-                         f"{', '.join(known)}. Fix: pick a listed backend")
+        super().__init__(
+            f"target {target!r} has no backend {backend!r} on {device}: expected one of "
+            f"{', '.join(known)}. Fix: pick a listed backend"
+        )
 
 
 class KernelUnavailable(RuntimeError):
@@ -30,8 +35,10 @@ class KernelUnavailable(RuntimeError):
     def __init__(self, target: str, reason: str) -> None:
         self.target = target
         self.reason = reason
-        super().__init__(f"target {target!r} is unavailable here: {reason}. Fix: run it where the library "
-                         f"and its device are (see docs/), or pass --target torch")
+        super().__init__(
+            f"target {target!r} is unavailable here: {reason}. Fix: run it where the library "
+            f"and its device are (see docs/), or pass --target torch"
+        )
 
 
 class LibraryRefused(RuntimeError):
@@ -47,9 +54,11 @@ class LibraryRefused(RuntimeError):
         self.backend = backend
         self.case_id = case_id
         self.message = message
-        super().__init__(f"{target} backend {backend!r} refused case {case_id}: {message!r}. "
-                         f"Fix: none needed in the harness (it is counted as a refusal); if the "
-                         f"refusal is predictable, teach the adapter's supports() to decline it")
+        super().__init__(
+            f"{target} backend {backend!r} refused case {case_id}: {message!r}. "
+            f"Fix: none needed in the harness (it is counted as a refusal); if the "
+            f"refusal is predictable, teach the adapter's supports() to decline it"
+        )
 
 
 class UnsupportedCase(ValueError):
@@ -60,5 +69,7 @@ class UnsupportedCase(ValueError):
         self.backend = backend
         self.case_id = case_id
         self.reason = reason
-        super().__init__(f"{target} backend {backend!r} does not support case {case_id}: {reason.rstrip('.')}. "
-                         f"Fix: ask supports(case) first and skip the case when it declines")
+        super().__init__(
+            f"{target} backend {backend!r} does not support case {case_id}: {reason.rstrip('.')}. "
+            f"Fix: ask supports(case) first and skip the case when it declines"
+        )

@@ -9,6 +9,7 @@ reason). `fresh()` makes a control adapter with the same configuration and no hi
 
 `supports(case)` answers with a Support value carrying a reason constant and never raises.
 """
+
 from __future__ import annotations
 
 import math

@@ -3,6 +3,7 @@
 A skip is a decision: each comes from supports() returning one of these (optionally with a
 detail after ': '), and the run summary lists skips grouped by the constant.
 """
+
 from __future__ import annotations
 
 NO_SOFT_CAP = "backend has no logits soft cap"

@@ -3,6 +3,7 @@
 Apart from the stand-ins themselves, so that the adapters can read the label without importing
 a stand-in, which in turn patches an adapter when it is installed.
 """
+
 from __future__ import annotations
 
 from typing import Any, Mapping, Optional
@@ -26,5 +27,5 @@ def standin_from_versions(versions: Mapping[str, str]) -> Optional[str]:
     """The stand-in a run header's versions name, or None when every library is real."""
     for value in versions.values():
         if isinstance(value, str) and value.startswith(VERSION_PREFIX):
-            return value[len(VERSION_PREFIX):]
+            return value[len(VERSION_PREFIX) :]
     return None

@@ -26,6 +26,7 @@ Edges: total_qo == 0 returns empty tensors without a call (flex has nothing to c
 nothing it could be asked); a batch with no KV slot at all gets one masked-out zero slot so
 flex still computes (and is asked for) the empty rows' 0 output and -inf LSE.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -37,8 +38,17 @@ from typing import Any, Callable, Optional
 import torch
 
 from kernels import _env, skips
-from kernels._torch_common import (TARGET, KVSlots, check_inputs, device_decline, dtype_decline, kv_slots,
-                                   physical_kv, same_inputs, store_rows)
+from kernels._torch_common import (
+    TARGET,
+    KVSlots,
+    check_inputs,
+    device_decline,
+    dtype_decline,
+    kv_slots,
+    physical_kv,
+    same_inputs,
+    store_rows,
+)
 from kernels.errors import UnsupportedCase
 from kernels.protocol import NOT_REPORTED, KernelOutput, Support
 from scenarios.poison import poison
@@ -89,13 +99,20 @@ def _lookups(inputs: Inputs, slots: KVSlots, n: int) -> dict[str, torch.Tensor]:
     for i, s in enumerate(slots.per_request):
         kv_req[s] = i
         kv_pos[s] = torch.arange(s.numel(), dtype=torch.int64, device=dev)
-    look = dict(q_req=q_req.to(dev), q_pos=q_pos.to(dev), kv_req=kv_req, kv_pos=kv_pos,
-                qo_len=qo.to(dev), kv_len=torch.tensor(c.kv_lens, dtype=torch.int64).to(dev))
+    look = dict(
+        q_req=q_req.to(dev),
+        q_pos=q_pos.to(dev),
+        kv_req=kv_req,
+        kv_pos=kv_pos,
+        qo_len=qo.to(dev),
+        kv_len=torch.tensor(c.kv_lens, dtype=torch.int64).to(dev),
+    )
     if c.mask == "custom":
         assert inputs.custom_mask is not None and inputs.mask_indptr is not None
         # one trailing False so a clamped index is always in range, even for an empty mask
-        look["custom"] = torch.cat([inputs.custom_mask.to(torch.bool).reshape(-1),
-                                    torch.zeros(1, dtype=torch.bool, device=dev)])
+        look["custom"] = torch.cat(
+            [inputs.custom_mask.to(torch.bool).reshape(-1), torch.zeros(1, dtype=torch.bool, device=dev)]
+        )
         look["mask_off"] = inputs.mask_indptr[:-1].to(torch.int64)
     return look
 
@@ -137,8 +154,9 @@ def make_mask_mod(case: Case, look: dict[str, torch.Tensor]) -> Callable[..., to
 def make_score_mod(cap: float) -> Callable[..., torch.Tensor]:
     """Soft cap on the scaled score, before masking: cap * tanh(score / cap)."""
 
-    def soft_cap(score: torch.Tensor, b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor,
-                 kv_idx: torch.Tensor) -> torch.Tensor:
+    def soft_cap(
+        score: torch.Tensor, b: torch.Tensor, h: torch.Tensor, q_idx: torch.Tensor, kv_idx: torch.Tensor
+    ) -> torch.Tensor:
         return cap * torch.tanh(score / cap)
 
     return soft_cap
@@ -171,9 +189,13 @@ class FlexKernel:
         if eager(self.device):
             scores = case.total_qo * referenced_slots(case) * case.num_qo_heads
             if scores > FLEX_EAGER_MAX_SCORES:
-                return Support.no(skips.detail(
-                    skips.TOO_LARGE, f"eager flex would materialise {scores} scores "
-                    f"(total_qo x kv slots x heads) > FLEX_EAGER_MAX_SCORES={FLEX_EAGER_MAX_SCORES}"))
+                return Support.no(
+                    skips.detail(
+                        skips.TOO_LARGE,
+                        f"eager flex would materialise {scores} scores "
+                        f"(total_qo x kv slots x heads) > FLEX_EAGER_MAX_SCORES={FLEX_EAGER_MAX_SCORES}",
+                    )
+                )
         return Support.yes()
 
     def _flex(self) -> Callable[..., Any]:
@@ -182,8 +204,9 @@ class FlexKernel:
         if eager(self.device):
             # Eager on the CPU is a choice (supports() bounds its cost), so torch's advice to
             # compile is noise in every run's output; only that one message is silenced.
-            warnings.filterwarnings("ignore", message="flex_attention called without torch.compile",
-                                    category=UserWarning)
+            warnings.filterwarnings(
+                "ignore", message="flex_attention called without torch.compile", category=UserWarning
+            )
             return flex_attention
         if self._compiled is None:
             # Static shapes and constant floats (scale, soft cap): each case is the kernel a model
@@ -203,8 +226,12 @@ class FlexKernel:
             raise UnsupportedCase(TARGET, BACKEND, c.id, sup.reason)
         slots = kv_slots(inputs)
         if slots.shared():
-            raise UnsupportedCase(TARGET, BACKEND, c.id, skips.detail(
-                skips.LAYOUT, "pages shared between requests: one slot cannot name two requests"))
+            raise UnsupportedCase(
+                TARGET,
+                BACKEND,
+                c.id,
+                skips.detail(skips.LAYOUT, "pages shared between requests: one slot cannot name two requests"),
+            )
         pad = slots.num_slots == 0
         n = max(1, slots.num_slots)
         block_mask = None
@@ -233,29 +260,45 @@ class FlexKernel:
                 o, o_lse = _call(self._flex(), q, k[None], v[None], p.score_mod, p.block_mask, c.scale)
             store_rows(out, 0, o[0].transpose(0, 1))
             store_rows(lse, 0, o_lse[0].transpose(0, 1).to(torch.float32))
-        return KernelOutput(out=out, lse=lse, lse_base=math.e, resolved_backend=BACKEND,
-                            fallback_reason=NOT_REPORTED)
+        return KernelOutput(out=out, lse=lse, lse_base=math.e, resolved_backend=BACKEND, fallback_reason=NOT_REPORTED)
 
 
 def _compile_limits() -> Any:
     """dynamo config for the compiled call: a high recompile limit, and an error on reaching it."""
     import torch._dynamo.config as dynamo_config
 
-    wanted = {"recompile_limit": COMPILED_RECOMPILE_LIMIT, "accumulated_recompile_limit": COMPILED_RECOMPILE_LIMIT,
-              "fail_on_recompile_limit_hit": True, "specialize_float": True}
+    wanted = {
+        "recompile_limit": COMPILED_RECOMPILE_LIMIT,
+        "accumulated_recompile_limit": COMPILED_RECOMPILE_LIMIT,
+        "fail_on_recompile_limit_hit": True,
+        "specialize_float": True,
+    }
     return dynamo_config.patch(**{k: v for k, v in wanted.items() if hasattr(dynamo_config, k)})
 
 
-def _call(fn: Callable[..., Any], q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-          score_mod: Optional[Callable[..., torch.Tensor]], block_mask: Any, scale: float
-          ) -> tuple[torch.Tensor, torch.Tensor]:
+def _call(
+    fn: Callable[..., Any],
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    score_mod: Optional[Callable[..., torch.Tensor]],
+    block_mask: Any,
+    scale: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """flex_attention with its LSE: return_aux where torch has it (2.9+), return_lse before."""
     try:
         from torch.nn.attention.flex_attention import AuxRequest
     except ImportError:
-        o, lse = fn(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale, enable_gqa=True,
-                    return_lse=True)
+        o, lse = fn(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale, enable_gqa=True, return_lse=True)
         return o, lse
-    o, aux = fn(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale, enable_gqa=True,
-                return_aux=AuxRequest(lse=True))
+    o, aux = fn(
+        q,
+        k,
+        v,
+        score_mod=score_mod,
+        block_mask=block_mask,
+        scale=scale,
+        enable_gqa=True,
+        return_aux=AuxRequest(lse=True),
+    )
     return o, aux.lse

@@ -31,6 +31,7 @@ Seen on an H200 (torch 2.11+cu130, cuDNN 9.19): rows with nothing to attend come
 from cudnn (boolean mask with a fully masked row) and from efficient (causal_lower_right with
 qo_len > kv_len); the adapter reports what torch computed and the oracle comparison fails them.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -44,8 +45,17 @@ from typing import Any, Iterator, Literal, Optional, Union
 import torch
 
 from kernels import _env, skips
-from kernels._torch_common import (TARGET, KVSlots, check_inputs, device_decline, dtype_decline, kv_slots,
-                                   physical_kv, same_inputs, store_rows)
+from kernels._torch_common import (
+    TARGET,
+    KVSlots,
+    check_inputs,
+    device_decline,
+    dtype_decline,
+    kv_slots,
+    physical_kv,
+    same_inputs,
+    store_rows,
+)
 from kernels.errors import LibraryRefused, UnknownBackend, UnsupportedCase
 from kernels.protocol import NOT_REPORTED, KernelOutput, Support
 from scenarios.poison import poison
@@ -61,10 +71,14 @@ EMPTY_PATH = "empty"
 # Fragments of torch's refusal when every enabled backend declines (sdp_utils.cpp, attention.cpp).
 REFUSAL_FRAGMENTS = ("No available kernel", "No viable backend")
 
-_FORCED = {"math": "MATH", "flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION",
-           "cudnn": "CUDNN_ATTENTION"}
-_CHOICE_NAMES = {"MATH": "math", "FLASH_ATTENTION": "flash", "EFFICIENT_ATTENTION": "efficient",
-                 "CUDNN_ATTENTION": "cudnn", "OVERRIDEABLE": "overrideable"}
+_FORCED = {"math": "MATH", "flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "cudnn": "CUDNN_ATTENTION"}
+_CHOICE_NAMES = {
+    "MATH": "math",
+    "FLASH_ATTENTION": "flash",
+    "EFFICIENT_ATTENTION": "efficient",
+    "CUDNN_ATTENTION": "cudnn",
+    "OVERRIDEABLE": "overrideable",
+}
 _TRIGGERED = re.compile(r"\s*\(Triggered internally at .*\)\s*$", re.S)
 
 CallForm = Literal["plain", "causal", "explicit"]
@@ -76,8 +90,9 @@ def backends_for(device: str) -> tuple[str, ...]:
     return CPU_BACKENDS if kind == "cpu" else CUDA_BACKENDS if kind == "cuda" else ()
 
 
-def explicit_mask(qo: int, kv: int, *, causal: bool, window_left: int, custom: Optional[torch.Tensor],
-                  device: torch.device) -> torch.Tensor:
+def explicit_mask(
+    qo: int, kv: int, *, causal: bool, window_left: int, custom: Optional[torch.Tensor], device: torch.device
+) -> torch.Tensor:
     """Boolean [qo, kv], True = attend: bottom-right causal, window and custom mask, ANDed.
 
     Row i is aligned with key i + (kv - qo); causal keeps keys at or left of it, the window keeps
@@ -129,8 +144,9 @@ def _sdpa_params(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: Mask, 
         return params_t(q, k, v, mask, 0.0, causal)
 
 
-def route(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, form: CallForm, mask: Mask, scale: float,
-          gqa: bool) -> str:
+def route(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, form: CallForm, mask: Mask, scale: float, gqa: bool
+) -> str:
     """The backend SDPA runs for this call under the active sdpa_kernel context; RuntimeError if none.
 
     Mirrors torch.nn.attention.bias.CausalBias._dispatch for causal_lower_right: with qo == kv it
@@ -260,22 +276,24 @@ class SdpaKernel:
             q = torch.empty((qo, case.num_qo_heads, case.head_dim_qk), dtype=dtype, device=dev).transpose(0, 1)[None]
             k = torch.empty((1, case.num_kv_heads, kv, case.head_dim_qk), dtype=dtype, device=dev)
             v = torch.empty((1, case.num_kv_heads, kv, case.head_dim_vo), dtype=dtype, device=dev)
-            mask = (torch.ones((qo, kv), dtype=torch.bool, device=dev) if form == "explicit" else None)
+            mask = torch.ones((qo, kv), dtype=torch.bool, device=dev) if form == "explicit" else None
             with warnings.catch_warnings(record=True) as caught, _forced(self.backend):
                 warnings.simplefilter("always")
                 try:
                     if empty:
                         attn = _causal_lower_right(qo, kv) if form == "causal" else mask
-                        torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=attn, scale=case.scale,
-                                                                         enable_gqa=gqa)
+                        torch.nn.functional.scaled_dot_product_attention(
+                            q, k, v, attn_mask=attn, scale=case.scale, enable_gqa=gqa
+                        )
                     else:
                         route(q, k, v, form, mask, case.scale, gqa)
                 except RuntimeError as e:
                     if empty and not any(f in str(e) for f in REFUSAL_FRAGMENTS):
                         raise
                     why = _explanation(caught, e)
-                    return Support.no(skips.detail(
-                        skips.LIBRARY_REFUSED, f"SDPA {self.backend} for qo_len={qo} kv_len={kv}: {why}"))
+                    return Support.no(
+                        skips.detail(skips.LIBRARY_REFUSED, f"SDPA {self.backend} for qo_len={qo} kv_len={kv}: {why}")
+                    )
         return Support.yes()
 
     # ---- lifecycle -----------------------------------------------------------------------
@@ -294,20 +312,31 @@ class SdpaKernel:
             if form == "causal":
                 mask = _causal_lower_right(qo, kv)
             elif form == "explicit":
-                mask = explicit_mask(qo, kv, causal=c.causal, window_left=c.window_left,
-                                     custom=inputs.request_mask(i), device=inputs.device)
+                mask = explicit_mask(
+                    qo,
+                    kv,
+                    causal=c.causal,
+                    window_left=c.window_left,
+                    custom=inputs.request_mask(i),
+                    device=inputs.device,
+                )
             reqs.append(_Request(i, q0, qo, kv, mask))
             q0 += qo
-        self._plan = _Plan(inputs=inputs, slots=kv_slots(inputs), requests=tuple(reqs),
-                           empty_shortcut=empty_input_shortcut(inputs.device.type))
+        self._plan = _Plan(
+            inputs=inputs,
+            slots=kv_slots(inputs),
+            requests=tuple(reqs),
+            empty_shortcut=empty_input_shortcut(inputs.device.type),
+        )
 
     def run(self, inputs: Inputs) -> KernelOutput:
         if self._plan is None or not same_inputs(self._plan.inputs, inputs):
             self.plan(inputs)
         assert self._plan is not None
         c = inputs.case
-        out = poison(torch.empty((c.total_qo, c.num_qo_heads, c.head_dim_vo), dtype=to_torch(c.o_dtype),
-                                 device=inputs.device))
+        out = poison(
+            torch.empty((c.total_qo, c.num_qo_heads, c.head_dim_vo), dtype=to_torch(c.o_dtype), device=inputs.device)
+        )
         k_store, v_store = physical_kv(inputs)
         gqa = c.group_size > 1
         form = call_form(c)
@@ -316,12 +345,13 @@ class SdpaKernel:
         with _forced(self.backend):
             for r in self._plan.requests:
                 slots = self._plan.slots.per_request[r.index]
-                q = inputs.q[r.q0:r.q0 + r.qo].transpose(0, 1)[None]
+                q = inputs.q[r.q0 : r.q0 + r.qo].transpose(0, 1)[None]
                 k = k_store.index_select(1, slots)[None]
                 v = v_store.index_select(1, slots)[None]
                 try:
                     o = torch.nn.functional.scaled_dot_product_attention(
-                        q, k, v, attn_mask=r.mask, scale=c.scale, enable_gqa=gqa)
+                        q, k, v, attn_mask=r.mask, scale=c.scale, enable_gqa=gqa
+                    )
                 except RuntimeError as e:
                     if any(f in str(e) for f in REFUSAL_FRAGMENTS):
                         raise LibraryRefused(TARGET, self.backend, c.id, str(e).strip()) from e
@@ -333,8 +363,7 @@ class SdpaKernel:
         resolved = self.backend
         if self.backend == AUTO:
             resolved = "+".join(sorted(set(chosen))) if chosen else EMPTY_PATH
-        return KernelOutput(out=out, lse=None, lse_base=math.e, resolved_backend=resolved,
-                            fallback_reason=NOT_REPORTED)
+        return KernelOutput(out=out, lse=None, lse_base=math.e, resolved_backend=resolved, fallback_reason=NOT_REPORTED)
 
 
 def _causal_lower_right(qo: int, kv: int) -> Any:

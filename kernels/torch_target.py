@@ -7,6 +7,7 @@
 The adapters live in kernels/torch_sdpa.py and kernels/torch_flex.py; this module only names
 them, so `kernels.get_target("torch")` stays cheap.
 """
+
 from __future__ import annotations
 
 from kernels import _env, skips

@@ -6,6 +6,7 @@ Outputs are poisoned before a kernel runs (scenarios/poison.py): every element i
 distinctive bit pattern, so an element the kernel never wrote is counted as *unwritten*, apart
 from NaNs the kernel computed. Neither ever passes.
 """
+
 from __future__ import annotations
 
 import math
@@ -15,6 +16,7 @@ from typing import Any, Optional
 import torch
 
 from scenarios.poison import unwritten_mask
+
 
 @dataclass(frozen=True)
 class Comparison:
@@ -65,8 +67,9 @@ def max_abs_err(a: torch.Tensor, ref: torch.Tensor) -> float:
     return float(d.max())
 
 
-def compare(actual: torch.Tensor, ref: torch.Tensor, *, quantity: str, bound: float,
-            baseline_err: float = 0.0) -> Comparison:
+def compare(
+    actual: torch.Tensor, ref: torch.Tensor, *, quantity: str, bound: float, baseline_err: float = 0.0
+) -> Comparison:
     """Compare `actual` with `ref` (same shape) under `bound` (absolute).
 
     Where `ref` is infinite (LSE of an empty row), `actual` must be the same infinity.
@@ -96,7 +99,16 @@ def compare(actual: torch.Tensor, ref: torch.Tensor, *, quantity: str, bound: fl
         bad = (unwritten | nan | inf_mismatch).reshape(-1).nonzero()
         worst = tuple(int(x) for x in torch.unravel_index(bad[0, 0].cpu(), diff.shape))
     passed = n_bad == 0 and max_abs <= bound
-    return Comparison(quantity=quantity, max_abs=max_abs, max_rel=max_rel, bound=bound,
-                      baseline_err=baseline_err, worst_index=worst, nan_count=int(nan.sum()),
-                      unwritten_count=int(unwritten.sum()), inf_mismatch_count=int(inf_mismatch.sum()),
-                      numel=int(a.numel()), passed=passed)
+    return Comparison(
+        quantity=quantity,
+        max_abs=max_abs,
+        max_rel=max_rel,
+        bound=bound,
+        baseline_err=baseline_err,
+        worst_index=worst,
+        nan_count=int(nan.sum()),
+        unwritten_count=int(unwritten.sum()),
+        inf_mismatch_count=int(inf_mismatch.sum()),
+        numel=int(a.numel()),
+        passed=passed,
+    )

@@ -9,6 +9,7 @@ input-precision baseline *is* the fp32 oracle, so the reference is computed in f
 baseline error is the fp32 oracle's own error (otherwise it would be 0 and the bound would
 collapse to the floor, which honest fp32 math misses at large logits).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,9 +37,13 @@ def truth(inputs: Inputs, budget_bytes: int = DEFAULT_BUDGET_BYTES) -> Truth:
     dtype = tolerances.governing_dtype(c.q_dtype, c.kv_dtype, c.o_dtype)
     ref = attention(inputs, "fp64" if dtype == "fp32" else "fp32", budget_bytes)
     base = attention(inputs, "input", budget_bytes)
-    return Truth(ref=ref, base=base, dtype=dtype,
-                 out_baseline_err=max_abs_err(base.out, ref.out),
-                 lse_baseline_err=max_abs_err(base.lse, ref.lse))
+    return Truth(
+        ref=ref,
+        base=base,
+        dtype=dtype,
+        out_baseline_err=max_abs_err(base.out, ref.out),
+        lse_baseline_err=max_abs_err(base.lse, ref.lse),
+    )
 
 
 def _scale(t: torch.Tensor) -> float:
@@ -46,12 +51,24 @@ def _scale(t: torch.Tensor) -> float:
     return float(fin.abs().max()) if fin.numel() else 0.0
 
 
-def judge(t: Truth, out: torch.Tensor, lse: Optional[torch.Tensor], *, lse_base: float = torch.e,
-          adapter: str = "", backend: str = "") -> tuple[Comparison, Optional[Comparison]]:
+def judge(
+    t: Truth,
+    out: torch.Tensor,
+    lse: Optional[torch.Tensor],
+    *,
+    lse_base: float = torch.e,
+    adapter: str = "",
+    backend: str = "",
+) -> tuple[Comparison, Optional[Comparison]]:
     """Compare a kernel's out (and LSE, in base `lse_base`: e or 2) with the truth."""
     f_out = tolerances.factor_for(adapter, backend, t.dtype, "out")
-    out_cmp = compare(out, t.ref.out, quantity="out", baseline_err=t.out_baseline_err,
-                      bound=tolerances.bound(t.out_baseline_err, t.dtype, "out", _scale(t.ref.out), f_out))
+    out_cmp = compare(
+        out,
+        t.ref.out,
+        quantity="out",
+        baseline_err=t.out_baseline_err,
+        bound=tolerances.bound(t.out_baseline_err, t.dtype, "out", _scale(t.ref.out), f_out),
+    )
     if lse is None:
         return out_cmp, None
     if lse_base == 2:
@@ -59,6 +76,11 @@ def judge(t: Truth, out: torch.Tensor, lse: Optional[torch.Tensor], *, lse_base:
     elif lse_base != torch.e:
         raise ValueError(f"lse_base={lse_base!r}: adapters declare e or 2")
     f_lse = tolerances.factor_for(adapter, backend, t.dtype, "lse")
-    lse_cmp = compare(lse, t.ref.lse, quantity="lse", baseline_err=t.lse_baseline_err,
-                      bound=tolerances.bound(t.lse_baseline_err, t.dtype, "lse", _scale(t.ref.lse), f_lse))
+    lse_cmp = compare(
+        lse,
+        t.ref.lse,
+        quantity="lse",
+        baseline_err=t.lse_baseline_err,
+        bound=tolerances.bound(t.lse_baseline_err, t.dtype, "lse", _scale(t.ref.lse), f_lse),
+    )
     return out_cmp, lse_cmp

@@ -8,6 +8,7 @@ query row i and key j:
 Every feature that is on is ANDed. Rows of a request whose qo_len exceeds kv_len therefore have
 nothing to attend under causal masking at the top; the oracle returns 0 and LSE -inf for them.
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -77,7 +78,8 @@ def packed_segment_indptr(mask_indptr: torch.Tensor) -> torch.Tensor:
 
 def segment_pack_bits(custom_mask: torch.Tensor, mask_indptr: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Pack each request's mask separately (byte-aligned), as FlashInfer's segment_packbits does."""
-    parts = [pack_bits(custom_mask[int(mask_indptr[i]):int(mask_indptr[i + 1])])
-             for i in range(mask_indptr.numel() - 1)]
+    parts = [
+        pack_bits(custom_mask[int(mask_indptr[i]) : int(mask_indptr[i + 1])]) for i in range(mask_indptr.numel() - 1)
+    ]
     packed = torch.cat(parts) if parts else custom_mask.new_zeros(0, dtype=torch.uint8)
     return packed, packed_segment_indptr(mask_indptr)

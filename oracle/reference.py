@@ -32,6 +32,7 @@ fit in `budget_bytes`, with K and V gathered and dequantised one key block at a 
 over whole rows), not an online rescaling. Each chunk is two batched GEMMs over its KV heads
 (GQA by view, not by copying K/V per query head) and a few whole-tensor passes between them.
 """
+
 from __future__ import annotations
 
 import math
@@ -93,8 +94,7 @@ def _dequant(x: torch.Tensor, descale: float, dtype: torch.dtype) -> torch.Tenso
     return x.to(dtype)
 
 
-def _kv_rows(inputs: Inputs, which: str, span: tuple[int, int], kv0: int, kv1: int, k0: int, k1: int
-             ) -> torch.Tensor:
+def _kv_rows(inputs: Inputs, which: str, span: tuple[int, int], kv0: int, kv1: int, k0: int, k1: int) -> torch.Tensor:
     """Keys [k0, k1) of one request's K or V for KV heads [kv0, kv1), [k1 - k0, kv1 - kv0, D], as stored.
 
     `span` is the request's [indptr[i], indptr[i + 1]): its tokens in packed K/V, or its entries
@@ -108,22 +108,23 @@ def _kv_rows(inputs: Inputs, which: str, span: tuple[int, int], kv0: int, kv1: i
         ps = c.page_size
         lo, hi = span
         pages = inputs.kv_page_indices[lo:hi].long()
-        pages = pages[k0 // ps:(k1 - 1) // ps + 1]
+        pages = pages[k0 // ps : (k1 - 1) // ps + 1]
         # One gather of the pages, copying only the wanted heads: [n, page, h, D].
         if hnd:  # pool [P, H, page, D]
             blk = src[pages, kv0:kv1].transpose(1, 2)
         else:  # pool [P, page, H, D]
             blk = src[pages, :, kv0:kv1]
         first = k0 % ps
-        return blk.reshape(-1, kv1 - kv0, blk.shape[-1])[first:first + (k1 - k0)]
+        return blk.reshape(-1, kv1 - kv0, blk.shape[-1])[first : first + (k1 - k0)]
     lo = span[0]
     if hnd:
-        return src[kv0:kv1, lo + k0:lo + k1].transpose(0, 1)
-    return src[lo + k0:lo + k1, kv0:kv1]
+        return src[kv0:kv1, lo + k0 : lo + k1].transpose(0, 1)
+    return src[lo + k0 : lo + k1, kv0:kv1]
 
 
-def _plan_chunks(heads: int, group: int, rows: int, kv: int, dkv: int, elem: int, stored_elem: int,
-                 budget: int) -> tuple[int, int, int]:
+def _plan_chunks(
+    heads: int, group: int, rows: int, kv: int, dkv: int, elem: int, stored_elem: int, budget: int
+) -> tuple[int, int, int]:
     """(query-head block, row block, key block) so one chunk's temporaries fit `budget`.
 
     Three quarters go to the chunk's full score rows [heads, rows, kv] (softmax is exact, over
@@ -156,8 +157,7 @@ def _true_fp32() -> Iterator[None]:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
-def attention(inputs: Inputs, precision: Precision = "fp32",
-              budget_bytes: int = DEFAULT_BUDGET_BYTES) -> Reference:
+def attention(inputs: Inputs, precision: Precision = "fp32", budget_bytes: int = DEFAULT_BUDGET_BYTES) -> Reference:
     """Reference output and natural-log LSE for `inputs` (see the module docstring)."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision={precision!r} is not one of {PRECISIONS}")
@@ -180,19 +180,33 @@ def attention(inputs: Inputs, precision: Precision = "fp32",
                 continue  # nothing to attend: out 0, lse -inf
             q0, span = q_starts[i], (kv_starts[i], kv_starts[i + 1])
             custom = inputs.request_mask(i)
-            hb, rb, kb = _plan_chunks(c.num_qo_heads, group, qo, kv, max(c.head_dim_qk, c.head_dim_vo), elem,
-                                      inputs.k.element_size(), budget_bytes)
+            hb, rb, kb = _plan_chunks(
+                c.num_qo_heads,
+                group,
+                qo,
+                kv,
+                max(c.head_dim_qk, c.head_dim_vo),
+                elem,
+                inputs.k.element_size(),
+                budget_bytes,
+            )
             for h0 in range(0, c.num_qo_heads, hb):
                 h1 = min(h0 + hb, c.num_qo_heads)
                 kv0, kv1 = h0 // group, (h1 - 1) // group + 1  # the KV heads that query heads [h0, h1) read
                 n = kv1 - kv0
                 for r0 in range(0, qo, rb):
                     r1 = min(r0 + rb, qo)
-                    keep = allowed(torch.arange(r0, r1, device=dev), qo, kv, causal=c.causal,
-                                   window_left=c.window_left, custom=custom)
+                    keep = allowed(
+                        torch.arange(r0, r1, device=dev),
+                        qo,
+                        kv,
+                        causal=c.causal,
+                        window_left=c.window_left,
+                        custom=custom,
+                    )
                     # GQA without a copy of K/V per query head: heads [h0, h1) are the groups of KV heads
                     # [kv0, kv1), so q [rows, heads, D] is viewed [KV heads, group heads x rows, D], s and o alike.
-                    q = _dequant(inputs.q[q0 + r0:q0 + r1, h0:h1], qs, mm_dtype)
+                    q = _dequant(inputs.q[q0 + r0 : q0 + r1, h0:h1], qs, mm_dtype)
                     q = q.transpose(0, 1).reshape(n, -1, c.head_dim_qk)
                     s = torch.empty((h1 - h0, r1 - r0, kv), dtype=acc, device=dev)
                     for k0 in range(0, kv, kb):
@@ -212,8 +226,8 @@ def attention(inputs: Inputs, precision: Precision = "fp32",
                         v = _dequant(_kv_rows(inputs, "v", span, kv0, kv1, k0, k1), vs, mm_dtype)
                         _add_weighted_values(o, e[:, :, k0:k1].to(v.dtype), v.transpose(0, 1), first=k0 == 0)
                     o = o.view(h1 - h0, r1 - r0, -1).div_(denom)
-                    out[q0 + r0:q0 + r1, h0:h1] = o.transpose(0, 1)
-                    lse[q0 + r0:q0 + r1, h0:h1] = l_blk
+                    out[q0 + r0 : q0 + r1, h0:h1] = o.transpose(0, 1)
+                    lse[q0 + r0 : q0 + r1, h0:h1] = l_blk
     if precision == "input":
         out = out.to(to_torch(c.o_dtype)).to(acc)
     return Reference(out=out, lse=lse, precision=precision)
@@ -239,8 +253,7 @@ def _add_weighted_values(o: torch.Tensor, p: torch.Tensor, v: torch.Tensor, firs
             o += pv
 
 
-def _softmax(s: torch.Tensor, keep: torch.Tensor | None, cap: float
-             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _softmax(s: torch.Tensor, keep: torch.Tensor | None, cap: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Scaled scores [h, r, kv] -> (e, denom, lse), the softmax being P = e / denom.
 
     e = exp(s - row max), in place in s; denom its row sums [h, r, 1], 1 for a row with nothing

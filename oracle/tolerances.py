@@ -11,6 +11,7 @@ collapsing where that baseline happens to be exact (fp32 inputs, tiny cases):
 An override is a row naming (adapter, dtype, quantity), the factor it replaces, a reason and a
 tracker reference; a literal atol in a test is a bug.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -71,6 +72,7 @@ def factor_for(adapter: str, backend: str, dtype: str, quantity: str) -> float:
 
 def bound(baseline_err: float, dtype: str, quantity: str, ref_scale: float, factor: float = BASELINE_FACTOR) -> float:
     return max(factor * baseline_err, floor(dtype, quantity, ref_scale))
+
 
 # Coarsest first: the dtype whose floor governs a case is the coarsest of q, kv and o.
 _COARSENESS = ("e5m2", "e4m3fn", "e4m3fnuz", "bf16", "fp16", "fp32")

@@ -12,6 +12,7 @@ HTML page (reports/html.py) are renderings of it, so the three never disagree. S
 
 The markdown keeps to what a pull-request comment holds: long lists are cut, and say so.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,9 +39,19 @@ def _run_line(run: Run) -> dict[str, Any]:
     h = run.header
     if h is None:
         return {"run_id": run.run_id, "path": run.path, "header": False}
-    return {"run_id": h.run_id, "target": h.target, "device": h.device, "arch": run.arch, "budget": h.budget,
-            "versions": h.versions, "harness_version": h.harness_version, "standin": h.standin,
-            "started": h.started, "finished": run.footer is not None, "records": len(run.parity) + len(run.timing)}
+    return {
+        "run_id": h.run_id,
+        "target": h.target,
+        "device": h.device,
+        "arch": run.arch,
+        "budget": h.budget,
+        "versions": h.versions,
+        "harness_version": h.harness_version,
+        "standin": h.standin,
+        "started": h.started,
+        "finished": run.footer is not None,
+        "records": len(run.parity) + len(run.timing),
+    }
 
 
 def _by_arch(runs: list[Run]) -> dict[str, list[ParityRecord]]:
@@ -56,8 +67,15 @@ def _parity(runs: list[Run]) -> dict[str, Any]:
     for arch, recs in sorted(_by_arch(runs).items()):
         for (backend, dtype), cells in sorted(worst_cells(recs).items()):
             features |= set(cells)
-            rows.append({"arch": arch, "backend": backend, "dtype": dtype,
-                         "cells": {f: _num(v) for f, v in cells.items()}, "worst": _num(max(cells.values()))})
+            rows.append(
+                {
+                    "arch": arch,
+                    "backend": backend,
+                    "dtype": dtype,
+                    "cells": {f: _num(v) for f, v in cells.items()},
+                    "worst": _num(max(cells.values())),
+                }
+            )
     return {"features": sorted(features), "rows": rows}
 
 
@@ -72,9 +90,20 @@ def _outcomes(runs: list[Run]) -> list[dict[str, Any]]:
 
 
 def _failures(runs: list[Run]) -> list[dict[str, Any]]:
-    return [{"arch": run.arch, "backend": r.backend, "case_id": r.case_id, "status": r.status,
-             "crash": is_crash(r), "known": r.known, "line": failure_line(r)}
-            for run in runs for r in run.parity if r.status in ("fail", "error")]
+    return [
+        {
+            "arch": run.arch,
+            "backend": r.backend,
+            "case_id": r.case_id,
+            "status": r.status,
+            "crash": is_crash(r),
+            "known": r.known,
+            "line": failure_line(r),
+        }
+        for run in runs
+        for r in run.parity
+        if r.status in ("fail", "error")
+    ]
 
 
 def _skips(runs: list[Run]) -> list[dict[str, Any]]:
@@ -83,28 +112,37 @@ def _skips(runs: list[Run]) -> list[dict[str, Any]]:
         for r in run.parity:
             if r.status in ("skip", "refused"):
                 c[(run.arch, r.status, r.backend, skips.constant_of(r.reason))] += 1
-    return [{"arch": a, "status": s, "backend": b, "reason": reason, "count": n}
-            for (a, s, b, reason), n in sorted(c.items())]
+    return [
+        {"arch": a, "status": s, "backend": b, "reason": reason, "count": n}
+        for (a, s, b, reason), n in sorted(c.items())
+    ]
 
 
 def incomplete(runs: list[Run], empty_paths: Sequence[str] = ()) -> list[str]:
     """Why these results are not a complete account: paths holding no record, runs with no end record."""
-    return ([f"{p} holds no attncheck record" for p in empty_paths]
-            + [f"run {r.run_id} ({r.path}) has no end record: interrupted, killed or still running"
-               for r in runs if r.unfinished])
+    return [f"{p} holds no attncheck record" for p in empty_paths] + [
+        f"run {r.run_id} ({r.path}) has no end record: interrupted, killed or still running"
+        for r in runs
+        if r.unfinished
+    ]
 
 
-def build(runs: list[Run], routing: Sequence[dict[str, Any]] = (), empty_paths: Sequence[str] = ()
-          ) -> dict[str, Any]:
+def build(runs: list[Run], routing: Sequence[dict[str, Any]] = (), empty_paths: Sequence[str] = ()) -> dict[str, Any]:
     """The report's model: every section as plain data (report.json is this, dumped).
 
     `routing` holds the routing checks of the runs, made by their caller
     (conformance/route_records.py `check_runs`): rendering checks nothing itself."""
     recs = records_of(runs)
-    return {"incomplete": incomplete(runs, empty_paths), "runs": [_run_line(r) for r in runs],
-            "parity": _parity(runs), "outcomes": _outcomes(runs), "failures": _failures(runs),
-            "skips": _skips(runs), "routing": list(routing),
-            "timing": [dict(timing.to_json(ab), markdown=timing.render_markdown(ab)) for ab in timing.tables(recs)]}
+    return {
+        "incomplete": incomplete(runs, empty_paths),
+        "runs": [_run_line(r) for r in runs],
+        "parity": _parity(runs),
+        "outcomes": _outcomes(runs),
+        "failures": _failures(runs),
+        "skips": _skips(runs),
+        "routing": list(routing),
+        "timing": [dict(timing.to_json(ab), markdown=timing.render_markdown(ab)) for ab in timing.tables(recs)],
+    }
 
 
 def _fmt(v: Any) -> str:
@@ -117,39 +155,73 @@ def _demote(md: str, levels: int) -> str:
 
 
 def render_markdown(model: dict[str, Any], title: str = "attncheck report") -> str:
-    first = ([f"**Incomplete results**: {'; '.join(model['incomplete'])}. What follows covers only the records "
-              "written.", ""] if model["incomplete"] else [])
+    first = (
+        [f"**Incomplete results**: {'; '.join(model['incomplete'])}. What follows covers only the records written.", ""]
+        if model["incomplete"]
+        else []
+    )
     lines = [*first, f"# {title}", ""]
     for r in model["runs"]:
         if not r.get("header", True):
             lines.append(f"- records without a run header in {r['path']}")
             continue
         vers = versions_text(r["versions"])
-        lines.append(f"- `{r['arch']}`: {r['target']} on {r['device']}, {r['budget']}, run `{r['run_id']}`"
-                     + ("" if r["finished"] else " (**did not finish**)")
-                     + (f", **stand-in {r['standin']}**" if r["standin"] else "") + f"; {vers}")
+        lines.append(
+            f"- `{r['arch']}`: {r['target']} on {r['device']}, {r['budget']}, run `{r['run_id']}`"
+            + ("" if r["finished"] else " (**did not finish**)")
+            + (f", **stand-in {r['standin']}**" if r["standin"] else "")
+            + f"; {vers}"
+        )
     p = model["parity"]
     if p["rows"]:
-        lines += ["", "## Parity: worst error / bound", "",
-                  "Per architecture, backend, dtype and feature; below 1 holds, `inf` is NaN, unwritten output or "
-                  "an infinity mismatch.", "",
-                  tabulate([[r["arch"], r["backend"], r["dtype"], *(_fmt(r["cells"].get(f)) for f in p["features"])]
-                            for r in p["rows"]], ["arch", "backend", "dtype", *p["features"]], tablefmt="github",
-                           disable_numparse=True)]
+        lines += [
+            "",
+            "## Parity: worst error / bound",
+            "",
+            "Per architecture, backend, dtype and feature; below 1 holds, `inf` is NaN, unwritten output or "
+            "an infinity mismatch.",
+            "",
+            tabulate(
+                [
+                    [r["arch"], r["backend"], r["dtype"], *(_fmt(r["cells"].get(f)) for f in p["features"])]
+                    for r in p["rows"]
+                ],
+                ["arch", "backend", "dtype", *p["features"]],
+                tablefmt="github",
+                disable_numparse=True,
+            ),
+        ]
     if model["outcomes"]:
-        lines += ["", "## Outcomes", "", tabulate([[o["arch"], o["backend"], *(o[s] for s in STATUSES)]
-                                                   for o in model["outcomes"]], ["arch", "backend", *STATUSES],
-                                                  tablefmt="github")]
+        lines += [
+            "",
+            "## Outcomes",
+            "",
+            tabulate(
+                [[o["arch"], o["backend"], *(o[s] for s in STATUSES)] for o in model["outcomes"]],
+                ["arch", "backend", *STATUSES],
+                tablefmt="github",
+            ),
+        ]
     fl = model["failures"]
     lines += ["", f"## Failures ({len(fl)})", ""]
-    lines += [f"- `{f['arch']}` " + ("**crash** " if f["crash"] else "") + f["line"]
-              for f in fl[:MAX_LINES]] or ["None."]
+    lines += [f"- `{f['arch']}` " + ("**crash** " if f["crash"] else "") + f["line"] for f in fl[:MAX_LINES]] or [
+        "None."
+    ]
     if len(fl) > MAX_LINES:
         lines.append(f"- ... and {len(fl) - MAX_LINES} more (report.json has them all)")
     if model["skips"]:
-        lines += ["", "<details><summary>Skips and refusals by reason</summary>", "",
-                  tabulate([[s["arch"], s["status"], s["backend"], s["reason"], s["count"]] for s in model["skips"]],
-                           ["arch", "status", "backend", "reason", "count"], tablefmt="github"), "", "</details>"]
+        lines += [
+            "",
+            "<details><summary>Skips and refusals by reason</summary>",
+            "",
+            tabulate(
+                [[s["arch"], s["status"], s["backend"], s["reason"], s["count"]] for s in model["skips"]],
+                ["arch", "status", "backend", "reason", "count"],
+                tablefmt="github",
+            ),
+            "",
+            "</details>",
+        ]
     for r in model["routing"]:
         if "error" in r:
             lines += ["", f"## Routing: {r['spec']} at {r['arch']} (**not checked**)", "", r["error"]]

@@ -6,6 +6,7 @@ by worst error/bound (green far inside the bound, amber near it, red at or beyon
 cells by time(A)/time(B) on a log scale (red: A slower, blue: A faster), pale grey where the
 interval contains 1. Every coloured cell also prints its number, so nothing depends on colour.
 """
+
 from __future__ import annotations
 
 import html
@@ -35,8 +36,14 @@ def _mix(c1: tuple[int, int, int], c2: tuple[int, int, int], t: float) -> str:
     return "#%02x%02x%02x" % tuple(round(a + (b - a) * t) for a, b in zip(c1, c2))
 
 
-GREEN, AMBER, ORANGE, RED, BLUE, WHITE = (26, 152, 80), (254, 224, 139), (252, 141, 89), (215, 48, 39), \
-    (69, 117, 180), (255, 255, 255)
+GREEN, AMBER, ORANGE, RED, BLUE, WHITE = (
+    (26, 152, 80),
+    (254, 224, 139),
+    (252, 141, 89),
+    (215, 48, 39),
+    (69, 117, 180),
+    (255, 255, 255),
+)
 
 
 def parity_color(ratio: Any) -> Optional[str]:
@@ -73,8 +80,11 @@ def _table(head: Iterable[str], rows: Iterable[str], left: int = 1) -> str:
 
 
 def _plain_row(values: Iterable[Any], left: int = 1) -> str:
-    return "<tr>" + "".join(f'<td class="l">{_e(v)}</td>' if i < left else f"<td>{_e(v)}</td>"
-                            for i, v in enumerate(values)) + "</tr>"
+    return (
+        "<tr>"
+        + "".join(f'<td class="l">{_e(v)}</td>' if i < left else f"<td>{_e(v)}</td>" for i, v in enumerate(values))
+        + "</tr>"
+    )
 
 
 def _parity(p: dict[str, Any]) -> str:
@@ -84,13 +94,25 @@ def _parity(p: dict[str, Any]) -> str:
         cells = []
         for f in feats:
             v = r["cells"].get(f)
-            cells.append(_cell("-" if v is None else (v if isinstance(v, str) else f"{v:.2f}"), parity_color(v),
-                               f"{r['arch']} {r['backend']} {r['dtype']} {f}"))
-        rows.append(f'<tr><td class="l">{_e(r["arch"])}</td><td class="l">{_e(r["backend"])}</td>'
-                    f'<td class="l">{_e(r["dtype"])}</td>{"".join(cells)}</tr>')
-    legend = ('<p class="legend">' + "".join(f'<span style="background:{parity_color(v)}">{t}</span>'
-                                             for v, t in ((0.0, "0"), (0.5, "0.5"), (0.9, "0.9"), (1.0, "&ge; 1")))
-              + " worst error / bound (below 1 holds)</p>")
+            cells.append(
+                _cell(
+                    "-" if v is None else (v if isinstance(v, str) else f"{v:.2f}"),
+                    parity_color(v),
+                    f"{r['arch']} {r['backend']} {r['dtype']} {f}",
+                )
+            )
+        rows.append(
+            f'<tr><td class="l">{_e(r["arch"])}</td><td class="l">{_e(r["backend"])}</td>'
+            f'<td class="l">{_e(r["dtype"])}</td>{"".join(cells)}</tr>'
+        )
+    legend = (
+        '<p class="legend">'
+        + "".join(
+            f'<span style="background:{parity_color(v)}">{t}</span>'
+            for v, t in ((0.0, "0"), (0.5, "0.5"), (0.9, "0.9"), (1.0, "&ge; 1"))
+        )
+        + " worst error / bound (below 1 holds)</p>"
+    )
     return legend + _table(["arch", "backend", "dtype", *feats], rows, left=3)
 
 
@@ -103,29 +125,44 @@ def _timing(t: dict[str, Any]) -> str:
                 cells.append(_cell("–", None, c["unmeasured"] if c else "not measured"))
                 continue
             text = f"{_f(c['ratio'])} [{_f(c['lo'])}, {_f(c['hi'])}]"
-            cells.append(_cell(text, timing_color(c["ratio"] or math.nan, c["significant"]),
-                               f"{row['label']}/q{q}, n={c['n']}"))
+            cells.append(
+                _cell(text, timing_color(c["ratio"] or math.nan, c["significant"]), f"{row['label']}/q{q}, n={c['n']}")
+            )
         rows.append(f'<tr><td class="l">{_e(row["label"])}</td>{"".join(cells)}</tr>')
     q = t["threshold"]
-    gate = ("no threshold: " + t["threshold_reason"]) if not t["derived"] else (
-        f"recommended q* = {'None (never gate)' if q is None else q}; {t['threshold_reason']}")
-    return (f"<h3>{_e(t['arch'])} {_e(t['layout'])}: time({_e(t['a'])}) / time({_e(t['b'])})</h3>"
-            + _table([t["arch"], *(f"q{c}" for c in t["columns"])], rows) + f"<p>{_e(gate)}</p>")
+    gate = (
+        ("no threshold: " + t["threshold_reason"])
+        if not t["derived"]
+        else (f"recommended q* = {'None (never gate)' if q is None else q}; {t['threshold_reason']}")
+    )
+    return (
+        f"<h3>{_e(t['arch'])} {_e(t['layout'])}: time({_e(t['a'])}) / time({_e(t['b'])})</h3>"
+        + _table([t["arch"], *(f"q{c}" for c in t["columns"])], rows)
+        + f"<p>{_e(gate)}</p>"
+    )
 
 
 def _routing(r: dict[str, Any]) -> str:
     if "error" in r:
-        return (f'<h3>{_e(r["spec"])} at {_e(r["arch"])}: <span class="bad">not checked</span></h3>'
-                f'<p>{_e(r["error"])}</p>')
+        return (
+            f'<h3>{_e(r["spec"])} at {_e(r["arch"])}: <span class="bad">not checked</span></h3><p>{_e(r["error"])}</p>'
+        )
     ok = '<span class="ok">holds</span>' if r["ok"] else '<span class="bad">fails</span>'
-    rows = [_plain_row([x["rule"], x["expects"], x["observations"], x["passed"], x["failed"]], left=2)
-            for x in r["rows"]]
+    rows = [
+        _plain_row([x["rule"], x["expects"], x["observations"], x["passed"], x["failed"]], left=2) for x in r["rows"]
+    ]
     unreached = ", ".join(r["unreached"]) or "none"
-    bad = "".join(f"<li>{_e(v['backend'])} {_e(v['case_id'])}: expected {_e(v['expected'])}, observed "
-                  f"{_e(v['observed'])} ({_e(v['verdict'])})</li>" for v in r["unexplained"])
-    return (f"<h3>{_e(r['spec'])} at {_e(r['arch'])}: {ok}</h3>"
-            + _table(["rule", "expects", "observations", "passed", "failed"], rows, left=2)
-            + f"<p>Rows never reached: {_e(unreached)}</p>" + (f'<ul class="fail">{bad}</ul>' if bad else ""))
+    bad = "".join(
+        f"<li>{_e(v['backend'])} {_e(v['case_id'])}: expected {_e(v['expected'])}, observed "
+        f"{_e(v['observed'])} ({_e(v['verdict'])})</li>"
+        for v in r["unexplained"]
+    )
+    return (
+        f"<h3>{_e(r['spec'])} at {_e(r['arch'])}: {ok}</h3>"
+        + _table(["rule", "expects", "observations", "passed", "failed"], rows, left=2)
+        + f"<p>Rows never reached: {_e(unreached)}</p>"
+        + (f'<ul class="fail">{bad}</ul>' if bad else "")
+    )
 
 
 def render_html(model: dict[str, Any], title: str = "attncheck report") -> str:
@@ -138,35 +175,62 @@ def render_html(model: dict[str, Any], title: str = "attncheck report") -> str:
             parts.append(f"<li>records without a run header in {_e(r['path'])}</li>")
             continue
         vers = versions_text(r["versions"])
-        parts.append(f"<li><code>{_e(r['arch'])}</code> {_e(r['target'])} on {_e(r['device'])}, {_e(r['budget'])}, "
-                     f"run <code>{_e(r['run_id'])}</code>" + ("" if r["finished"] else ' <span class="bad">did not '
-                                                              'finish</span>')
-                     + (f' <span class="bad">stand-in {_e(r["standin"])}</span>' if r["standin"] else "")
-                     + f"; {_e(vers)}</li>")
+        parts.append(
+            f"<li><code>{_e(r['arch'])}</code> {_e(r['target'])} on {_e(r['device'])}, {_e(r['budget'])}, "
+            f"run <code>{_e(r['run_id'])}</code>"
+            + ("" if r["finished"] else ' <span class="bad">did not finish</span>')
+            + (f' <span class="bad">stand-in {_e(r["standin"])}</span>' if r["standin"] else "")
+            + f"; {_e(vers)}</li>"
+        )
     parts.append("</ul>")
     if model["parity"]["rows"]:
         parts += ['<h2 id="parity">Parity: worst error / bound</h2>', _parity(model["parity"])]
     if model["outcomes"]:
-        parts += ['<h2 id="outcomes">Outcomes</h2>', _table(["arch", "backend", *STATUSES],
-                                              [_plain_row([o["arch"], o["backend"], *(o[s] for s in STATUSES)], 2)
-                                               for o in model["outcomes"]], left=2)]
+        parts += [
+            '<h2 id="outcomes">Outcomes</h2>',
+            _table(
+                ["arch", "backend", *STATUSES],
+                [_plain_row([o["arch"], o["backend"], *(o[s] for s in STATUSES)], 2) for o in model["outcomes"]],
+                left=2,
+            ),
+        ]
     fl = model["failures"]
     parts.append(f'<h2 id="failures">Failures ({len(fl)})</h2>')
-    parts.append('<ul class="fail">' + "".join(
-        f"<li>{_e(f['arch'])} " + ('<span class="bad">crash</span> ' if f["crash"] else "") + f"{_e(f['line'])}</li>"
-        for f in fl) + "</ul>" if fl else "<p>None.</p>")
+    parts.append(
+        '<ul class="fail">'
+        + "".join(
+            f"<li>{_e(f['arch'])} "
+            + ('<span class="bad">crash</span> ' if f["crash"] else "")
+            + f"{_e(f['line'])}</li>"
+            for f in fl
+        )
+        + "</ul>"
+        if fl
+        else "<p>None.</p>"
+    )
     if model["skips"]:
-        parts += ['<h2 id="skips">Skips and refusals by reason</h2>',
-                  _table(["arch", "status", "backend", "reason", "count"],
-                         [_plain_row([s["arch"], s["status"], s["backend"], s["reason"], s["count"]], 4)
-                          for s in model["skips"]], left=4)]
+        parts += [
+            '<h2 id="skips">Skips and refusals by reason</h2>',
+            _table(
+                ["arch", "status", "backend", "reason", "count"],
+                [
+                    _plain_row([s["arch"], s["status"], s["backend"], s["reason"], s["count"]], 4)
+                    for s in model["skips"]
+                ],
+                left=4,
+            ),
+        ]
     if model["routing"]:
         parts += ['<h2 id="routing">Routing: expected against observed</h2>', *(_routing(r) for r in model["routing"])]
     if model["timing"]:
-        parts += ['<h2 id="timing">Timing: A/B ratio tables</h2>',
-                  '<p class="legend"><span style="background:%s">A slower</span><span style="background:%s">A faster'
-                  '</span><span style="background:#eeeeee">no measured difference</span> median of paired ratios '
-                  "[%.0f%% interval]</p>" % (timing_color(2.0, True), timing_color(0.5, True), 100 * LEVEL),
-                  *(_timing(t) for t in model["timing"])]
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n")
+        parts += [
+            '<h2 id="timing">Timing: A/B ratio tables</h2>',
+            '<p class="legend"><span style="background:%s">A slower</span><span style="background:%s">A faster'
+            '</span><span style="background:#eeeeee">no measured difference</span> median of paired ratios '
+            "[%.0f%% interval]</p>" % (timing_color(2.0, True), timing_color(0.5, True), 100 * LEVEL),
+            *(_timing(t) for t in model["timing"]),
+        ]
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n"
+    )

@@ -6,6 +6,7 @@ Records keep their run_id, and each run its header (target, device, arch, versio
 of different runners never mix: reports group by the run's architecture. The same run read
 twice is refused rather than counted twice.
 """
+
 from __future__ import annotations
 
 import glob
@@ -14,8 +15,17 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
-from reports.records import (SCHEMA_VERSION, IncompatibleRecord, ParityRecord, Record, RunFooter, RunHeader,
-                             StageRecord, TimingRecord, read_jsonl)
+from reports.records import (
+    SCHEMA_VERSION,
+    IncompatibleRecord,
+    ParityRecord,
+    Record,
+    RunFooter,
+    RunHeader,
+    StageRecord,
+    TimingRecord,
+    read_jsonl,
+)
 from scenarios.errors import InvalidValue
 
 
@@ -51,8 +61,12 @@ def result_files(path: str) -> list[str]:
     if os.path.isdir(path):
         files = sorted(glob.glob(os.path.join(path, "*.jsonl")))
         if not files:
-            raise ResultsError("RESULTS", path, "a directory holding results (*.jsonl)",
-                               "pass the --out directory of attncheck run/record/sweep, or a results file")
+            raise ResultsError(
+                "RESULTS",
+                path,
+                "a directory holding results (*.jsonl)",
+                "pass the --out directory of attncheck run/record/sweep, or a results file",
+            )
         return files
     if not os.path.isfile(path):
         raise ResultsError("RESULTS", path, "an existing results file or directory", "check the path")
@@ -66,12 +80,19 @@ def read_records(path: str) -> list[Record]:
     except OSError as e:
         raise ResultsError("RESULTS", path, "a readable file", f"check the path ({e.strerror})") from None
     except IncompatibleRecord as e:
-        raise ResultsError("RESULTS", f"{path}:{e.line_no}",
-                           f"records of schema version {SCHEMA_VERSION}, not {e.got!r}",
-                           "re-record with this attncheck version, or read it with the version that wrote it") from None
+        raise ResultsError(
+            "RESULTS",
+            f"{path}:{e.line_no}",
+            f"records of schema version {SCHEMA_VERSION}, not {e.got!r}",
+            "re-record with this attncheck version, or read it with the version that wrote it",
+        ) from None
     except (json.JSONDecodeError, TypeError, UnicodeDecodeError) as e:
-        raise ResultsError("RESULTS", path, "attncheck records, one JSON object per line",
-                           f"pass a file attncheck wrote ({type(e).__name__})") from None
+        raise ResultsError(
+            "RESULTS",
+            path,
+            "attncheck records, one JSON object per line",
+            f"pass a file attncheck wrote ({type(e).__name__})",
+        ) from None
 
 
 def load_runs(paths: list[str]) -> list[Run]:
@@ -84,8 +105,12 @@ def load_runs(paths: list[str]) -> list[Run]:
                 rid = rec.run_id
                 if isinstance(rec, RunHeader):
                     if rid in runs:
-                        raise ResultsError("RESULTS", f, f"each run once (run {rid} is also in {runs[rid].path})",
-                                           "pass each results file (or directory) once")
+                        raise ResultsError(
+                            "RESULTS",
+                            f,
+                            f"each run once (run {rid} is also in {runs[rid].path})",
+                            "pass each results file (or directory) once",
+                        )
                     current[rid] = runs[rid] = Run(rec, path=f)
                     continue
                 run = current.get(rid) or runs.setdefault(rid, Run(None, path=f))

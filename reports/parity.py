@@ -4,6 +4,7 @@ Pure rendering: records in, markdown (or rows for tabulate) out, readable on a m
 GPU. A ratio is the largest error over its bound (< 1 holds); "inf" means NaN, unwritten
 output or an infinity where the reference is finite (or the reverse).
 """
+
 from __future__ import annotations
 
 import math
@@ -107,8 +108,16 @@ def timing_by_backend(recs: list[ParityRecord]) -> list[list[object]]:
     for b in sorted(by):
         firsts = [r for r in by[b] if r.compile_s > 0]
         runs = [1e3 * r.run_s for r in by[b] if r.compile_s == 0]
-        rows.append([b, len(firsts), f"{sum(r.compile_s for r in firsts):.1f}", len(runs),
-                     f"{_quantile(runs, 0.5):.3f}" if runs else "-", f"{_quantile(runs, 0.9):.3f}" if runs else "-"])
+        rows.append(
+            [
+                b,
+                len(firsts),
+                f"{sum(r.compile_s for r in firsts):.1f}",
+                len(runs),
+                f"{_quantile(runs, 0.5):.3f}" if runs else "-",
+                f"{_quantile(runs, 0.9):.3f}" if runs else "-",
+            ]
+        )
     return rows
 
 
@@ -121,8 +130,16 @@ def stage_rows(stages: list[StageRecord]) -> list[list[object]]:
     for st in stages:
         p = st.prepare or {}
         err = p.get("error")
-        rows.append([st.stage, " ".join(st.backends), len(p.get("requested", [])), f"{p.get('seconds', 0.0):.1f}",
-                     f"{st.waited_s:.1f}", (err[:120] + "...") if err and len(err) > 120 else (err or "")])
+        rows.append(
+            [
+                st.stage,
+                " ".join(st.backends),
+                len(p.get("requested", [])),
+                f"{p.get('seconds', 0.0):.1f}",
+                f"{st.waited_s:.1f}",
+                (err[:120] + "...") if err and len(err) > 120 else (err or ""),
+            ]
+        )
     return rows
 
 
@@ -145,16 +162,20 @@ def failure_line(r: ParityRecord) -> str:
     bits = [f"{r.backend} {r.case_id}: {r.status}"]
     for name, cmp in (("out", r.out), ("lse", r.lse)):
         if cmp and not cmp["passed"]:
-            bits.append(f"{name} max_abs={float(cmp['max_abs']):.3g} bound={float(cmp['bound']):.3g} "
-                        f"worst={cmp['worst_index']} nan={cmp['nan_count']} unwritten={cmp['unwritten_count']} "
-                        f"inf_mismatch={cmp['inf_mismatch_count']}")
+            bits.append(
+                f"{name} max_abs={float(cmp['max_abs']):.3g} bound={float(cmp['bound']):.3g} "
+                f"worst={cmp['worst_index']} nan={cmp['nan_count']} unwritten={cmp['unwritten_count']} "
+                f"inf_mismatch={cmp['inf_mismatch_count']}"
+            )
     if r.reason:
         bits.append(r.reason)
     if r.known:
         bits.append(f"known failure: {r.known}")
     if r.fresh == "pass":
-        bits.append("a fresh adapter passes this case: the failure depends on the earlier plans of the long-lived "
-                    "one (a lifecycle defect)")
+        bits.append(
+            "a fresh adapter passes this case: the failure depends on the earlier plans of the long-lived "
+            "one (a lifecycle defect)"
+        )
     elif r.fresh:
         bits.append(f"a fresh adapter: {r.fresh} too")
     return " | ".join(bits)
@@ -167,43 +188,69 @@ def render_markdown(records: list[Record], title: str = "attncheck parity report
     lines = [f"# {title}", ""]
     for h in heads:
         vers = versions_text(h.versions)
-        lines += [f"- run `{h.run_id}`: target `{h.target}` on `{h.device}`, budget `{h.budget}`, seed {h.seed}, "
-                  f"started {h.started}, attncheck {h.harness_version}", f"- versions: {vers}",
-                  f"- command: `{' '.join(h.argv)}`"]
+        lines += [
+            f"- run `{h.run_id}`: target `{h.target}` on `{h.device}`, budget `{h.budget}`, seed {h.seed}, "
+            f"started {h.started}, attncheck {h.harness_version}",
+            f"- versions: {vers}",
+            f"- command: `{' '.join(h.argv)}`",
+        ]
         if h.standin:  # kernels/standins/: the adapter against a stand-in of the library
             lines.append(f"- **stand-in**: `{h.standin}` ran in place of the library; not conformance results")
     if heads and not ends:
         lines.append("- **this run did not finish**: the tables cover what was measured before it stopped")
     for e in ends:
         lines.append(f"- finished in {e.elapsed_s:.1f} s, exit status {e.exit_status}")
-    lines += ["", "## Outcomes by backend", "",
-              tabulate(counts_by_backend(recs), COUNT_HEADERS, tablefmt="github"), ""]
+    lines += ["", "## Outcomes by backend", "", tabulate(counts_by_backend(recs), COUNT_HEADERS, tablefmt="github"), ""]
     stages = [r for r in records if isinstance(r, StageRecord)]
     if stages:
-        lines += ["## Stages and JIT prebuild", "",
-                  "Each stage's modules are built in one parallel build while the previous stage runs; "
-                  "`waited s` is what the run waited for it.", "",
-                  tabulate(stage_rows(stages), STAGE_HEADERS, tablefmt="github"), ""]
+        lines += [
+            "## Stages and JIT prebuild",
+            "",
+            "Each stage's modules are built in one parallel build while the previous stage runs; "
+            "`waited s` is what the run waited for it.",
+            "",
+            tabulate(stage_rows(stages), STAGE_HEADERS, tablefmt="github"),
+            "",
+        ]
     oh, orows = outcomes_by_feature(recs)
     if orows:
-        lines += ["## Outcomes by backend and feature", "",
-                  "`passed/compared`; a record counts under each feature its case has.", "",
-                  tabulate(orows, oh, tablefmt="github"), ""]
+        lines += [
+            "## Outcomes by backend and feature",
+            "",
+            "`passed/compared`; a record counts under each feature its case has.",
+            "",
+            tabulate(orows, oh, tablefmt="github"),
+            "",
+        ]
     tr = timing_by_backend(recs)
     if tr:
-        lines += ["## Compile and run time by backend", "",
-                  "`compile s`: first plan+run of each module in the run (compile, or load of a prebuilt "
-                  "module); run times exclude those.", "",
-                  tabulate(tr, TIMING_HEADERS, tablefmt="github"), ""]
+        lines += [
+            "## Compile and run time by backend",
+            "",
+            "`compile s`: first plan+run of each module in the run (compile, or load of a prebuilt "
+            "module); run times exclude those.",
+            "",
+            tabulate(tr, TIMING_HEADERS, tablefmt="github"),
+            "",
+        ]
     fh, fr = worst_by_feature(recs)
     if fr:
-        lines += ["## Worst error / bound by backend, dtype and feature", "",
-                  "A value below 1 holds; `inf` is NaN, unwritten output or an infinity mismatch.", "",
-                  tabulate(fr, fh, tablefmt="github"), ""]
+        lines += [
+            "## Worst error / bound by backend, dtype and feature",
+            "",
+            "A value below 1 holds; `inf` is NaN, unwritten output or an infinity mismatch.",
+            "",
+            tabulate(fr, fh, tablefmt="github"),
+            "",
+        ]
     sk = skips_by_reason(recs)
     if sk:
-        lines += ["## Skips and refusals by reason", "",
-                  tabulate(sk, ["status", "backend", "reason", "count"], tablefmt="github"), ""]
+        lines += [
+            "## Skips and refusals by reason",
+            "",
+            tabulate(sk, ["status", "backend", "reason", "count"], tablefmt="github"),
+            "",
+        ]
     fl = failures(recs)
     lines += ["## Failures", ""]
     lines += [f"- {failure_line(r)}" for r in fl] if fl else ["None."]

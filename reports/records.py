@@ -9,6 +9,7 @@ A timing sweep's file holds TimingRecords in place of ParityRecords.
 Fields added within a schema version have defaults (RunHeader.arch, the timing kind), so files
 written before them still read.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,10 @@ class IncompatibleRecord(ValueError):
         self.path = path
         self.line_no = line_no
         self.got = got
-        super().__init__(f"{path}:{line_no}: schema {got!r} is not {SCHEMA_VERSION}. "
-                         f"Fix: re-run with this attncheck version, or read it with the version that wrote it")
+        super().__init__(
+            f"{path}:{line_no}: schema {got!r} is not {SCHEMA_VERSION}. "
+            f"Fix: re-run with this attncheck version, or read it with the version that wrote it"
+        )
 
 
 @dataclass

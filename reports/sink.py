@@ -1,4 +1,5 @@
 """Append records to a JSONL file as they are produced, so a crash keeps what was measured."""
+
 from __future__ import annotations
 
 import os

@@ -13,6 +13,7 @@ A judgement ("slower", "a regression") is made only when the whole interval lies
 never from the point estimate. The resampling is seeded, so a report is reproducible from its
 records. Fewer than MIN_SAMPLES samples give the interval (0, inf): nothing can be concluded.
 """
+
 from __future__ import annotations
 
 import math
@@ -49,11 +50,18 @@ class RatioCI:
 
     def to_json(self) -> dict[str, Any]:
         """JSON has no infinity or NaN: an open end (too few samples) is None."""
+
         def fin(x: float) -> Optional[float]:
             return x if math.isfinite(x) else None
 
-        return {"ratio": fin(self.ratio), "lo": fin(self.lo), "hi": fin(self.hi), "n": self.n, "level": self.level,
-                "significant": self.significant}
+        return {
+            "ratio": fin(self.ratio),
+            "lo": fin(self.lo),
+            "hi": fin(self.hi),
+            "n": self.n,
+            "level": self.level,
+            "significant": self.significant,
+        }
 
 
 def _percentiles(stats: np.ndarray, level: float) -> tuple[float, float]:
@@ -69,8 +77,9 @@ def _clean(xs: Sequence[float], what: str) -> np.ndarray:
     return arr
 
 
-def paired_ratio(a: Sequence[float], b: Sequence[float], level: float = LEVEL, resamples: int = RESAMPLES,
-                 seed: int = SEED) -> RatioCI:
+def paired_ratio(
+    a: Sequence[float], b: Sequence[float], level: float = LEVEL, resamples: int = RESAMPLES, seed: int = SEED
+) -> RatioCI:
     """Median of a[i] / b[i] over paired repetitions, with its bootstrap interval."""
     xa, xb = _clean(a, "a"), _clean(b, "b")
     if xa.size != xb.size:
@@ -87,8 +96,9 @@ def paired_ratio(a: Sequence[float], b: Sequence[float], level: float = LEVEL, r
     return RatioCI(point, lo, hi, int(r.size), level)
 
 
-def ratio_of_medians(new: Sequence[float], base: Sequence[float], level: float = LEVEL,
-                     resamples: int = RESAMPLES, seed: int = SEED) -> RatioCI:
+def ratio_of_medians(
+    new: Sequence[float], base: Sequence[float], level: float = LEVEL, resamples: int = RESAMPLES, seed: int = SEED
+) -> RatioCI:
     """median(new) / median(base) for independent samples, with its bootstrap interval."""
     xn, xb = _clean(new, "new"), _clean(base, "base")
     n = int(min(xn.size, xb.size))

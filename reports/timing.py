@@ -13,6 +13,7 @@ The threshold is routing/threshold.py's rule, applied twice:
 Costs at the recommended q* and each row's crossover come from the point estimates
 (`costs_at`, `row_crossovers`). Nothing here measures; it reads records.
 """
+
 from __future__ import annotations
 
 import math
@@ -58,8 +59,9 @@ class ABCells:
                 else:
                     cells.append(ci.ratio if (ci.significant or not significant_only) else 1.0)
             rows.append(Row(bs, kv, tuple(cells)))
-        return ABTable(self.arch, self.layout, self.a, self.b, tuple(self.columns), tuple(rows),
-                       note="measured by attncheck sweep")
+        return ABTable(
+            self.arch, self.layout, self.a, self.b, tuple(self.columns), tuple(rows), note="measured by attncheck sweep"
+        )
 
 
 def pairs(records: Iterable[Record]) -> list[TableKey]:
@@ -122,13 +124,20 @@ def _q(v: Optional[int]) -> str:
 def render_markdown(ab: ABCells) -> str:
     rec = recommend(ab)
     q_star = rec.recommended.threshold if rec.recommended else None
-    head = [ab.arch] + [f"**q{q}** (q*)" if q == q_star else f"**q{q}**" if q_star is not None and q <= q_star
-                        else f"q{q}" for q in ab.columns]
-    lines = [f"### {ab.arch} {ab.layout}: time({ab.a}) / time({ab.b})", "",
-             f"Median of paired per-repetition ratios [{LEVEL:.0%} bootstrap interval]; > 1: {ab.a} slower. "
-             "`*`: the interval contains 1 (no measured difference), read as a tie by the recommendation; "
-             "`–†`: not measured (skipped or failed).", "",
-             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    head = [ab.arch] + [
+        f"**q{q}** (q*)" if q == q_star else f"**q{q}**" if q_star is not None and q <= q_star else f"q{q}"
+        for q in ab.columns
+    ]
+    lines = [
+        f"### {ab.arch} {ab.layout}: time({ab.a}) / time({ab.b})",
+        "",
+        f"Median of paired per-repetition ratios [{LEVEL:.0%} bootstrap interval]; > 1: {ab.a} slower. "
+        "`*`: the interval contains 1 (no measured difference), read as a tie by the recommendation; "
+        "`–†`: not measured (skipped or failed).",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
     for bs, kv in ab.rows:
         cells = [_cell(ab.cells.get((bs, kv, q)), ab.unmeasured.get((bs, kv, q))) for q in ab.columns]
         lines.append(f"| bs{bs}/kv{kv} | " + " | ".join(cells) + " |")
@@ -138,21 +147,30 @@ def render_markdown(ab: ABCells) -> str:
         return "\n".join(lines) + "\n"
     r, p = rec.recommended, rec.point
     assert p is not None
-    lines.append(f"- Recommended threshold: q* = {_q(r.threshold)}: routing row `{r.routing_row}` "
-                 f"(route q_len <= q* to {ab.b}). Why: {r.reason}.")
+    lines.append(
+        f"- Recommended threshold: q* = {_q(r.threshold)}: routing row `{r.routing_row}` "
+        f"(route q_len <= q* to {ab.b}). Why: {r.reason}."
+    )
     if p.threshold != r.threshold:
         lines.append(f"- From point estimates alone q* would be {_q(p.threshold)}; the intervals do not support it.")
     costs = costs_at(ab.table(significant_only=False), r.threshold)
     worst, best = costs.worst_gated_ratio, costs.best_gated_ratio
     if worst is not None and best is not None:
-        lines.append(f"- Gated cells: {ab.a} slower by {worst.ratio:.2f}x at worst ({worst.label}), "
-                     f"{best.ratio:.2f}x at best.")
+        lines.append(
+            f"- Gated cells: {ab.a} slower by {worst.ratio:.2f}x at worst ({worst.label}), {best.ratio:.2f}x at best."
+        )
     if costs.next_column is not None and costs.next_column_best_for_A is not None:
         nb = costs.next_column_best_for_A
-        lines.append(f"- Next column q{costs.next_column}: best for {ab.a} {nb.ratio:.2f} at {nb.label}"
-                     + (f" (gating it would cost {1 / nb.ratio:.2f}x there)" if nb.a_wins else "") + ".")
-    lines.append("- Crossover by row (where A stops losing): "
-                 + "; ".join(_crossover(c) for c in row_crossovers(ab.table(significant_only=True))) + ".")
+        lines.append(
+            f"- Next column q{costs.next_column}: best for {ab.a} {nb.ratio:.2f} at {nb.label}"
+            + (f" (gating it would cost {1 / nb.ratio:.2f}x there)" if nb.a_wins else "")
+            + "."
+        )
+    lines.append(
+        "- Crossover by row (where A stops losing): "
+        + "; ".join(_crossover(c) for c in row_crossovers(ab.table(significant_only=True)))
+        + "."
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -165,16 +183,28 @@ def _cell_json(ab: ABCells, pos: tuple[int, int, int]) -> Optional[dict[str, Any
 def to_json(ab: ABCells) -> dict[str, Any]:
     rec = recommend(ab)
     return {
-        "arch": ab.arch, "layout": ab.layout, "a": ab.a, "b": ab.b, "columns": ab.columns,
-        "rows": [{"label": f"bs{bs}/kv{kv}", "batch": bs, "kv_len": kv,
-                  "cells": [_cell_json(ab, (bs, kv, q)) for q in ab.columns]} for bs, kv in ab.rows],
+        "arch": ab.arch,
+        "layout": ab.layout,
+        "a": ab.a,
+        "b": ab.b,
+        "columns": ab.columns,
+        "rows": [
+            {
+                "label": f"bs{bs}/kv{kv}",
+                "batch": bs,
+                "kv_len": kv,
+                "cells": [_cell_json(ab, (bs, kv, q)) for q in ab.columns],
+            }
+            for bs, kv in ab.rows
+        ],
         "threshold": rec.recommended.threshold if rec.recommended else None,
         "threshold_reason": rec.recommended.reason if rec.recommended else rec.problem,
         "threshold_point": rec.point.threshold if rec.point else None,
         "derived": rec.recommended is not None,
-        "crossovers": [{"row": f"bs{c.batch}/kv{c.kv_len}", "last_loss": c.last_loss,
-                        "first_non_loss": c.first_non_loss}
-                       for c in (row_crossovers(ab.table(significant_only=True)) if rec.recommended else ())],
+        "crossovers": [
+            {"row": f"bs{c.batch}/kv{c.kv_len}", "last_loss": c.last_loss, "first_non_loss": c.first_non_loss}
+            for c in (row_crossovers(ab.table(significant_only=True)) if rec.recommended else ())
+        ],
     }
 
 

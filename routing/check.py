@@ -11,6 +11,7 @@ module with no pytest and no library import; reports render the same records tes
 * `coverage(spec, verdicts) -> Coverage`: which rows no passing observation reached (gaps in what
   was exercised) and which observed decisions no row of the spec explains (failures).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -67,8 +68,10 @@ def check(expected: ExpectedRoute, observed: ObservedRoute) -> RoutingVerdict:
     if expected.raises is not None:
         if observed.raised == expected.raises:
             return v("pass")
-        return v("expected_raise", f"expected {expected.raises}, got "
-                 f"{observed.raised or 'backend ' + repr(observed.backend)}")
+        return v(
+            "expected_raise",
+            f"expected {expected.raises}, got {observed.raised or 'backend ' + repr(observed.backend)}",
+        )
     if observed.raised is not None:
         return v("unexpected_raise", f"expected backend {expected.backend!r}, got {observed.raised}")
     if observed.backend != expected.backend:

@@ -5,6 +5,7 @@ chosen (`PER_REQUEST`'s name when no request ran one, kernels.torch_sdpa.EMPTY_P
 spec's rows describe one request and a batch's expectation is built here from its requests'. Used by
 conformance.route_records (records) and conformance.explore.machines (the scenario machines' routing invariant).
 """
+
 from __future__ import annotations
 
 from typing import Sequence, cast
@@ -18,9 +19,10 @@ JOIN = "+"
 
 def request_queries(query: RoutingQuery) -> list[RoutingQuery]:
     """One query per request of `query`'s batch; a batch with no request is `query` itself."""
-    return [query.replace(qo_lens=(qo,), kv_lens=(kv,), max_q_len=qo, max_kv_len=kv,
-                          all_requests_empty=qo == 0 or kv == 0)
-            for qo, kv in zip(query.qo_lens, query.kv_lens)] or [query]
+    return [
+        query.replace(qo_lens=(qo,), kv_lens=(kv,), max_q_len=qo, max_kv_len=kv, all_requests_empty=qo == 0 or kv == 0)
+        for qo, kv in zip(query.qo_lens, query.kv_lens)
+    ] or [query]
 
 
 def batch_route(spec: RoutingSpec, query: RoutingQuery) -> ExpectedRoute:
@@ -39,8 +41,9 @@ def batch_route(spec: RoutingSpec, query: RoutingQuery) -> ExpectedRoute:
     # to exactly one of expect_backend / expect_raises.
     ran = sorted(cast("set[str]", {p.backend for p in parts if p.backend != none_ran}))
     decided = {p.rule for p in parts}
-    return ExpectedRoute(JOIN.join(ran) if ran else none_ran, reasons.pop(),
-                         JOIN.join(r.name for r in spec.rules if r.name in decided))
+    return ExpectedRoute(
+        JOIN.join(ran) if ran else none_ran, reasons.pop(), JOIN.join(r.name for r in spec.rules if r.name in decided)
+    )
 
 
 def rows_of(expected: ExpectedRoute) -> tuple[str, ...]:

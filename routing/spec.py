@@ -17,6 +17,7 @@ A spec is:
 `RoutingQuery` is the plain description the selector sees; build it from a `scenarios.Case` and
 a `RoutingEnv` (facts about the machine and install) with `query_from_case`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -148,24 +149,48 @@ class RoutingQuery:
         return replace(self, **changes)
 
 
-def query_from_case(case: Case, env: RoutingEnv, *, requested: str = "auto",
-                    pos_encoding: str = "NONE", use_tensor_cores: bool = False,
-                    max_seq_len: Optional[int] = None) -> RoutingQuery:
+def query_from_case(
+    case: Case,
+    env: RoutingEnv,
+    *,
+    requested: str = "auto",
+    pos_encoding: str = "NONE",
+    use_tensor_cores: bool = False,
+    max_seq_len: Optional[int] = None,
+) -> RoutingQuery:
     """The query one plan() of `case` makes under `env`."""
     return RoutingQuery(
-        api=case.layout, arch=env.arch, requested=requested, q_dtype=case.q_dtype,
-        kv_dtype=case.kv_dtype, o_dtype=case.o_dtype, kv_layout=case.kv_layout,
-        custom_mask=case.mask == "custom", head_dim_qk=case.head_dim_qk,
-        head_dim_vo=case.head_dim_vo, pos_encoding=pos_encoding,
-        logits_soft_cap=case.logits_soft_cap, causal=case.causal,
-        max_q_len=max(case.qo_lens, default=0), max_kv_len=max(case.kv_lens, default=0),
-        page_size=case.page_size, aiter_install=env.aiter_install, graph_mode=env.graph_mode,
-        bootstrap_ok=env.bootstrap_ok, native_paging_ok=env.native_paging_ok,
-        use_tensor_cores=use_tensor_cores, max_seq_len=max_seq_len, device=env.device,
+        api=case.layout,
+        arch=env.arch,
+        requested=requested,
+        q_dtype=case.q_dtype,
+        kv_dtype=case.kv_dtype,
+        o_dtype=case.o_dtype,
+        kv_layout=case.kv_layout,
+        custom_mask=case.mask == "custom",
+        head_dim_qk=case.head_dim_qk,
+        head_dim_vo=case.head_dim_vo,
+        pos_encoding=pos_encoding,
+        logits_soft_cap=case.logits_soft_cap,
+        causal=case.causal,
+        max_q_len=max(case.qo_lens, default=0),
+        max_kv_len=max(case.kv_lens, default=0),
+        page_size=case.page_size,
+        aiter_install=env.aiter_install,
+        graph_mode=env.graph_mode,
+        bootstrap_ok=env.bootstrap_ok,
+        native_paging_ok=env.native_paging_ok,
+        use_tensor_cores=use_tensor_cores,
+        max_seq_len=max_seq_len,
+        device=env.device,
         all_requests_empty=all(qo == 0 or kv == 0 for qo, kv in zip(case.qo_lens, case.kv_lens)),
-        qo_lens=case.qo_lens, kv_lens=case.kv_lens, num_qo_heads=case.num_qo_heads,
-        num_kv_heads=case.num_kv_heads, window_left=case.window_left,
-        cudnn_direct_seqlens=env.cudnn_direct_seqlens)
+        qo_lens=case.qo_lens,
+        kv_lens=case.kv_lens,
+        num_qo_heads=case.num_qo_heads,
+        num_kv_heads=case.num_kv_heads,
+        window_left=case.window_left,
+        cudnn_direct_seqlens=env.cudnn_direct_seqlens,
+    )
 
 
 # gfx version as torch reports it on ROCm (device_capability) -> the arch name specs are keyed by.
@@ -313,8 +338,9 @@ def expected_route(spec: RoutingSpec, query: RoutingQuery) -> ExpectedRoute:
                 fires, t = _gate_fires(spec, rule, query, ctx)
                 if not fires:
                     continue
-            return ExpectedRoute(rule.expect_backend, rule.expect_reason, rule.name,
-                                 raises=rule.expect_raises, threshold=t)
+            return ExpectedRoute(
+                rule.expect_backend, rule.expect_reason, rule.name, raises=rule.expect_raises, threshold=t
+            )
     except _GapFound as g:
         return ExpectedRoute(None, None, None, gap=g.gap)
     return ExpectedRoute(None, None, None, gap=SpecGap("<rules>", query.arch))
@@ -337,8 +363,11 @@ def expected_sequence(spec: RoutingSpec, queries: Sequence[RoutingQuery]) -> lis
                 fixed = None
             out.append(fresh)
             continue
-        stays = (q.graph_mode and lc.graph_mode_first_plan_decides) or q.api in lc.sticky_apis \
+        stays = (
+            (q.graph_mode and lc.graph_mode_first_plan_decides)
+            or q.api in lc.sticky_apis
             or q.api not in lc.re_resolve_every_eager_plan
+        )
         if stays and fresh.rule not in lc.per_plan_rules:
             # A wrapper held on a backend refuses what an explicit request for that backend refuses
             # (the ROCm fork: held on fa2 by its first graph plan, an fp8 plan raises, rule 22).
@@ -356,23 +385,40 @@ def validate(spec: RoutingSpec) -> None:
     if dupes:
         raise SpecError(spec.library, "rule names", dupes, "unique names", "rename the duplicate rows")
     for r in spec.rules:
-        if r.expect_reason is not None and r.expect_reason is not NOT_REPORTED \
-                and r.expect_reason not in ALL_REASONS:
-            raise SpecError(spec.library, f"{r.name}.expect_reason", r.expect_reason,
-                            "a constant of routing.reasons.ALL or NOT_REPORTED", "add the reason to routing/reasons.py")
+        if r.expect_reason is not None and r.expect_reason is not NOT_REPORTED and r.expect_reason not in ALL_REASONS:
+            raise SpecError(
+                spec.library,
+                f"{r.name}.expect_reason",
+                r.expect_reason,
+                "a constant of routing.reasons.ALL or NOT_REPORTED",
+                "add the reason to routing/reasons.py",
+            )
         if (r.expect_raises is None) == (r.expect_backend is None):
-            raise SpecError(spec.library, f"{r.name}.expect_backend", r.expect_backend,
-                            "exactly one of expect_backend / expect_raises", "set one, not both")
+            raise SpecError(
+                spec.library,
+                f"{r.name}.expect_backend",
+                r.expect_backend,
+                "exactly one of expect_backend / expect_raises",
+                "set one, not both",
+            )
         for t in r.tables + ((r.gate.table,) if r.gate else ()):
             if t not in spec.thresholds:
-                raise SpecError(spec.library, f"{r.name} table", t, f"one of {sorted(spec.thresholds)}",
-                                "add the table or fix the name")
+                raise SpecError(
+                    spec.library,
+                    f"{r.name} table",
+                    t,
+                    f"one of {sorted(spec.thresholds)}",
+                    "add the table or fix the name",
+                )
     for table in spec.thresholds.values():
         if set(table.rows) != set(spec.archs):
-            raise SpecError(spec.library, f"thresholds[{table.name!r}] architectures", sorted(table.rows),
-                            f"exactly {sorted(spec.archs)} (None is a verdict; absent is a gap)",
-                            "add the missing architecture row, with None if measured as 'never'")
+            raise SpecError(
+                spec.library,
+                f"thresholds[{table.name!r}] architectures",
+                sorted(table.rows),
+                f"exactly {sorted(spec.archs)} (None is a verdict; absent is a gap)",
+                "add the missing architecture row, with None if measured as 'never'",
+            )
     for n in spec.lifecycle.per_plan_rules:
         if n not in names:
             raise SpecError(spec.library, "lifecycle.per_plan_rules", n, "a rule name", "fix the name")
-

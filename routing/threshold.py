@@ -11,6 +11,7 @@ The rule (the seeds' "16 is the last column where AITER loses in every cell"):
 the scan (a win, a tie, an observed win, a hole), Observations and the cost figures:
 docs/threshold-tool.md, section "`routing/threshold.py`: the terms in brief".
 """
+
 from __future__ import annotations
 
 import math
@@ -134,44 +135,68 @@ class ABTable:
     def __post_init__(self) -> None:
         cols = self.columns
         if not isinstance(cols, tuple) or not all(_is_int(q) and q > 0 for q in cols):
-            raise InvalidTable("columns", cols, "a tuple of positive int query lengths",
-                               "list the measured query lengths, e.g. (16, 24, 32)")
+            raise InvalidTable(
+                "columns",
+                cols,
+                "a tuple of positive int query lengths",
+                "list the measured query lengths, e.g. (16, 24, 32)",
+            )
         if any(b <= a for a, b in zip(cols, cols[1:])):
-            raise InvalidTable("columns", cols, "strictly increasing query lengths",
-                               "order the columns by query length and drop duplicates")
+            raise InvalidTable(
+                "columns",
+                cols,
+                "strictly increasing query lengths",
+                "order the columns by query length and drop duplicates",
+            )
         seen: set[tuple[int, int]] = set()
         for row in self.rows:
             if not (_is_int(row.batch) and row.batch > 0 and _is_int(row.kv_len) and row.kv_len > 0):
-                raise InvalidTable("rows", (row.batch, row.kv_len), "positive int batch and kv_len",
-                                   "label each row with the shape it measured")
+                raise InvalidTable(
+                    "rows",
+                    (row.batch, row.kv_len),
+                    "positive int batch and kv_len",
+                    "label each row with the shape it measured",
+                )
             if (row.batch, row.kv_len) in seen:
-                raise InvalidTable("rows", row.label, "each shape once",
-                                   "merge or drop the duplicated row")
+                raise InvalidTable("rows", row.label, "each shape once", "merge or drop the duplicated row")
             seen.add((row.batch, row.kv_len))
             if len(row.cells) != len(cols):
-                raise InvalidTable(f"rows[{row.label}].cells", row.cells,
-                                   f"{len(cols)} cells, one per column {cols}",
-                                   "pad unmeasured cells with None")
+                raise InvalidTable(
+                    f"rows[{row.label}].cells",
+                    row.cells,
+                    f"{len(cols)} cells, one per column {cols}",
+                    "pad unmeasured cells with None",
+                )
             for c in row.cells:
                 if c is None:
                     continue
                 if isinstance(c, bool) or not isinstance(c, (int, float)) or not math.isfinite(c) or c <= 0:
-                    raise InvalidTable(f"rows[{row.label}].cells", c,
-                                       "a finite ratio time(a)/time(b) > 0, or None",
-                                       "record an unmeasured cell as None, never as 0 or NaN")
+                    raise InvalidTable(
+                        f"rows[{row.label}].cells",
+                        c,
+                        "a finite ratio time(a)/time(b) > 0, or None",
+                        "record an unmeasured cell as None, never as 0 or NaN",
+                    )
 
     def cells(self) -> list[Cell]:
         """Every measured cell."""
-        return [Cell(float(r), row.batch, row.kv_len, q)
-                for row in self.rows for q, r in zip(self.columns, row.cells) if r is not None]
+        return [
+            Cell(float(r), row.batch, row.kv_len, q)
+            for row in self.rows
+            for q, r in zip(self.columns, row.cells)
+            if r is not None
+        ]
 
     def column(self, q: int) -> list[Cell]:
         return [c for c in self.cells() if c.q_len == q]
 
     def missing(self) -> tuple[tuple[int, int, int], ...]:
         """(batch, kv_len, q_len) of every unmeasured cell, sorted."""
-        return tuple(sorted((row.batch, row.kv_len, q)
-                            for row in self.rows for q, r in zip(self.columns, row.cells) if r is None))
+        return tuple(
+            sorted(
+                (row.batch, row.kv_len, q) for row in self.rows for q, r in zip(self.columns, row.cells) if r is None
+            )
+        )
 
 
 @dataclass(frozen=True)
@@ -191,20 +216,32 @@ class Observation:
 
     def __post_init__(self) -> None:
         if self.q_len is not None and not (_is_int(self.q_len) and self.q_len > 0):
-            raise InvalidValue("Observation.q_len", self.q_len, "a positive int or None",
-                               "name the query length the seed talks about")
+            raise InvalidValue(
+                "Observation.q_len", self.q_len, "a positive int or None", "name the query length the seed talks about"
+            )
         if self.q_len is None and self.a_loses_every_cell:
-            raise InvalidValue("Observation.q_len", None, "a query length for a loss statement",
-                               "state 'loses at every length' as one observation per column")
+            raise InvalidValue(
+                "Observation.q_len",
+                None,
+                "a query length for a loss statement",
+                "state 'loses at every length' as one observation per column",
+            )
         if self.ratio_range is not None:
             lo, hi = self.ratio_range
             if not (0 < lo <= hi):
-                raise InvalidValue("Observation.ratio_range", self.ratio_range, "0 < lo <= hi",
-                                   "copy the range as printed, low end first")
+                raise InvalidValue(
+                    "Observation.ratio_range",
+                    self.ratio_range,
+                    "0 < lo <= hi",
+                    "copy the range as printed, low end first",
+                )
             if self.a_loses_every_cell != (lo > 1.0):
-                raise InvalidValue("Observation.ratio_range", self.ratio_range,
-                                   "lo > 1 exactly when the observation states a loss in every cell",
-                                   "the range's low end decides whether A loses everywhere")
+                raise InvalidValue(
+                    "Observation.ratio_range",
+                    self.ratio_range,
+                    "lo > 1 exactly when the observation states a loss in every cell",
+                    "the range's low end decides whether A loses everywhere",
+                )
 
     def covers(self, q: int) -> bool:
         return self.q_len is None or self.q_len == q
@@ -265,26 +302,35 @@ def _check_observation(table: ABTable, o: Observation, q: int, measured: Sequenc
     not_loss = [c for c in measured if not c.a_loses]
     if o.a_loses_every_cell and not_loss:
         raise ContradictoryObservation(
-            "a_loses_every_cell", True,
+            "a_loses_every_cell",
+            True,
             f"no measured cell at q{q} where {table.a} does not lose; {not_loss[0].label} is {not_loss[0].ratio}",
-            f"check the quote ({o.quote}) against the table: it may describe another sweep")
+            f"check the quote ({o.quote}) against the table: it may describe another sweep",
+        )
     if not o.a_loses_every_cell and measured and missing == 0 and not not_loss:
         raise ContradictoryObservation(
-            "a_loses_every_cell", False,
+            "a_loses_every_cell",
+            False,
             f"a cell at q{q} where {table.a} wins; every measured cell there loses",
-            f"check the quote ({o.quote}) against the table: it may describe another sweep")
+            f"check the quote ({o.quote}) against the table: it may describe another sweep",
+        )
     if o.ratio_range is not None:
         lo, hi = o.ratio_range
         outside = [c for c in measured if not (lo <= c.ratio <= hi)]
         if outside:
             raise ContradictoryObservation(
-                "ratio_range", o.ratio_range,
+                "ratio_range",
+                o.ratio_range,
                 f"every measured cell at q{q} inside it; {outside[0].label} is {outside[0].ratio}",
-                f"check the quote ({o.quote}): a range from another sweep cannot settle this table")
+                f"check the quote ({o.quote}): a range from another sweep cannot settle this table",
+            )
     if o.cells_stated is not None and o.cells_stated != len(table.rows) and o.q_len is not None:
         raise ContradictoryObservation(
-            "cells_stated", o.cells_stated, f"the table's row count, {len(table.rows)}",
-            "give the table one row per shape the seed says it measured (cells None where unprinted)")
+            "cells_stated",
+            o.cells_stated,
+            f"the table's row count, {len(table.rows)}",
+            "give the table one row per shape the seed says it measured (cells None where unprinted)",
+        )
 
 
 def _verdict(table: ABTable, q: int, observations: Sequence[Observation]) -> _Verdict:
@@ -347,23 +393,36 @@ def _stop_reason(table: ABTable, v: _Verdict) -> str:
     if v.status == "observed_win":
         assert v.observation is not None
         return f"{a} wins somewhere at q{v.q} by observation ({v.observation.quote}: {v.observation.quote.text!r})"
-    return (f"q{v.q} has {v.missing} missing cell(s) and no measured win: a missing cell is neither "
-            f"a loss nor a win, so the threshold does not extend over it")
+    return (
+        f"q{v.q} has {v.missing} missing cell(s) and no measured win: a missing cell is neither "
+        f"a loss nor a win, so the threshold does not extend over it"
+    )
 
 
 def derive(table: ABTable, observations: Iterable[Observation] = ()) -> ThresholdResult:
     """The threshold q* for one table by the rule in the module docstring, with its costs."""
     obs = tuple(observations)
     if not table.rows:
-        raise NoMeasurements("rows", (), "at least one measured shape",
-                             "pass the table the sweep printed; 'no data' has no threshold, not None")
+        raise NoMeasurements(
+            "rows",
+            (),
+            "at least one measured shape",
+            "pass the table the sweep printed; 'no data' has no threshold, not None",
+        )
     if not table.columns:
-        raise NoMeasurements("columns", (), "at least one measured query length",
-                             "pass the table the sweep printed; 'no data' has no threshold, not None")
+        raise NoMeasurements(
+            "columns",
+            (),
+            "at least one measured query length",
+            "pass the table the sweep printed; 'no data' has no threshold, not None",
+        )
     if not table.cells() and not obs:
-        raise NoMeasurements("cells", f"{len(table.rows)}x{len(table.columns)} cells, all None",
-                             "at least one measured ratio (or an Observation with its quote)",
-                             "fill in the measured ratios; 'no data' has no threshold, not None")
+        raise NoMeasurements(
+            "cells",
+            f"{len(table.rows)}x{len(table.columns)} cells, all None",
+            "at least one measured ratio (or an Observation with its quote)",
+            "fill in the measured ratios; 'no data' has no threshold, not None",
+        )
 
     threshold: Optional[int] = None
     stop: Optional[_Verdict] = None
@@ -382,17 +441,20 @@ def derive(table: ABTable, observations: Iterable[Observation] = ()) -> Threshol
             continue
         if v.status == "hole" and threshold is None:
             raise UndeterminedThreshold(
-                "cells", [(b, k, qq) for (b, k, qq) in table.missing() if qq == q],
+                "cells",
+                [(b, k, qq) for (b, k, qq) in table.missing() if qq == q],
                 f"every row measured at the first column q{q}, or an Observation that settles it",
                 "measure the missing cells, or pass the seed's statement about the column as an "
-                "Observation with its quote; a missing cell is never counted as a loss or a win")
+                "Observation with its quote; a missing cell is never counted as a loss or a win",
+            )
         stop = v
         break
 
     if stop is None:
         stopped_by: Stop = "end"
-        reason = (f"{table.a} loses every cell of every column through the last, q{threshold}; "
-                  f"nothing is claimed beyond it")
+        reason = (
+            f"{table.a} loses every cell of every column through the last, q{threshold}; nothing is claimed beyond it"
+        )
     else:
         stopped_by = cast(Stop, stop.status)  # never "lose": the scan continues past every losing column
         why = _stop_reason(table, stop)
@@ -406,8 +468,13 @@ def derive(table: ABTable, observations: Iterable[Observation] = ()) -> Threshol
 
     costs = costs_at(table, threshold, obs)
     return ThresholdResult(
-        arch=table.arch, layout=table.layout, a=table.a, b=table.b,
-        threshold=threshold, stopped_by=stopped_by, reason=reason,
+        arch=table.arch,
+        layout=table.layout,
+        a=table.a,
+        b=table.b,
+        threshold=threshold,
+        stopped_by=stopped_by,
+        reason=reason,
         worst_gated_ratio=costs.worst_gated_ratio,
         best_gated_ratio=costs.best_gated_ratio,
         worst_cost_of_gating=costs.worst_cost_of_gating,
@@ -458,15 +525,20 @@ def row_crossovers(table: ABTable) -> tuple[RowCrossover, ...]:
 def render(table: ABTable, result: Optional[ThresholdResult] = None) -> str:
     """The table as markdown (gated columns bold, the q* header marked) and the result below it."""
     if result is not None and (result.arch, result.layout) != (table.arch, table.layout):
-        raise InvalidValue("result", f"{result.arch} {result.layout}", f"a result for {table.arch} {table.layout}",
-                           "render each table with the result derived from it")
+        raise InvalidValue(
+            "result",
+            f"{result.arch} {result.layout}",
+            f"a result for {table.arch} {table.layout}",
+            "render each table with the result derived from it",
+        )
     q_star = result.threshold if result is not None else None
 
     def gated(q: int) -> bool:
         return q_star is not None and q <= q_star
 
     headers = [table.arch] + [
-        (f"**q{q}** (q*)" if q == q_star else f"**q{q}**" if gated(q) else f"q{q}") for q in table.columns]
+        (f"**q{q}** (q*)" if q == q_star else f"**q{q}**" if gated(q) else f"q{q}") for q in table.columns
+    ]
     body = []
     for row in table.rows:
         cells = []
@@ -478,8 +550,13 @@ def render(table: ABTable, result: Optional[ThresholdResult] = None) -> str:
         f"**{table.arch} {table.layout}**: time({table.a}) / time({table.b}) "
         f"(> 1: {table.a} slower; – not measured or not printed)",
         "",
-        tabulate(body, headers=headers, tablefmt="pipe", disable_numparse=True,
-                 colalign=("left",) + ("right",) * len(table.columns)),
+        tabulate(
+            body,
+            headers=headers,
+            tablefmt="pipe",
+            disable_numparse=True,
+            colalign=("left",) + ("right",) * len(table.columns),
+        ),
     ]
     row_lines = [str(row.quote.line) for row in table.rows if row.quote is not None]
     if table.header is not None or row_lines:
@@ -501,24 +578,36 @@ def render(table: ABTable, result: Optional[ThresholdResult] = None) -> str:
         else:
             lines.append(
                 f"- Gated cells ({table.a} slower by this factor where the gate routes to {table.b}): worst "
-                f"{_fmt(result.worst_gated_ratio)}, best {_fmt(result.best_gated_ratio)}.")
+                f"{_fmt(result.worst_gated_ratio)}, best {_fmt(result.best_gated_ratio)}."
+            )
         cost = result.worst_cost_of_gating
-        lines.append("- Worst cost of gating: " + (
-            f"none ({table.a} wins no measured gated cell)." if cost is None else
-            f"{1 / cost.ratio:.2f}x at {cost.label}."))
+        lines.append(
+            "- Worst cost of gating: "
+            + (
+                f"none ({table.a} wins no measured gated cell)."
+                if cost is None
+                else f"{1 / cost.ratio:.2f}x at {cost.label}."
+            )
+        )
     if result.next_column is not None:
         label = "first" if result.threshold is None else "next"
         if nb is None:
             lines.append(f"- The {label} column q{result.next_column} has no measured cell.")
         else:
             ext = f"; gating it would cost {1 / nb.ratio:.2f}x there" if nb.a_wins else ""
-            left = (f"; not gating it leaves {table.a} {nw.ratio:.2f}x slower at {nw.label}"
-                    if nw is not None and nw.a_loses else f"; {table.a} loses no measured cell there")
+            left = (
+                f"; not gating it leaves {table.a} {nw.ratio:.2f}x slower at {nw.label}"
+                if nw is not None and nw.a_loses
+                else f"; {table.a} loses no measured cell there"
+            )
             lines.append(f"- The {label} column q{result.next_column}: best for {table.a} {_fmt(nb)}{ext}{left}.")
     if result.missing_cells:
-        lines.append(f"- Missing cells ({len(result.missing_cells)}): " + ", ".join(
-            f"bs{b}/kv{k}/q{q}" for b, k, q in result.missing_cells) + ".")
+        lines.append(
+            f"- Missing cells ({len(result.missing_cells)}): "
+            + ", ".join(f"bs{b}/kv{k}/q{q}" for b, k, q in result.missing_cells)
+            + "."
+        )
     for o in result.observations_used:
         at = "every measured length" if o.q_len is None else f"q{o.q_len}"
-        lines.append(f"- Observation at {at} ({o.quote}): \"{o.quote.text}\".")
+        lines.append(f'- Observation at {at} ({o.quote}): "{o.quote.text}".')
     return "\n".join(lines) + "\n"

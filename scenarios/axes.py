@@ -2,6 +2,7 @@
 
 A new head dim, page size or GQA ratio is added here and nowhere else.
 """
+
 from __future__ import annotations
 
 from typing import Literal

@@ -13,6 +13,7 @@ Layouts (the API shape a library is called with):
 Zero lengths are allowed everywhere (a request with no query rows, no keys, or both), and so
 is an empty batch (no requests at all) for the batched layouts.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -137,8 +138,12 @@ class Case:
         known = {f.name for f in fields(cls)}
         unknown = set(d) - known
         if unknown:
-            raise InvalidCase("<json>", sorted(unknown), f"only the fields {sorted(known)}",
-                              "drop the unknown keys or upgrade attncheck")
+            raise InvalidCase(
+                "<json>",
+                sorted(unknown),
+                f"only the fields {sorted(known)}",
+                "drop the unknown keys or upgrade attncheck",
+            )
         for name, value in d.items():
             _check_json_type(name, value, _JSON_TYPES[name])
         kwargs: dict[str, Any] = {k: (tuple(v) if k in ("qo_lens", "kv_lens") else v) for k, v in d.items()}
@@ -171,70 +176,146 @@ def _check(ok: bool, field_: str, value: Any, expected: str, fix: str) -> None:
 
 def _validate(c: Case) -> None:
     _check(c.layout in axes.LAYOUTS, "layout", c.layout, f"one of {axes.LAYOUTS}", "pick a listed layout")
-    _check(len(c.qo_lens) == len(c.kv_lens), "kv_lens", c.kv_lens,
-           f"{len(c.qo_lens)} entries, one per request as in qo_lens", "give one kv length per request")
+    _check(
+        len(c.qo_lens) == len(c.kv_lens),
+        "kv_lens",
+        c.kv_lens,
+        f"{len(c.qo_lens)} entries, one per request as in qo_lens",
+        "give one kv length per request",
+    )
     _check(all(x >= 0 for x in c.qo_lens), "qo_lens", c.qo_lens, "lengths >= 0", "drop negative lengths")
     _check(all(x >= 0 for x in c.kv_lens), "kv_lens", c.kv_lens, "lengths >= 0", "drop negative lengths")
     if c.layout == "single":
-        _check(len(c.qo_lens) == 1, "qo_lens", c.qo_lens, "exactly one request for layout 'single'",
-               "use layout 'ragged' for several requests")
+        _check(
+            len(c.qo_lens) == 1,
+            "qo_lens",
+            c.qo_lens,
+            "exactly one request for layout 'single'",
+            "use layout 'ragged' for several requests",
+        )
     if c.layout == "decode":
-        _check(all(x == 1 for x in c.qo_lens), "qo_lens", c.qo_lens,
-               "exactly one query row per request for layout 'decode'",
-               "use layout 'paged' for multi-row queries")
+        _check(
+            all(x == 1 for x in c.qo_lens),
+            "qo_lens",
+            c.qo_lens,
+            "exactly one query row per request for layout 'decode'",
+            "use layout 'paged' for multi-row queries",
+        )
     _check(c.num_qo_heads >= 1, "num_qo_heads", c.num_qo_heads, ">= 1", "use at least one head")
     _check(c.num_kv_heads >= 1, "num_kv_heads", c.num_kv_heads, ">= 1", "use at least one head")
-    _check(c.num_qo_heads % c.num_kv_heads == 0, "num_kv_heads", c.num_kv_heads,
-           f"a divisor of num_qo_heads={c.num_qo_heads} (GQA maps query head h to kv head h // group)",
-           "choose num_kv_heads that divides num_qo_heads")
+    _check(
+        c.num_qo_heads % c.num_kv_heads == 0,
+        "num_kv_heads",
+        c.num_kv_heads,
+        f"a divisor of num_qo_heads={c.num_qo_heads} (GQA maps query head h to kv head h // group)",
+        "choose num_kv_heads that divides num_qo_heads",
+    )
     for name in ("head_dim_qk", "head_dim_vo"):
         v = getattr(c, name)
         _check(isinstance(v, int) and v >= 1, name, v, "a positive int", "use e.g. 64, 128 or 256")
     for name in ("q_dtype", "kv_dtype"):
-        _check(getattr(c, name) in DTYPE_NAMES, name, getattr(c, name), f"one of {DTYPE_NAMES}",
-               "pick a listed dtype")
-    _check(c.o_dtype in OUTPUT_DTYPE_NAMES, "o_dtype", c.o_dtype, f"one of {OUTPUT_DTYPE_NAMES}",
-           "outputs are fp32, fp16 or bf16")
+        _check(getattr(c, name) in DTYPE_NAMES, name, getattr(c, name), f"one of {DTYPE_NAMES}", "pick a listed dtype")
+    _check(
+        c.o_dtype in OUTPUT_DTYPE_NAMES,
+        "o_dtype",
+        c.o_dtype,
+        f"one of {OUTPUT_DTYPE_NAMES}",
+        "outputs are fp32, fp16 or bf16",
+    )
     _check(c.page_size >= 1, "page_size", c.page_size, ">= 1", "use a positive page size")
     if not c.is_paged:
-        _check(c.page_size == 1, "page_size", c.page_size, "1 for a layout without pages",
-               "leave page_size at 1 unless layout is paged or decode")
-    _check(c.kv_layout in axes.KV_LAYOUTS, "kv_layout", c.kv_layout, f"one of {axes.KV_LAYOUTS}",
-           "use NHD or HND")
+        _check(
+            c.page_size == 1,
+            "page_size",
+            c.page_size,
+            "1 for a layout without pages",
+            "leave page_size at 1 unless layout is paged or decode",
+        )
+    _check(c.kv_layout in axes.KV_LAYOUTS, "kv_layout", c.kv_layout, f"one of {axes.KV_LAYOUTS}", "use NHD or HND")
     _check(c.mask in axes.MASK_KINDS, "mask", c.mask, f"one of {axes.MASK_KINDS}", "use 'none' or 'custom'")
-    _check(isinstance(c.window_left, int) and c.window_left >= -1, "window_left", c.window_left,
-           "-1 (no window) or a width >= 0", "use -1 to disable the window")
-    _check(c.logits_soft_cap >= 0 and math.isfinite(c.logits_soft_cap), "logits_soft_cap",
-           c.logits_soft_cap, "0 (off) or a finite cap > 0", "use 0 to disable the soft cap")
+    _check(
+        isinstance(c.window_left, int) and c.window_left >= -1,
+        "window_left",
+        c.window_left,
+        "-1 (no window) or a width >= 0",
+        "use -1 to disable the window",
+    )
+    _check(
+        c.logits_soft_cap >= 0 and math.isfinite(c.logits_soft_cap),
+        "logits_soft_cap",
+        c.logits_soft_cap,
+        "0 (off) or a finite cap > 0",
+        "use 0 to disable the soft cap",
+    )
     if c.sm_scale is not None:
-        _check(c.sm_scale > 0 and math.isfinite(c.sm_scale), "sm_scale", c.sm_scale,
-               "None or a finite value > 0", "leave None for 1/sqrt(head_dim_qk)")
+        _check(
+            c.sm_scale > 0 and math.isfinite(c.sm_scale),
+            "sm_scale",
+            c.sm_scale,
+            "None or a finite value > 0",
+            "leave None for 1/sqrt(head_dim_qk)",
+        )
     for name, dt in (("q_scale", c.q_dtype), ("k_scale", c.kv_dtype), ("v_scale", c.kv_dtype)):
         v = getattr(c, name)
         if v is not None:
-            _check(is_fp8(dt), name, v, f"None, since the tensor it descales is {dt}, not fp8",
-                   "set descales only for fp8 tensors")
+            _check(
+                is_fp8(dt),
+                name,
+                v,
+                f"None, since the tensor it descales is {dt}, not fp8",
+                "set descales only for fp8 tensors",
+            )
             _check(v > 0 and math.isfinite(v), name, v, "a finite descale > 0", "use e.g. 1.0")
-    _check(c.input_scale > 0 and math.isfinite(c.input_scale), "input_scale", c.input_scale,
-           "a finite value > 0", "use 1.0 for unit-scale inputs")
+    _check(
+        c.input_scale > 0 and math.isfinite(c.input_scale),
+        "input_scale",
+        c.input_scale,
+        "a finite value > 0",
+        "use 1.0 for unit-scale inputs",
+    )
 
 
 # Every name Case.features can return (the CLI's --feature choices).
-FEATURES: tuple[str, ...] = ("causal", "custom_mask", "window", "soft_cap", "gqa", "mqa", "fp8", "empty_batch",
-                             "zero_len", "plain")
+FEATURES: tuple[str, ...] = (
+    "causal",
+    "custom_mask",
+    "window",
+    "soft_cap",
+    "gqa",
+    "mqa",
+    "fp8",
+    "empty_batch",
+    "zero_len",
+    "plain",
+)
 
 
 # What each field of a Case holds in JSON: a bool is a JSON bool and a length a JSON integer, never a
 # string or a float that would be read as one ("causal": "false" is not False; [4.5] is not [4]).
 _JSON_TYPES: dict[str, str] = {
-    "layout": "string", "kv_layout": "string", "mask": "string", "q_dtype": "string", "kv_dtype": "string",
-    "o_dtype": "string", "label": "string",
-    "qo_lens": "integers", "kv_lens": "integers",
-    "num_qo_heads": "integer", "num_kv_heads": "integer", "head_dim_qk": "integer", "head_dim_vo": "integer",
-    "page_size": "integer", "window_left": "integer",
-    "causal": "boolean", "return_lse": "boolean",
-    "logits_soft_cap": "number", "input_scale": "number",
-    "sm_scale": "number or null", "q_scale": "number or null", "k_scale": "number or null", "v_scale": "number or null",
+    "layout": "string",
+    "kv_layout": "string",
+    "mask": "string",
+    "q_dtype": "string",
+    "kv_dtype": "string",
+    "o_dtype": "string",
+    "label": "string",
+    "qo_lens": "integers",
+    "kv_lens": "integers",
+    "num_qo_heads": "integer",
+    "num_kv_heads": "integer",
+    "head_dim_qk": "integer",
+    "head_dim_vo": "integer",
+    "page_size": "integer",
+    "window_left": "integer",
+    "causal": "boolean",
+    "return_lse": "boolean",
+    "logits_soft_cap": "number",
+    "input_scale": "number",
+    "sm_scale": "number or null",
+    "q_scale": "number or null",
+    "k_scale": "number or null",
+    "v_scale": "number or null",
 }
 
 
@@ -258,7 +339,7 @@ def _check_json_type(name: str, value: Any, kind: str) -> None:
     check, example = _JSON_CHECKS[kind]
     if not check(value):
         what = "a JSON list of integers" if kind == "integers" else f"a JSON {kind}"
-        raise InvalidCase(name, value, what, f"write it as e.g. \"{name}\": {example}")
+        raise InvalidCase(name, value, what, f'write it as e.g. "{name}": {example}')
 
 
 def load_cases(text: str) -> list[Case]:
@@ -276,10 +357,15 @@ def load_cases(text: str) -> list[Case]:
         raise InvalidCase("<json>", text[:80], "a JSON object of Case fields", f"fix the JSON ({e.msg})") from None
     objs = obj if isinstance(obj, list) else [obj]
     if not objs or not all(isinstance(o, dict) for o in objs):
-        raise InvalidCase("<json>", text[:80], "a JSON object of Case fields, or a non-empty list of them",
-                          "wrap the fields in {...}")
+        raise InvalidCase(
+            "<json>", text[:80], "a JSON object of Case fields, or a non-empty list of them", "wrap the fields in {...}"
+        )
     try:
         return [Case.from_json(o) for o in objs]
     except TypeError as e:
-        raise InvalidCase("<json>", text[:80], "every required Case field (layout, qo_lens, kv_lens, "
-                          "num_qo_heads, num_kv_heads)", f"add the missing field ({e})") from None
+        raise InvalidCase(
+            "<json>",
+            text[:80],
+            "every required Case field (layout, qo_lens, kv_lens, num_qo_heads, num_kv_heads)",
+            f"add the missing field ({e})",
+        ) from None

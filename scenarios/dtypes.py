@@ -3,6 +3,7 @@
 Cases hold dtype *names* so they stay JSON values; this is the one place that maps a name to
 a torch dtype, so no other module spells `torch.float8_e4m3fn`.
 """
+
 from __future__ import annotations
 
 from typing import Literal, get_args

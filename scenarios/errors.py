@@ -3,6 +3,7 @@
 Every error carries its facts as attributes (field, value, expected, fix) so tests compare
 fields, not text, and the CLI can turn any of them into one clear line and exit status 2.
 """
+
 from __future__ import annotations
 
 from typing import Any

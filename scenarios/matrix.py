@@ -4,6 +4,7 @@ Like JAX's sample_product, the same (budget, seed) always yields the same cases,
 one budget compare cell by cell. Directed cases (empty batch, zero lengths, fully masked rows,
 queries longer than keys under causal ...) are always included: they are where libraries break.
 """
+
 from __future__ import annotations
 
 import random
@@ -37,8 +38,12 @@ class InvalidBudget(InvalidValue):
     """A --budget value that names no budget."""
 
     def __init__(self, value: str) -> None:
-        super().__init__("--budget", value, f"one of {', '.join(BUDGETS)}",
-                         "pass --budget quick (CI, under 2 minutes), standard or full")
+        super().__init__(
+            "--budget",
+            value,
+            f"one of {', '.join(BUDGETS)}",
+            "pass --budget quick (CI, under 2 minutes), standard or full",
+        )
 
 
 def parse_budget(value: str) -> Budget:
@@ -75,18 +80,64 @@ def directed_cases() -> list[Case]:
         Case("paged", (3, 2), (0, 9), page_size=4, causal=True, label="kv_len 0 beside a real request", **base),
         Case("ragged", (9,), (4,), causal=True, label="causal with qo > kv: top rows attend nothing", **base),
         Case("ragged", (5, 3), (20, 3), causal=True, window_left=0, label="window 0: only the diagonal", **base),
-        Case("paged", (6, 4), (40, 13), page_size=5, mask="custom", kv_layout="HND",
-             label="custom mask with fully masked rows, HND pages", **base),
-        Case("single", (17,), (65,), causal=True, logits_soft_cap=5.0, input_scale=4.0,
-             label="soft cap with large logits", **base),
-        Case("decode", (1, 1, 1), (1, 33, 130), num_qo_heads=8, num_kv_heads=1, head_dim_qk=128,
-             head_dim_vo=128, page_size=16, label="MQA decode"),
-        Case("ragged", (7, 12), (30, 12), num_qo_heads=4, num_kv_heads=4, head_dim_qk=192,
-             head_dim_vo=128, causal=True, label="head_dim_qk != head_dim_vo"),
-        Case("paged", (31,), (31,), page_size=1, causal=True, sm_scale=0.05, label="page size 1, own sm_scale",
-             **base),
-        Case("paged", (4, 1), (50, 17), page_size=16, q_dtype="e4m3fn", kv_dtype="e4m3fn", o_dtype="bf16",
-             q_scale=0.5, k_scale=2.0, v_scale=0.25, causal=True, label="fp8 with per-tensor descales", **base),
+        Case(
+            "paged",
+            (6, 4),
+            (40, 13),
+            page_size=5,
+            mask="custom",
+            kv_layout="HND",
+            label="custom mask with fully masked rows, HND pages",
+            **base,
+        ),
+        Case(
+            "single",
+            (17,),
+            (65,),
+            causal=True,
+            logits_soft_cap=5.0,
+            input_scale=4.0,
+            label="soft cap with large logits",
+            **base,
+        ),
+        Case(
+            "decode",
+            (1, 1, 1),
+            (1, 33, 130),
+            num_qo_heads=8,
+            num_kv_heads=1,
+            head_dim_qk=128,
+            head_dim_vo=128,
+            page_size=16,
+            label="MQA decode",
+        ),
+        Case(
+            "ragged",
+            (7, 12),
+            (30, 12),
+            num_qo_heads=4,
+            num_kv_heads=4,
+            head_dim_qk=192,
+            head_dim_vo=128,
+            causal=True,
+            label="head_dim_qk != head_dim_vo",
+        ),
+        Case("paged", (31,), (31,), page_size=1, causal=True, sm_scale=0.05, label="page size 1, own sm_scale", **base),
+        Case(
+            "paged",
+            (4, 1),
+            (50, 17),
+            page_size=16,
+            q_dtype="e4m3fn",
+            kv_dtype="e4m3fn",
+            o_dtype="bf16",
+            q_scale=0.5,
+            k_scale=2.0,
+            v_scale=0.25,
+            causal=True,
+            label="fp8 with per-tensor descales",
+            **base,
+        ),
     ]
 
 
@@ -101,31 +152,45 @@ def sample_case(rng: random.Random, b: Budget) -> Case:
     bs = 1 if layout == "single" else rng.randint(1, b.max_batch)
     kv_heads = rng.choice([h for h in axes.NUM_KV_HEADS if h <= b.max_heads])
     ratio = rng.choice([r for r in axes.GQA_RATIOS if r * kv_heads <= max(b.max_heads, kv_heads)])
-    dqk, dvo = rng.choice(axes.HEAD_DIM_PAIRS if layout != "decode" else
-                          [p for p in axes.HEAD_DIM_PAIRS if p[0] == p[1]])
+    dqk, dvo = rng.choice(
+        axes.HEAD_DIM_PAIRS if layout != "decode" else [p for p in axes.HEAD_DIM_PAIRS if p[0] == p[1]]
+    )
     kv_lens = _lengths(rng, axes.KV_LENS, b.max_kv, bs)
     qo_lens = (1,) * bs if layout == "decode" else _lengths(rng, axes.QO_LENS, b.max_qo, bs)
     if rng.random() < b.fp8_share:
         fp8 = rng.choice(axes.FP8_DTYPES)
         q_dtype = fp8 if rng.random() < 0.5 else rng.choice(("fp16", "bf16"))
         kv_dtype, o_dtype = fp8, (q_dtype if q_dtype in ("fp16", "bf16") else "bf16")
-        scales: _Descales = dict(q_scale=rng.choice((0.5, 1.0, 2.0)) if q_dtype == fp8 else None,
-                                 k_scale=rng.choice((0.5, 1.0, 2.0)), v_scale=rng.choice((0.5, 1.0, 2.0)))
+        scales: _Descales = dict(
+            q_scale=rng.choice((0.5, 1.0, 2.0)) if q_dtype == fp8 else None,
+            k_scale=rng.choice((0.5, 1.0, 2.0)),
+            v_scale=rng.choice((0.5, 1.0, 2.0)),
+        )
     else:
         q_dtype = kv_dtype = o_dtype = rng.choice(axes.INPUT_DTYPES)
         scales = {}
     paged = layout in ("paged", "decode")
     return Case(
-        layout=layout, qo_lens=qo_lens, kv_lens=kv_lens, num_qo_heads=kv_heads * ratio,
-        num_kv_heads=kv_heads, head_dim_qk=dqk, head_dim_vo=dvo, q_dtype=q_dtype, kv_dtype=kv_dtype,
-        o_dtype=o_dtype, page_size=rng.choice(axes.PAGE_SIZES) if paged else 1,
-        kv_layout=rng.choice(axes.KV_LAYOUTS), causal=rng.random() < 0.5,
+        layout=layout,
+        qo_lens=qo_lens,
+        kv_lens=kv_lens,
+        num_qo_heads=kv_heads * ratio,
+        num_kv_heads=kv_heads,
+        head_dim_qk=dqk,
+        head_dim_vo=dvo,
+        q_dtype=q_dtype,
+        kv_dtype=kv_dtype,
+        o_dtype=o_dtype,
+        page_size=rng.choice(axes.PAGE_SIZES) if paged else 1,
+        kv_layout=rng.choice(axes.KV_LAYOUTS),
+        causal=rng.random() < 0.5,
         mask="custom" if (layout != "decode" and rng.random() < 0.2) else "none",
         window_left=rng.choice(axes.WINDOWS) if rng.random() < 0.25 else -1,
         logits_soft_cap=rng.choice(axes.SOFT_CAPS[1:]) if rng.random() < 0.2 else 0.0,
         sm_scale=0.1 if rng.random() < 0.1 else None,
         input_scale=rng.choice(axes.INPUT_SCALES) if rng.random() < 0.3 else 1.0,
-        label="sampled", **scales,
+        label="sampled",
+        **scales,
     )
 
 

@@ -4,6 +4,7 @@ An element the kernel never wrote still holds the pattern and is counted as *unw
 from NaNs the kernel computed. Kernels poison (kernels/*), the oracle's compare() counts: the
 helpers sit at the bottom layer so that neither imports the other.
 """
+
 from __future__ import annotations
 
 import torch

@@ -13,6 +13,7 @@ A Profile says what an adapter serves; `probe_profile(adapter)` finds it by aski
 about one small probe case per layout, dtype and feature, so a machine draws what the adapter
 claims and a decline is the adapter's own word.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -75,8 +76,19 @@ class Profile:
 def probe_case(layout: Layout, dtype: str = "bf16") -> Case:
     """The smallest real case of a layout and dtype: what profiles are probed and adapters warmed with."""
     o = "bf16" if is_fp8(dtype) else dtype
-    return Case(layout, (1,), (3,), 1, 1, head_dim_qk=64, head_dim_vo=64, q_dtype=dtype, kv_dtype=dtype,
-                o_dtype=o, page_size=2 if layout in ("paged", "decode") else 1)
+    return Case(
+        layout,
+        (1,),
+        (3,),
+        1,
+        1,
+        head_dim_qk=64,
+        head_dim_vo=64,
+        q_dtype=dtype,
+        kv_dtype=dtype,
+        o_dtype=o,
+        page_size=2 if layout in ("paged", "decode") else 1,
+    )
 
 
 class _Support(Protocol):
@@ -91,8 +103,11 @@ class Declines(Protocol):
 
 def probe_profile(adapter: Declines) -> Profile:
     """Ask the adapter's supports() about one small case per layout, dtype and feature."""
-    dtypes = tuple(d for d in axes.INPUT_DTYPES + axes.FP8_DTYPES
-                   if any(adapter.supports(probe_case(x, d)).ok for x in axes.LAYOUTS))
+    dtypes = tuple(
+        d
+        for d in axes.INPUT_DTYPES + axes.FP8_DTYPES
+        if any(adapter.supports(probe_case(x, d)).ok for x in axes.LAYOUTS)
+    )
     layouts = tuple(x for x in axes.LAYOUTS if any(adapter.supports(probe_case(x, d)).ok for d in dtypes))
     if not layouts or not dtypes:
         raise ValueError(f"{adapter!r} supports none of the probe cases: no profile to draw from")
@@ -102,9 +117,15 @@ def probe_profile(adapter: Declines) -> Profile:
         return adapter.supports(base.replace(**changes)).ok
 
     qk, vo = next(p for p in axes.SCENARIO_HEAD_DIM_PAIRS if p[0] != p[1])
-    return Profile(layouts=layouts, dtypes=dtypes, mask=ok(mask="custom"), window=ok(window_left=0),
-                   soft_cap=ok(logits_soft_cap=axes.SOFT_CAPS[-1]), head_dims_differ=ok(head_dim_qk=qk, head_dim_vo=vo),
-                   hnd=ok(kv_layout="HND"))
+    return Profile(
+        layouts=layouts,
+        dtypes=dtypes,
+        mask=ok(mask="custom"),
+        window=ok(window_left=0),
+        soft_cap=ok(logits_soft_cap=axes.SOFT_CAPS[-1]),
+        head_dims_differ=ok(head_dim_qk=qk, head_dim_vo=vo),
+        hnd=ok(kv_layout="HND"),
+    )
 
 
 def _qo_lens(draw: st.DrawFn, layout: str, lengths: Lengths) -> tuple[int, ...]:
@@ -148,8 +169,15 @@ class _CaseFields(TypedDict, total=False):
 
 
 @st.composite
-def batches(draw: st.DrawFn, profile: Profile, *, lengths: Lengths = "any", masked: Optional[bool] = None,
-            windowed: Optional[bool] = None, capped: Optional[bool] = None) -> Case:
+def batches(
+    draw: st.DrawFn,
+    profile: Profile,
+    *,
+    lengths: Lengths = "any",
+    masked: Optional[bool] = None,
+    windowed: Optional[bool] = None,
+    capped: Optional[bool] = None,
+) -> Case:
     """A valid Case inside `profile`. None leaves a feature free (shrinking to off); True/False fixes it."""
     layout = draw(st.sampled_from(profile.layouts_for(lengths)))
     qo = _qo_lens(draw, layout, lengths)
@@ -161,10 +189,15 @@ def batches(draw: st.DrawFn, profile: Profile, *, lengths: Lengths = "any", mask
     dtype = draw(st.sampled_from(profile.dtypes))
     paged = layout in ("paged", "decode")
     fields: _CaseFields = dict(
-        head_dim_qk=dqk, head_dim_vo=dvo, q_dtype=dtype, kv_dtype=dtype, o_dtype="bf16" if is_fp8(dtype) else dtype,
+        head_dim_qk=dqk,
+        head_dim_vo=dvo,
+        q_dtype=dtype,
+        kv_dtype=dtype,
+        o_dtype="bf16" if is_fp8(dtype) else dtype,
         page_size=draw(st.sampled_from(axes.PAGE_SIZES)) if paged else 1,
         kv_layout=draw(mostly(*(axes.KV_LAYOUTS if profile.hnd else axes.KV_LAYOUTS[:1]))),
-        causal=draw(st.booleans()))
+        causal=draw(st.booleans()),
+    )
     if masked if masked is not None else (profile.mask and draw(mostly(False, True))):
         fields["mask"] = "custom"
     windows = [w for w in axes.WINDOWS if w >= 0]
@@ -197,13 +230,14 @@ def plans(profile: Profile) -> dict[str, st.SearchStrategy[Case]]:
 
 
 # New (qo_len, kv_len) for every request of a case, same batch size: a re-plan a graph capture serves.
-relengths = st.lists(st.tuples(st.integers(0, LONG_HI), st.integers(KV_LO, KV_HI)),
-                     min_size=MAX_BATCH, max_size=MAX_BATCH)
+relengths = st.lists(
+    st.tuples(st.integers(0, LONG_HI), st.integers(KV_LO, KV_HI)), min_size=MAX_BATCH, max_size=MAX_BATCH
+)
 
 
 def with_lengths(case: Case, pairs: Sequence[tuple[int, int]]) -> Case:
     """`case` with the first batch_size pairs as its lengths (decode keeps one query row)."""
-    pairs = list(pairs)[:case.batch_size]
+    pairs = list(pairs)[: case.batch_size]
     qo = tuple(1 if case.layout == "decode" else q for q, _ in pairs)
     return case.replace(qo_lens=qo, kv_lens=tuple(k for _, k in pairs))
 

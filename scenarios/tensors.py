@@ -10,6 +10,7 @@ The custom mask is FlashInfer's form: one boolean [qo_len, kv_len] matrix per re
 concatenated (True = attend). Each request with qo_len > 0 and kv_len > 0 gets one fully masked
 query row, so the empty-row contract is exercised whenever a custom mask is.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -106,8 +107,7 @@ def materialize(case: Case, seed: int = 0, device: str | torch.device = "cpu") -
     s = case.input_scale
     hq, hk, dqk, dvo = case.num_qo_heads, case.num_kv_heads, case.head_dim_qk, case.head_dim_vo
     q = _values(g, (case.total_qo, hq, dqk), s, case.q_dtype)
-    inp = Inputs(case=case, seed=seed, q=q, k=torch.empty(0), v=torch.empty(0),
-                 qo_indptr=_indptr(case.qo_lens))
+    inp = Inputs(case=case, seed=seed, q=q, k=torch.empty(0), v=torch.empty(0), qo_indptr=_indptr(case.qo_lens))
     if case.is_paged:
         _paged_kv(g, case, inp)
     else:
@@ -136,8 +136,8 @@ def _paged_kv(g: torch.Generator, case: Case, inp: Inputs) -> None:
         for j in range(n_pages):
             n = min(ps, kv - j * ps)
             p = int(indices[page_ptr + j])
-            k_pool[p, :n] = k_tok[tok:tok + n]
-            v_pool[p, :n] = v_tok[tok:tok + n]
+            k_pool[p, :n] = k_tok[tok : tok + n]
+            v_pool[p, :n] = v_tok[tok : tok + n]
             tok += n
         page_ptr += n_pages
     last = [(kv - (n - 1) * ps) if n > 0 else 0 for n, kv in zip(pages, case.kv_lens)]
@@ -150,8 +150,18 @@ def _paged_kv(g: torch.Generator, case: Case, inp: Inputs) -> None:
     inp.kv_last_page_len = torch.tensor(last, dtype=torch.int32)
 
 
-_TENSOR_FIELDS = ("q", "k", "v", "qo_indptr", "kv_indptr", "kv_page_indptr", "kv_page_indices",
-                  "kv_last_page_len", "custom_mask", "mask_indptr")
+_TENSOR_FIELDS = (
+    "q",
+    "k",
+    "v",
+    "qo_indptr",
+    "kv_indptr",
+    "kv_page_indptr",
+    "kv_page_indices",
+    "kv_last_page_len",
+    "custom_mask",
+    "mask_indptr",
+)
 
 
 def to_device(inp: Inputs, device: str | torch.device) -> Inputs:
@@ -182,18 +192,30 @@ def validate_inputs(inp: Inputs) -> None:
     for name, shape in _expected_shapes(c, int(inp.k.shape[0]) if c.is_paged else 0).items():
         got = tuple(getattr(inp, name).shape)
         if got != shape:
-            raise InvalidInputs(f"{name}.shape", got, f"{shape} for case {c.id}",
-                                "capture the tensors with the layout and lengths the case states")
+            raise InvalidInputs(
+                f"{name}.shape",
+                got,
+                f"{shape} for case {c.id}",
+                "capture the tensors with the layout and lengths the case states",
+            )
     for name, dt in (("q", c.q_dtype), ("k", c.kv_dtype), ("v", c.kv_dtype)):
         if getattr(inp, name).dtype != to_torch(dt):
-            raise InvalidInputs(f"{name}.dtype", str(getattr(inp, name).dtype), to_torch(dt),
-                                "store the tensor in the dtype the case names")
+            raise InvalidInputs(
+                f"{name}.dtype",
+                str(getattr(inp, name).dtype),
+                to_torch(dt),
+                "store the tensor in the dtype the case names",
+            )
     if c.mask == "custom":
         want = sum(q * k for q, k in zip(c.qo_lens, c.kv_lens))
         got_n = -1 if inp.custom_mask is None else int(inp.custom_mask.numel())
         if got_n != want:
-            raise InvalidInputs("custom_mask.numel", got_n, f"{want} = sum(qo_len * kv_len)",
-                                "give one boolean per (query row, key) of every request")
+            raise InvalidInputs(
+                "custom_mask.numel",
+                got_n,
+                f"{want} = sum(qo_len * kv_len)",
+                "give one boolean per (query row, key) of every request",
+            )
     validate_page_table(inp)
 
 
@@ -208,20 +230,32 @@ def validate_page_table(inp: Inputs) -> None:
     idx = inp.kv_page_indices
     if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= pool):
         bad = int(idx.max()) if int(idx.max()) >= pool else int(idx.min())
-        raise InvalidInputs("kv_page_indices", bad, f"page indices in [0, {pool}) (the pool has {pool} pages)",
-                            "index only pages that exist in the k/v pool")
+        raise InvalidInputs(
+            "kv_page_indices",
+            bad,
+            f"page indices in [0, {pool}) (the pool has {pool} pages)",
+            "index only pages that exist in the k/v pool",
+        )
     expected_pages = list(c.pages_per_request)
     got_pages = (inp.kv_page_indptr[1:] - inp.kv_page_indptr[:-1]).tolist()
     if got_pages != expected_pages:
-        raise InvalidInputs("kv_page_indptr", got_pages, f"pages per request {expected_pages}",
-                            "derive the indptr from ceil(kv_len / page_size)")
+        raise InvalidInputs(
+            "kv_page_indptr",
+            got_pages,
+            f"pages per request {expected_pages}",
+            "derive the indptr from ceil(kv_len / page_size)",
+        )
     ps = c.page_size
     for i, (n, kv) in enumerate(zip(expected_pages, c.kv_lens)):
         last = int(inp.kv_last_page_len[i])
         want = (kv - (n - 1) * ps) if n > 0 else 0
         if last != want:
-            raise InvalidInputs(f"kv_last_page_len[{i}]", last, f"{want} for kv_len={kv}, page_size={ps}",
-                                "set the last page's fill so (pages-1)*page_size + last == kv_len")
+            raise InvalidInputs(
+                f"kv_last_page_len[{i}]",
+                last,
+                f"{want} for kv_len={kv}, page_size={ps}",
+                "set the last page's fill so (pages-1)*page_size + last == kv_len",
+            )
 
 
 def save(inp: Inputs, path: str) -> None:
@@ -237,23 +271,32 @@ def load(path: str) -> Inputs:
     try:
         blob = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
-        raise InvalidInputs("--inputs", path, "an existing file written by scenarios.tensors.save",
-                            "check the path") from None
+        raise InvalidInputs(
+            "--inputs", path, "an existing file written by scenarios.tensors.save", "check the path"
+        ) from None
     except IsADirectoryError:
-        raise InvalidInputs("--inputs", path, "a file written by scenarios.tensors.save, not a directory",
-                            "pass the batch file itself") from None
+        raise InvalidInputs(
+            "--inputs", path, "a file written by scenarios.tensors.save, not a directory", "pass the batch file itself"
+        ) from None
     except Exception as e:  # torch.load on anything else: truncated, random bytes, text, another pickle
-        raise InvalidInputs("--inputs", path, "a batch file written by scenarios.tensors.save",
-                            f"pass an intact file; this one does not load ({type(e).__name__})") from None
+        raise InvalidInputs(
+            "--inputs",
+            path,
+            "a batch file written by scenarios.tensors.save",
+            f"pass an intact file; this one does not load ({type(e).__name__})",
+        ) from None
     if not isinstance(blob, dict) or not isinstance(blob.get("case"), dict):
-        raise InvalidInputs("--inputs", path, "a dict with a 'case' entry and the Inputs tensors",
-                            "write the file with scenarios.tensors.save")
+        raise InvalidInputs(
+            "--inputs",
+            path,
+            "a dict with a 'case' entry and the Inputs tensors",
+            "write the file with scenarios.tensors.save",
+        )
     case = Case.from_json(blob["case"])
     missing = [n for n in ("q", "k", "v", "qo_indptr") if n not in blob]
     if missing:
         raise InvalidInputs("--inputs", path, f"the tensors {missing} too", "save every Inputs field")
-    return Inputs(case=case, seed=int(blob.get("seed", -1)),
-                  **{n: blob.get(n) for n in _TENSOR_FIELDS})  # type: ignore[arg-type]
+    return Inputs(case=case, seed=int(blob.get("seed", -1)), **{n: blob.get(n) for n in _TENSOR_FIELDS})  # type: ignore[arg-type]
 
 
 def fp8_descales(case: Case) -> tuple[float, float, float]:

@@ -20,6 +20,7 @@ groups run in an order that shares modules (fa2, fa2+graph, fa3, auto -- which r
 and the run goes on. FLASHINFER_CUDA_ARCH_LIST=9.0a and MAX_JOBS=16 are set unless already set;
 set FLASHINFER_WORKSPACE_BASE to keep the JIT cache between runs (default: $HOME/.cache/flashinfer).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,18 +46,26 @@ from scenarios.tensors import materialize  # noqa: E402
 DEVICE = "cuda"
 HEADS = dict(num_qo_heads=16, num_kv_heads=4, head_dim_qk=128, head_dim_vo=128, causal=True)
 CASES: dict[str, list[Case]] = {
-    "paged": [Case("paged", (17, 64), (33, 300), page_size=16, **HEADS),
-              Case("paged", (5, 30), (40, 100), page_size=16, **HEADS),
-              Case("paged", (1, 7, 0), (128, 7, 5), page_size=16, **HEADS)],
-    "ragged": [Case("ragged", (17, 64), (33, 300), **HEADS),
-               Case("ragged", (5, 30), (40, 100), **HEADS),
-               Case("ragged", (3, 127, 0), (7, 127, 9), **HEADS)],
-    "decode": [Case("decode", (1, 1, 1, 1), (1, 33, 300, 1031), page_size=16, **HEADS),
-               Case("decode", (1, 1, 1, 1), (16, 17, 64, 200), page_size=16, **HEADS),
-               Case("decode", (1, 1), (5, 129), page_size=16, **HEADS)],
-    "single": [Case("single", (64,), (300,), **HEADS),
-               Case("single", (127,), (127,), **HEADS),
-               Case("single", (1,), (1031,), **HEADS)],
+    "paged": [
+        Case("paged", (17, 64), (33, 300), page_size=16, **HEADS),
+        Case("paged", (5, 30), (40, 100), page_size=16, **HEADS),
+        Case("paged", (1, 7, 0), (128, 7, 5), page_size=16, **HEADS),
+    ],
+    "ragged": [
+        Case("ragged", (17, 64), (33, 300), **HEADS),
+        Case("ragged", (5, 30), (40, 100), **HEADS),
+        Case("ragged", (3, 127, 0), (7, 127, 9), **HEADS),
+    ],
+    "decode": [
+        Case("decode", (1, 1, 1, 1), (1, 33, 300, 1031), page_size=16, **HEADS),
+        Case("decode", (1, 1, 1, 1), (16, 17, 64, 200), page_size=16, **HEADS),
+        Case("decode", (1, 1), (5, 129), page_size=16, **HEADS),
+    ],
+    "single": [
+        Case("single", (64,), (300,), **HEADS),
+        Case("single", (127,), (127,), **HEADS),
+        Case("single", (1,), (1031,), **HEADS),
+    ],
 }
 # Estimated first-use cost (s) of each module on an H200 (fa2 ~25 s, fa3 ~90 s seen), with margin.
 COMPILE_S = {"fa2": 35.0, "fa3": 100.0, "cudnn": 15.0, "trtllm-gen": 30.0, "auto": 100.0}
@@ -128,9 +137,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     os.makedirs(args.out, exist_ok=True)
 
     sup = fi.TARGET.available(args.device)
-    header: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "argv": sys.argv,
-                              "env": {k: os.environ.get(k) for k in ("FLASHINFER_CUDA_ARCH_LIST", "MAX_JOBS",
-                                                                     "FLASHINFER_WORKSPACE_BASE")}}
+    header: dict[str, Any] = {
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "argv": sys.argv,
+        "env": {k: os.environ.get(k) for k in ("FLASHINFER_CUDA_ARCH_LIST", "MAX_JOBS", "FLASHINFER_WORKSPACE_BASE")},
+    }
     if not sup.ok:
         print(f"flashinfer unavailable: {sup.reason}")
         Recorder(args.out, dict(header, available=sup.reason)).flush()
@@ -143,12 +154,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     header["offered"] = list(offered)
     try:
         import flashinfer.jit.env as jenv  # the JIT cache actually in use
+
         header["jit_dir"] = str(jenv.FLASHINFER_JIT_DIR)
     except Exception as e:  # noqa: BLE001
         header["jit_dir"] = f"unknown ({type(e).__name__})"
     facts = fi.fl.lib_facts(dev)
-    header["lib_facts"] = {k: getattr(facts, k) for k in ("version", "fork", "lse_base_kw", "fa3", "cudnn",
-                                                          "trtllm_gen", "aiter", "notes")}
+    header["lib_facts"] = {
+        k: getattr(facts, k) for k in ("version", "fork", "lse_base_kw", "fa3", "cudnn", "trtllm_gen", "aiter", "notes")
+    }
     rec = Recorder(args.out, header)
     print(f"device {header['device']} sm{header['capability']}, flashinfer {facts.version}, offered {offered}")
     print(f"JIT cache: {header['jit_dir']}")
@@ -160,6 +173,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     inputs: dict[str, Any] = {}
     rows: list[list[str]] = []
     cols = ["api", "backend", "case", "resolved", "status", "err/bound out", "lse", "compile s", "run s"]
+
     def budget_row(backend: str, api: str, case: Case, why: str) -> None:
         rec.add({"api": api, "backend": backend, "case_id": case.id, "status": "budget", "reason": why})
         rows.append([api, backend, label(case), "-", "budget", "-", "-", "-", "-"])
@@ -188,23 +202,45 @@ def main(argv: Optional[list[str]] = None) -> int:
                 if rep == 0:
                     built.add(module)
             assert res is not None
-            out_cmp, lse_cmp = judge(truths[case.id], res.out, res.lse if case.return_lse else None,
-                                     lse_base=res.lse_base, adapter="flashinfer", backend=backend)
+            out_cmp, lse_cmp = judge(
+                truths[case.id],
+                res.out,
+                res.lse if case.return_lse else None,
+                lse_base=res.lse_base,
+                adapter="flashinfer",
+                backend=backend,
+            )
             ok = out_cmp.passed and (lse_cmp is None or lse_cmp.passed)
             compile_s = times[0].plan_s + times[0].run_s + times[0].capture_s
             run_s = times[1].run_s
-            r.update(status="pass" if ok else "fail", resolved=res.resolved_backend,
-                     fallback_reason=reason_to_json(res.fallback_reason),
-                     lse_base=res.lse_base, out=out_cmp.to_json(), lse=lse_cmp.to_json() if lse_cmp else None,
-                     first_use=times[0].first_use, compile_s=compile_s, run_s=run_s,
-                     timings=[t.to_json() for t in times],
-                     last_run={k: str(v) for k, v in adapter.last_run.items()})
-            rows.append([api, backend, label(case), res.resolved_backend, r["status"], fmt(ratio(out_cmp)),
-                         fmt(ratio(lse_cmp)), f"{compile_s:.1f}" if times[0].first_use else f"({compile_s:.2f})",
-                         f"{run_s * 1e3:.2f}ms"])
+            r.update(
+                status="pass" if ok else "fail",
+                resolved=res.resolved_backend,
+                fallback_reason=reason_to_json(res.fallback_reason),
+                lse_base=res.lse_base,
+                out=out_cmp.to_json(),
+                lse=lse_cmp.to_json() if lse_cmp else None,
+                first_use=times[0].first_use,
+                compile_s=compile_s,
+                run_s=run_s,
+                timings=[t.to_json() for t in times],
+                last_run={k: str(v) for k, v in adapter.last_run.items()},
+            )
+            rows.append(
+                [
+                    api,
+                    backend,
+                    label(case),
+                    res.resolved_backend,
+                    r["status"],
+                    fmt(ratio(out_cmp)),
+                    fmt(ratio(lse_cmp)),
+                    f"{compile_s:.1f}" if times[0].first_use else f"({compile_s:.2f})",
+                    f"{run_s * 1e3:.2f}ms",
+                ]
+            )
         except Exception as e:  # noqa: BLE001 -- record and keep going
-            r.update(status="error", reason=f"{type(e).__name__}: {e}"[:2000],
-                     traceback=traceback.format_exc()[-4000:])
+            r.update(status="error", reason=f"{type(e).__name__}: {e}"[:2000], traceback=traceback.format_exc()[-4000:])
             rows.append([api, backend, label(case), "-", "error", "-", "-", "-", f"{type(e).__name__}"])
             if "CUDA error" in str(e) or "illegal memory" in str(e):
                 r["note"] = "CUDA context may be unusable after this error"
@@ -224,8 +260,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         cost = COMPILE_S.get(lib_backend, 60.0)
         if module not in built and elapsed + cost > args.budget_s:
             for case in CASES[api]:
-                budget_row(backend, api, case, f"module not built and {elapsed:.0f}s + ~{cost:.0f}s compile > "
-                                               f"budget {args.budget_s:.0f}s")
+                budget_row(
+                    backend,
+                    api,
+                    case,
+                    f"module not built and {elapsed:.0f}s + ~{cost:.0f}s compile > budget {args.budget_s:.0f}s",
+                )
             continue
         adapter = fi.TARGET.make(backend, dev)
         for case in CASES[api][:2]:

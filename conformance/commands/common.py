@@ -3,6 +3,7 @@
 Exit status of every subcommand: 0 ok, 1 something failed, 2 bad usage, reported in one line that
 names the value and the fix before anything is written; 130 interrupted.
 """
+
 from __future__ import annotations
 
 import os
@@ -24,19 +25,25 @@ def prog(name: str) -> str:
 
 def default_device() -> str:
     import torch
+
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def set_jit_cache(path: str) -> None:
     """Point FlashInfer's JIT cache at `path`; it reads the variable once, at import."""
     if "flashinfer" in sys.modules:
-        raise InvalidValue("--jit-cache", path, "to be set before flashinfer is imported",
-                           "set FLASHINFER_WORKSPACE_BASE in the environment instead")
+        raise InvalidValue(
+            "--jit-cache",
+            path,
+            "to be set before flashinfer is imported",
+            "set FLASHINFER_WORKSPACE_BASE in the environment instead",
+        )
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as e:
-        raise InvalidValue("--jit-cache", path, "a directory that can be created",
-                           f"pass a writable path ({e.strerror})") from None
+        raise InvalidValue(
+            "--jit-cache", path, "a directory that can be created", f"pass a writable path ({e.strerror})"
+        ) from None
     os.environ["FLASHINFER_WORKSPACE_BASE"] = os.path.abspath(path)
 
 
@@ -57,8 +64,9 @@ def out_dir(flag: str, path: str) -> None:
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as e:
-        raise InvalidValue(flag, path, "a directory that can be created",
-                           f"pass a writable path ({e.strerror})") from None
+        raise InvalidValue(
+            flag, path, "a directory that can be created", f"pass a writable path ({e.strerror})"
+        ) from None
 
 
 def usable_out_dir(flag: str, path: str) -> None:
@@ -68,11 +76,13 @@ def usable_out_dir(flag: str, path: str) -> None:
     while not os.path.exists(probe):
         probe = os.path.dirname(probe)
     if not os.path.isdir(probe):
-        raise InvalidValue(flag, path, "a directory (or a path where one can be made)",
-                           f"{probe} is a file: pass another --out")
+        raise InvalidValue(
+            flag, path, "a directory (or a path where one can be made)", f"{probe} is a file: pass another --out"
+        )
     if not os.access(probe, os.W_OK | os.X_OK):
-        raise InvalidValue(flag, path, "a directory (or a path where one can be made)",
-                           f"{probe} is not writable: pass another --out")
+        raise InvalidValue(
+            flag, path, "a directory (or a path where one can be made)", f"{probe} is not writable: pass another --out"
+        )
 
 
 def add_forwarded(sub: Any, name: str, what: str) -> None:

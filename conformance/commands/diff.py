@@ -5,6 +5,7 @@ Exit status: 0 no regression in a complete comparison, 1 a regression or an inco
 2 bad usage or sides that cannot be compared (no pair in common included), in one line naming the
 value and the fix, before any file is written.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,13 +24,24 @@ def add_parser(sub: Any) -> None:
     d = sub.add_parser(NAME, help="compare NEW results with a BASE baseline; exit 1 on a regression")
     d.add_argument("base", metavar="BASE", help="baseline: results file or directory (attncheck record --out)")
     d.add_argument("new", metavar="NEW", help="new results: file or directory")
-    d.add_argument("--error-factor", type=float, default=2.0,
-                   help="error growth that is a regression: NEW worst err/bound > FACTOR x BASE (default 2)")
-    d.add_argument("--error-floor", type=float, default=0.25,
-                   help="... and NEW worst err/bound at least this (default 0.25 of the bound)")
-    d.add_argument("--max-slowdown", type=float, default=0.10,
-                   help="allowed slowdown: a timing regression when the interval of NEW/BASE lies above 1 + this "
-                        "(default 0.10)")
+    d.add_argument(
+        "--error-factor",
+        type=float,
+        default=2.0,
+        help="error growth that is a regression: NEW worst err/bound > FACTOR x BASE (default 2)",
+    )
+    d.add_argument(
+        "--error-floor",
+        type=float,
+        default=0.25,
+        help="... and NEW worst err/bound at least this (default 0.25 of the bound)",
+    )
+    d.add_argument(
+        "--max-slowdown",
+        type=float,
+        default=0.10,
+        help="allowed slowdown: a timing regression when the interval of NEW/BASE lies above 1 + this (default 0.10)",
+    )
     d.add_argument("--out", default=None, help=f"directory for {DIFF_MD} and {DIFF_JSON}")
     d.set_defaults(handler=handle)
 

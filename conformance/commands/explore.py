@@ -2,6 +2,7 @@
 
 Exit status as loop.py says: 0 everything held, 1 otherwise, 2 bad usage.
 """
+
 from __future__ import annotations
 
 from typing import Any, Sequence

@@ -11,6 +11,7 @@ coverage without the coverage package, a verdict file that cannot be read or wri
 --update-verdicts with a run whose verdicts are not the file's, each in one line naming the
 value and the fix.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,22 +37,47 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu); CUDA-only mutants skip on cpu")
     p.add_argument("--budget", default="quick", help="; ".join(f"{k}: {v}" for k, v in BUDGETS.items()))
     p.add_argument("--out", default=DEFAULT_OUT, help="directory for mutants.jsonl, kill-matrix.json and .md")
-    p.add_argument("--only", nargs="+", action="extend", default=None, metavar="NAME",
-                   help="run these mutants only (repeatable: every name given counts)")
+    p.add_argument(
+        "--only",
+        nargs="+",
+        action="extend",
+        default=None,
+        metavar="NAME",
+        help="run these mutants only (repeatable: every name given counts)",
+    )
     p.add_argument("--workers", type=int, default=2, help="mutants run at once (default: 2)")
     p.add_argument("--isolation", default="forkserver", help=f"{' or '.join(ISOLATIONS)} (see launcher.py)")
-    p.add_argument("--selection", default="coverage",
-                   help="coverage: each mutant's tests from coverage contexts; all: every test for every mutant")
-    p.add_argument("--complete", action="store_true",
-                   help="measure every cell (every selected test under every mutant), whatever the budget")
-    p.add_argument("--compare-whole-suite", action="store_true",
-                   help="also run every mutant against every test, and report both wall times (implies --fresh)")
-    p.add_argument("--fresh", action="store_true",
-                   help="ignore the verdict file: run every mutant (the refreshed verdicts are still written to --out)")
-    p.add_argument("--update-verdicts", action="store_true",
-                   help="write the refreshed verdicts over the verdict file (commit it: CI re-runs only what changed)")
-    p.add_argument("--verdicts", default=None, metavar="FILE",
-                   help="the verdict file (default: conformance/mutations/verdicts/<target>-<device>-<budget>.json)")
+    p.add_argument(
+        "--selection",
+        default="coverage",
+        help="coverage: each mutant's tests from coverage contexts; all: every test for every mutant",
+    )
+    p.add_argument(
+        "--complete",
+        action="store_true",
+        help="measure every cell (every selected test under every mutant), whatever the budget",
+    )
+    p.add_argument(
+        "--compare-whole-suite",
+        action="store_true",
+        help="also run every mutant against every test, and report both wall times (implies --fresh)",
+    )
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="ignore the verdict file: run every mutant (the refreshed verdicts are still written to --out)",
+    )
+    p.add_argument(
+        "--update-verdicts",
+        action="store_true",
+        help="write the refreshed verdicts over the verdict file (commit it: CI re-runs only what changed)",
+    )
+    p.add_argument(
+        "--verdicts",
+        default=None,
+        metavar="FILE",
+        help="the verdict file (default: conformance/mutations/verdicts/<target>-<device>-<budget>.json)",
+    )
     p.set_defaults(handler=handle)
 
 
@@ -67,38 +93,61 @@ def _settings(args: argparse.Namespace) -> Any:
     if args.device not in ("cpu", "cuda"):
         raise InvalidValue("--device", args.device, "cpu or cuda", "pass --device cpu")
     if args.isolation not in ISOLATIONS:
-        raise InvalidValue("--isolation", args.isolation, f"one of {', '.join(ISOLATIONS)}",
-                           "pass --isolation forkserver")
+        raise InvalidValue(
+            "--isolation", args.isolation, f"one of {', '.join(ISOLATIONS)}", "pass --isolation forkserver"
+        )
     if args.selection not in SELECTIONS:
-        raise InvalidValue("--selection", args.selection, f"one of {', '.join(SELECTIONS)}",
-                           "pass --selection coverage")
+        raise InvalidValue(
+            "--selection", args.selection, f"one of {', '.join(SELECTIONS)}", "pass --selection coverage"
+        )
     if args.workers < 1:
         raise InvalidValue("--workers", args.workers, "at least 1", "pass --workers 2")
     names = {m.name for m in catalogue(args.target)}
     unknown = sorted(set(args.only or ()) - names)
     if unknown:
-        raise InvalidValue("--only", unknown[0], f"a mutant of the {args.target} catalogue",
-                           f"pick names from kill-matrix.md or conformance/mutations/ ({len(names)} mutants)")
+        raise InvalidValue(
+            "--only",
+            unknown[0],
+            f"a mutant of the {args.target} catalogue",
+            f"pick names from kill-matrix.md or conformance/mutations/ ({len(names)} mutants)",
+        )
     if args.selection == "coverage":
         try:
             import coverage  # noqa: F401
         except ImportError:
-            raise InvalidValue("--selection", "coverage", "the coverage package installed",
-                               "pip install coverage, or pass --selection all") from None
+            raise InvalidValue(
+                "--selection",
+                "coverage",
+                "the coverage package installed",
+                "pip install coverage, or pass --selection all",
+            ) from None
     verdicts = _verdict_file(args)
     out = Path(args.out)
     probe = out
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        raise InvalidValue("--out", args.out, "a directory that can be created and written",
-                           "pass a writable path, e.g. --out attncheck-mutate")
-    return Settings(target=args.target, device=args.device, budget=args.budget, out_dir=out, workers=args.workers,
-                    isolation=args.isolation, selection=args.selection,
-                    strategy="complete" if args.complete else STRATEGY[args.budget],
-                    compare_whole_suite=args.compare_whole_suite,
-                    only=tuple(args.only) if args.only else None,
-                    verdicts=verdicts, fresh=args.fresh, update_verdicts=args.update_verdicts)
+        raise InvalidValue(
+            "--out",
+            args.out,
+            "a directory that can be created and written",
+            "pass a writable path, e.g. --out attncheck-mutate",
+        )
+    return Settings(
+        target=args.target,
+        device=args.device,
+        budget=args.budget,
+        out_dir=out,
+        workers=args.workers,
+        isolation=args.isolation,
+        selection=args.selection,
+        strategy="complete" if args.complete else STRATEGY[args.budget],
+        compare_whole_suite=args.compare_whole_suite,
+        only=tuple(args.only) if args.only else None,
+        verdicts=verdicts,
+        fresh=args.fresh,
+        update_verdicts=args.update_verdicts,
+    )
 
 
 def _verdict_file(args: argparse.Namespace) -> Path:
@@ -110,28 +159,44 @@ def _verdict_file(args: argparse.Namespace) -> Path:
     path = Path(args.verdicts) if args.verdicts else default_path(repo_root(), args.target, args.device, args.budget)
     if args.update_verdicts:
         if args.selection != "coverage":
-            raise InvalidValue("--selection", args.selection, "coverage with --update-verdicts (keys rest on the "
-                               "coverage run)", "drop --selection all, or drop --update-verdicts")
+            raise InvalidValue(
+                "--selection",
+                args.selection,
+                "coverage with --update-verdicts (keys rest on the coverage run)",
+                "drop --selection all, or drop --update-verdicts",
+            )
         if args.complete and STRATEGY[args.budget] != "complete":
-            raise InvalidValue("--update-verdicts", "with --complete", f"the {args.budget} budget's own cells "
-                               "(first kill): its verdict file holds no complete matrix",
-                               "drop --complete, or pass --budget full")
+            raise InvalidValue(
+                "--update-verdicts",
+                "with --complete",
+                f"the {args.budget} budget's own cells (first kill): its verdict file holds no complete matrix",
+                "drop --complete, or pass --budget full",
+            )
     if path.is_dir():
         raise InvalidValue("--verdicts", str(path), "a file", "pass a file path, e.g. --verdicts verdicts.json")
     if path.exists() and not (args.fresh or args.compare_whole_suite):
         try:
             Verdicts.load(path)
         except CorruptVerdicts as e:
-            raise InvalidValue("--verdicts", str(path), "a verdict file attncheck wrote", f"{e.why}: pass --fresh "
-                               "--update-verdicts to rewrite it (a full run), or take either side of a merge "
-                               "conflict and pass --update-verdicts") from None
+            raise InvalidValue(
+                "--verdicts",
+                str(path),
+                "a verdict file attncheck wrote",
+                f"{e.why}: pass --fresh "
+                "--update-verdicts to rewrite it (a full run), or take either side of a merge "
+                "conflict and pass --update-verdicts",
+            ) from None
     if args.update_verdicts:
         probe = path if path.exists() else path.parent
         while not probe.exists() and probe != probe.parent:
             probe = probe.parent
         if not os.access(probe, os.W_OK):
-            raise InvalidValue("--verdicts", str(path), "a file that can be written (--update-verdicts)",
-                               "pass a writable --verdicts FILE")
+            raise InvalidValue(
+                "--verdicts",
+                str(path),
+                "a file that can be written (--update-verdicts)",
+                "pass a writable --verdicts FILE",
+            )
     return path
 
 
@@ -144,16 +209,23 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     settings = _settings(args)
     km = Mutation(settings).run()
     t = km.timing
-    print(f"\n{len(km.runnable())} mutants, {len(km.rows)} tests: "
-          f"{len(km.not_killed())} not killed, {len(km.rows_killing_nothing())} tests killing nothing"
-          + ("" if km.control.get("passed") else "; the control FAILED: " + ", ".join(list(km.control.get(
-              "failed", {}))[:5])))
+    print(
+        f"\n{len(km.runnable())} mutants, {len(km.rows)} tests: "
+        f"{len(km.not_killed())} not killed, {len(km.rows_killing_nothing())} tests killing nothing"
+        + (
+            ""
+            if km.control.get("passed")
+            else "; the control FAILED: " + ", ".join(list(km.control.get("failed", {}))[:5])
+        )
+    )
     if t.get("selected_s") is not None:
         line = f"with coverage selection: {t['selected_s']:.1f} s wall, {t['selected_cpu_s'] or 0:.1f} s CPU"
         if t.get("whole_suite_s") is not None:
-            line += (f"; the whole suite per mutant: {t['whole_suite_s']:.1f} s wall "
-                     f"({t['whole_suite_s'] / t['selected_s']:.1f}x), {t['whole_suite_cpu_s'] or 0:.1f} s CPU "
-                     f"({(t['whole_suite_cpu_s'] or 0) / max(t['selected_cpu_s'] or 1e-9, 1e-9):.1f}x)")
+            line += (
+                f"; the whole suite per mutant: {t['whole_suite_s']:.1f} s wall "
+                f"({t['whole_suite_s'] / t['selected_s']:.1f}x), {t['whole_suite_cpu_s'] or 0:.1f} s CPU "
+                f"({(t['whole_suite_cpu_s'] or 0) / max(t['selected_cpu_s'] or 1e-9, 1e-9):.1f}x)"
+            )
         print(line)
     for test, why in list(km.control.get("why", {}).items())[:10]:
         print(f"  control failed {test}: {why}"[:400])
@@ -164,8 +236,13 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     cached = sum(m.cached for m in km.mutants)
     if cached:
         print(f"{cached} of {len(km.runnable())} verdicts cached from {settings.verdicts} (--fresh runs them all)")
-    print(f"matrix: {settings.out_dir / JSON}\nreport: {settings.out_dir / MARKDOWN}\n"
-          f"verdicts: {settings.out_dir / FILE_NAME}"
-          + (f" (also written to {settings.verdicts})" if settings.update_verdicts else
-             f" (--update-verdicts writes them to {settings.verdicts})"))
+    print(
+        f"matrix: {settings.out_dir / JSON}\nreport: {settings.out_dir / MARKDOWN}\n"
+        f"verdicts: {settings.out_dir / FILE_NAME}"
+        + (
+            f" (also written to {settings.verdicts})"
+            if settings.update_verdicts
+            else f" (--update-verdicts writes them to {settings.verdicts})"
+        )
+    )
     return EXIT_OK if km.ok else EXIT_FAILED

@@ -5,6 +5,7 @@ else runs: built while the matrix, the machines and the mutants ran, the builds 
 session on lock waits (docs/h200-runner.md). Exit status: 0 built (or cached), 1 a build failed,
 2 bad usage (a device without FlashInfer, an unknown backend, a malformed case).
 """
+
 from __future__ import annotations
 
 import sys
@@ -33,18 +34,28 @@ def forward(argv: Sequence[str]) -> int:
     p = argparse.ArgumentParser(prog=prog(NAME), description=DESCRIPTION)
     p.add_argument("--budget", default="quick", help="the matrix budget whose cases decide the modules")
     p.add_argument("--backend", action="append", help="backends of the coming runs (repeatable; default: all)")
-    p.add_argument("--case", action="append", dest="cases", default=None,
-                   help="these cases instead of the budget's matrix: a JSON object or list, or @file.json "
-                        "(repeatable), as `attncheck run --case` takes them")
-    p.add_argument("--decode-tensor-cores", action="store_true",
-                   help="the run will pass --adapter-option decode_tensor_cores=true (decode loads prefill modules)")
+    p.add_argument(
+        "--case",
+        action="append",
+        dest="cases",
+        default=None,
+        help="these cases instead of the budget's matrix: a JSON object or list, or @file.json "
+        "(repeatable), as `attncheck run --case` takes them",
+    )
+    p.add_argument(
+        "--decode-tensor-cores",
+        action="store_true",
+        help="the run will pass --adapter-option decode_tensor_cores=true (decode loads prefill modules)",
+    )
     p.add_argument("--device", default="cuda")
     p.add_argument("--out", help="write the build summary here as JSON")
     a = p.parse_args(list(argv))
     avail = TARGET.available(a.device)
     if not avail.ok:
-        print(f"{prog(NAME)}: error: --device {a.device}: {avail.reason}; run this on the FlashInfer runner",
-              file=sys.stderr)
+        print(
+            f"{prog(NAME)}: error: --device {a.device}: {avail.reason}; run this on the FlashInfer runner",
+            file=sys.stderr,
+        )
         return 2
     offered = TARGET.backends(a.device)
     unknown = [b for b in a.backend or () if b not in offered]
@@ -52,20 +63,33 @@ def forward(argv: Sequence[str]) -> int:
         print(f"{prog(NAME)}: error: --backend {unknown[0]}: expected one of {', '.join(offered)}", file=sys.stderr)
         return 2
     try:
-        cases = ([c for text in a.cases for c in load_cases(text)] if a.cases else TARGET.matrix(a.budget))
+        cases = [c for text in a.cases for c in load_cases(text)] if a.cases else TARGET.matrix(a.budget)
     except InvalidValue as e:
         print(f"{prog(NAME)}: error: {e}", file=sys.stderr)
         return 2
     families = list(dict.fromkeys(split_backend(b)[0] for b in (a.backend or offered)))
     tc = a.decode_tensor_cores
-    reqs = requests_for(cases, families, a.device, supports_fn(TARGET, a.device, {"decode_tensor_cores": tc}),
-                        decode_tensor_cores=tc)
+    reqs = requests_for(
+        cases, families, a.device, supports_fn(TARGET, a.device, {"decode_tensor_cores": tc}), decode_tensor_cores=tc
+    )
     print(f"{len(reqs)} modules for {len(cases)} cases on {', '.join(families)}", flush=True)
     res = prebuild(reqs)
-    print(f"{len(res.requested)} modules built or found cached in {res.seconds:.1f} s"
-          + (f"; failed: {res.error}" if res.error else ""), flush=True)
+    print(
+        f"{len(res.requested)} modules built or found cached in {res.seconds:.1f} s"
+        + (f"; failed: {res.error}" if res.error else ""),
+        flush=True,
+    )
     if a.out:
         with open(a.out, "w", encoding="utf-8") as f:
-            json.dump({**res.to_json(), "families": families, "budget": None if a.cases else a.budget,
-                       "cases": len(cases), "decode_tensor_cores": tc}, f, indent=2)
+            json.dump(
+                {
+                    **res.to_json(),
+                    "families": families,
+                    "budget": None if a.cases else a.budget,
+                    "cases": len(cases),
+                    "decode_tensor_cores": tc,
+                },
+                f,
+                indent=2,
+            )
     return 1 if res.error else 0

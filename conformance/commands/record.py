@@ -3,6 +3,7 @@
 Takes every option of `attncheck run`, and the sweep grid's for `--time`. Exit status: that of the
 parity run (0 held, 1 failed), 2 bad usage before anything is written.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,11 +16,20 @@ NAME = "record"
 
 
 def add_parser(sub: Any) -> None:
-    rec = sub.add_parser(NAME, help="run the matrix as a baseline for `attncheck diff`, stamped with versions and "
-                                    "architecture; --time adds timing")
+    rec = sub.add_parser(
+        NAME,
+        help="run the matrix as a baseline for `attncheck diff`, stamped with versions and "
+        "architecture; --time adds timing",
+    )
     run.add_run_options(rec)
-    rec.add_argument("--time", action="append", dest="time_backends", default=None, metavar="BACKEND",
-                     help="also time this backend over the sweep grid (repeatable), for timing regressions")
+    rec.add_argument(
+        "--time",
+        action="append",
+        dest="time_backends",
+        default=None,
+        metavar="BACKEND",
+        help="also time this backend over the sweep grid (repeatable), for timing regressions",
+    )
     sweep.grid_options(rec)
     rec.set_defaults(out="attncheck-baseline", handler=handle)
 

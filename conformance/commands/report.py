@@ -4,6 +4,7 @@ Exit status: 0 written (a run with no end record, or a path with no record besid
 in the report's first line), 2 bad usage (results that cannot be merged or hold no record at all,
 an output directory that cannot be created), in one line naming the value and the fix.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,14 +35,21 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
     empty = [p for p in args.results if not load_runs([p])]
     if len(empty) == len(args.results):
-        raise InvalidValue("RESULTS", ", ".join(empty), "results holding at least one attncheck record",
-                           "pass the results of a run that wrote records (a run that died at once wrote none)")
+        raise InvalidValue(
+            "RESULTS",
+            ", ".join(empty),
+            "results holding at least one attncheck record",
+            "pass the results of a run that wrote records (a run that died at once wrote none)",
+        )
     runs = load_runs(list(args.results))
     model = combined.build(runs, routing=check_runs(runs), empty_paths=empty)
     md, page = combined.render_markdown(model, args.title), render_html(model, args.title)
     out_dir("--out", args.out)
-    for name, text in ((REPORT_MD, md), (REPORT_HTML, page),
-                       (REPORT_JSON, json.dumps(model, indent=1, sort_keys=True, allow_nan=False))):
+    for name, text in (
+        (REPORT_MD, md),
+        (REPORT_HTML, page),
+        (REPORT_JSON, json.dumps(model, indent=1, sort_keys=True, allow_nan=False)),
+    ):
         with open(os.path.join(args.out, name), "w", encoding="utf-8") as f:
             f.write(text)
     print(md)

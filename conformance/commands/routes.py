@@ -3,6 +3,7 @@
 conformance/route_records.py keeps the parser (also `python -m conformance.route_records`). Exit
 status: 0 every observation passes and is explained, 1 one does not, 2 bad input.
 """
+
 from __future__ import annotations
 
 from typing import Any, Sequence

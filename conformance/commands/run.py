@@ -5,6 +5,7 @@ ledger entry predicts, 1 an unexplained failure or an unexpected pass, 2 bad usa
 or backend, a malformed budget or case, a batch file that contradicts its case), before any result
 file is written.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,8 +15,14 @@ from typing import Any, Sequence
 
 from tabulate import tabulate
 
-from conformance.commands.common import (EXIT_FAILED, EXIT_OK, default_device, parse_options, set_jit_cache,
-                                         usable_out_dir)
+from conformance.commands.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    default_device,
+    parse_options,
+    set_jit_cache,
+    usable_out_dir,
+)
 from reports.parity import COUNT_HEADERS, counts_by_backend, failure_line, failures, skips_by_reason
 from reports.records import ParityRecord, StageRecord
 from scenarios.case import FEATURES, load_cases
@@ -29,29 +36,62 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     """The options of a parity run (`attncheck record` takes them too)."""
     p.add_argument("--target", default="torch", help="library under test (default: torch)")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available, else cpu)")
-    p.add_argument("--budget", default="quick",
-                   help=f"matrix size: {', '.join(BUDGETS)} (default: quick, under 2 minutes on 2 cores)")
-    p.add_argument("--backend", action="append", dest="backends", default=None,
-                   help="restrict to this backend (repeatable); default: every backend of the target")
+    p.add_argument(
+        "--budget",
+        default="quick",
+        help=f"matrix size: {', '.join(BUDGETS)} (default: quick, under 2 minutes on 2 cores)",
+    )
+    p.add_argument(
+        "--backend",
+        action="append",
+        dest="backends",
+        default=None,
+        help="restrict to this backend (repeatable); default: every backend of the target",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the matrix and of the input values")
     p.add_argument("--out", default="attncheck-out", help="directory for results.jsonl and report.md")
-    p.add_argument("--case", action="append", dest="cases", default=None,
-                   help="run this case (a JSON object) or these cases (a JSON list) instead of the matrix: JSON "
-                        "text or @file.json (repeatable)")
-    p.add_argument("--inputs", default=None,
-                   help="replay a captured batch (a file written by scenarios.tensors.save)")
-    p.add_argument("--feature", action="append", dest="features", default=None,
-                   help="keep only matrix cases with this feature (repeatable: any of them), "
-                        f"one of {', '.join(FEATURES)}")
-    p.add_argument("--time-budget", type=float, default=None, dest="time_budget",
-                   help="seconds; (case, backend) pairs not started by then are recorded as skipped")
-    p.add_argument("--adapter-option", action="append", dest="adapter_options", default=None,
-                   metavar="KEY=VALUE", help="adapter option for every backend, e.g. mask_form=packed (repeatable)")
-    p.add_argument("--jit-cache", default=None, dest="jit_cache",
-                   help="directory for JIT-compiled kernels (FlashInfer: FLASHINFER_WORKSPACE_BASE)")
-    p.add_argument("--isolate", action="store_true",
-                   help="evaluate each case in a child process: a case that kills it is recorded as a crash, "
-                        "and the run goes on")
+    p.add_argument(
+        "--case",
+        action="append",
+        dest="cases",
+        default=None,
+        help="run this case (a JSON object) or these cases (a JSON list) instead of the matrix: JSON "
+        "text or @file.json (repeatable)",
+    )
+    p.add_argument("--inputs", default=None, help="replay a captured batch (a file written by scenarios.tensors.save)")
+    p.add_argument(
+        "--feature",
+        action="append",
+        dest="features",
+        default=None,
+        help=f"keep only matrix cases with this feature (repeatable: any of them), one of {', '.join(FEATURES)}",
+    )
+    p.add_argument(
+        "--time-budget",
+        type=float,
+        default=None,
+        dest="time_budget",
+        help="seconds; (case, backend) pairs not started by then are recorded as skipped",
+    )
+    p.add_argument(
+        "--adapter-option",
+        action="append",
+        dest="adapter_options",
+        default=None,
+        metavar="KEY=VALUE",
+        help="adapter option for every backend, e.g. mask_form=packed (repeatable)",
+    )
+    p.add_argument(
+        "--jit-cache",
+        default=None,
+        dest="jit_cache",
+        help="directory for JIT-compiled kernels (FlashInfer: FLASHINFER_WORKSPACE_BASE)",
+    )
+    p.add_argument(
+        "--isolate",
+        action="store_true",
+        help="evaluate each case in a child process: a case that kills it is recorded as a crash, and the run goes on",
+    )
 
 
 def add_parser(sub: Any) -> None:
@@ -62,9 +102,12 @@ def add_parser(sub: Any) -> None:
 
 def _stage(st: StageRecord) -> None:
     p = st.prepare or {}
-    print(f"  stage {st.stage} ({' '.join(st.backends)}): {len(p.get('requested', []))} modules prepared in "
-          f"{p.get('seconds', 0.0):.1f} s, waited {st.waited_s:.1f} s" + (f"; error: {p['error'][:300]}"
-                                                                          if p.get("error") else ""), flush=True)
+    print(
+        f"  stage {st.stage} ({' '.join(st.backends)}): {len(p.get('requested', []))} modules prepared in "
+        f"{p.get('seconds', 0.0):.1f} s, waited {st.waited_s:.1f} s"
+        + (f"; error: {p['error'][:300]}" if p.get("error") else ""),
+        flush=True,
+    )
 
 
 def _progress(rec: ParityRecord, i: int, n: int) -> None:
@@ -92,18 +135,29 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         raise InvalidValue("--device", device, "cpu, cuda or cuda:N", "pass --device cpu or --device cuda")
     usable_out_dir("--out", args.out)  # a file, or a path under one, is refused before anything is written
     t0 = time.perf_counter()
-    what = (f"{len(cases)} given case(s)" if cases else "a captured batch" if inputs
-            else f"the {args.budget} matrix")
+    what = f"{len(cases)} given case(s)" if cases else "a captured batch" if inputs else f"the {args.budget} matrix"
     print(f"attncheck run --target {args.target} --device {device}: {what} -> {args.out}", flush=True)
     if args.features:
         from conformance.parity_run import matrix_of
 
         pool = cases if cases is not None else matrix_of(args.target, args.budget, args.seed)
         cases = [c for c in pool if set(c.features) & set(args.features)]
-    outcome = run_parity(args.target, device, args.budget, args.out, seed=args.seed, backends=args.backends,
-                         argv=["attncheck", *argv], cases=cases, inputs=inputs, time_budget_s=args.time_budget,
-                         adapter_options=options, progress=_progress,
-                         on_stage=_stage, isolate=args.isolate)
+    outcome = run_parity(
+        args.target,
+        device,
+        args.budget,
+        args.out,
+        seed=args.seed,
+        backends=args.backends,
+        argv=["attncheck", *argv],
+        cases=cases,
+        inputs=inputs,
+        time_budget_s=args.time_budget,
+        adapter_options=options,
+        progress=_progress,
+        on_stage=_stage,
+        isolate=args.isolate,
+    )
     recs = outcome.records
     print()
     print(tabulate(counts_by_backend(recs), COUNT_HEADERS, tablefmt="simple"))
@@ -116,9 +170,11 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     backends_n = len({r.backend for r in recs if r.status in ("pass", "fail")})
     known = sum(v.outcome == "expected_failure" for v in outcome.verdicts)
     claimed = [(r, v) for r, v in zip(recs, outcome.verdicts) if v.outcome == "unexpected_pass"]
-    print(f"\n{cases_n} cases, {len(recs)} records, {backends_n} backends exercised, "
-          f"{len(fl)} failing ({known} explained by the ledger), {len(claimed)} unexpected passes, "
-          f"{time.perf_counter() - t0:.1f} s")
+    print(
+        f"\n{cases_n} cases, {len(recs)} records, {backends_n} backends exercised, "
+        f"{len(fl)} failing ({known} explained by the ledger), {len(claimed)} unexpected passes, "
+        f"{time.perf_counter() - t0:.1f} s"
+    )
     for r, v in claimed:
         print(f"  UNEXPECTED PASS {r.backend} {r.case_id}: {v.message}")
     print(f"results: {outcome.results_path}\nreport:  {os.path.join(outcome.out_dir, 'report.md')}")

@@ -3,6 +3,7 @@
 Also the grid options and the timed sweep that `attncheck record --time` reuses. Exit status: 0
 done, 2 bad usage (before anything is timed or written).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,8 +23,12 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--b", required=True, help="backend B")
     s.add_argument("--seed", type=int, default=0, help="seed of the input values")
     s.add_argument("--out", default="attncheck-sweep", help="directory for timing.jsonl and timing.md")
-    s.add_argument("--jit-cache", default=None, dest="jit_cache",
-                   help="directory for JIT-compiled kernels (FlashInfer: FLASHINFER_WORKSPACE_BASE)")
+    s.add_argument(
+        "--jit-cache",
+        default=None,
+        dest="jit_cache",
+        help="directory for JIT-compiled kernels (FlashInfer: FLASHINFER_WORKSPACE_BASE)",
+    )
     grid_options(s)
     s.set_defaults(handler=handle)
 
@@ -32,10 +37,14 @@ def grid_options(p: argparse.ArgumentParser) -> None:
     """The sweep grid's options (sweep, and record --time)."""
     from conformance.sweep import SEED_GRID as G
 
-    p.add_argument("--rows", default=",".join(f"{b}x{k}" for b, k in G.rows),
-                   help="table rows as BATCHxKV,... (default: the seeds' five shapes)")
-    p.add_argument("--q", default=",".join(map(str, G.q_lens)),
-                   help="table columns: query lengths (default: the seeds')")
+    p.add_argument(
+        "--rows",
+        default=",".join(f"{b}x{k}" for b, k in G.rows),
+        help="table rows as BATCHxKV,... (default: the seeds' five shapes)",
+    )
+    p.add_argument(
+        "--q", default=",".join(map(str, G.q_lens)), help="table columns: query lengths (default: the seeds')"
+    )
     p.add_argument("--layout", default=G.layout, help=f"layout of every configuration (default {G.layout})")
     p.add_argument("--heads", default=f"{G.num_qo_heads}/{G.num_kv_heads}", help="QO/KV heads (default 32/8)")
     p.add_argument("--head-dim", type=int, default=G.head_dim, dest="head_dim", help="head dim (default 128)")
@@ -52,9 +61,17 @@ def grid(args: argparse.Namespace) -> Any:
     from conformance.sweep import Grid, parse_heads, parse_ints, parse_rows
 
     hq, hk = parse_heads(args.heads)
-    return Grid(rows=parse_rows(args.rows), q_lens=parse_ints("--q", args.q), layout=args.layout, num_qo_heads=hq,
-                num_kv_heads=hk, head_dim=args.head_dim, dtype=args.dtype, page_size=args.page_size,
-                causal=args.causal)
+    return Grid(
+        rows=parse_rows(args.rows),
+        q_lens=parse_ints("--q", args.q),
+        layout=args.layout,
+        num_qo_heads=hq,
+        num_kv_heads=hk,
+        head_dim=args.head_dim,
+        dtype=args.dtype,
+        page_size=args.page_size,
+        causal=args.causal,
+    )
 
 
 def timed_sweep(args: argparse.Namespace, device: str, backends: list[str], argv: Sequence[str]) -> Any:
@@ -64,8 +81,19 @@ def timed_sweep(args: argparse.Namespace, device: str, backends: list[str], argv
     def progress(rec: Any, i: int, n: int) -> None:
         print(f"  [{i}/{n}] {progress_line(rec)}", flush=True)
 
-    return run_sweep(args.target, device, backends, grid(args), args.out, reps=args.reps, warmup=args.warmup,
-                     chunk=args.chunk, seed=args.seed, argv=["attncheck", *argv], progress=progress)
+    return run_sweep(
+        args.target,
+        device,
+        backends,
+        grid(args),
+        args.out,
+        reps=args.reps,
+        warmup=args.warmup,
+        chunk=args.chunk,
+        seed=args.seed,
+        argv=["attncheck", *argv],
+        progress=progress,
+    )
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
@@ -79,8 +107,11 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     g = grid(args)
     check_sweep(args.target, device, [args.a, args.b], g, args.reps, args.warmup, args.chunk)
     n = len(g.configs())
-    print(f"attncheck sweep --target {args.target} --device {device}: {args.a} against {args.b}, {n} configurations "
-          f"x {args.reps} interleaved repetitions -> {args.out}", flush=True)
+    print(
+        f"attncheck sweep --target {args.target} --device {device}: {args.a} against {args.b}, {n} configurations "
+        f"x {args.reps} interleaved repetitions -> {args.out}",
+        flush=True,
+    )
     outcome = timed_sweep(args, device, [args.a, args.b], argv)
     md = timing.render_all(read_jsonl(outcome.path))
     with open(os.path.join(args.out, "timing.md"), "w", encoding="utf-8") as f:

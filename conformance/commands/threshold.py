@@ -3,6 +3,7 @@
 The rule is routing/threshold.py's, the tables routing/ab_tables.py's. Exit status: 0 rendered,
 2 an unknown table name (one line naming it and the fix).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,15 +24,17 @@ def forward(argv: Sequence[str]) -> int:
     from routing.threshold import derive, render
     from scenarios.errors import InvalidValue
 
-    p = argparse.ArgumentParser(prog=prog(NAME),
-                                description="Derive short-query thresholds from the seeds' A/B tables.")
+    p = argparse.ArgumentParser(
+        prog=prog(NAME), description="Derive short-query thresholds from the seeds' A/B tables."
+    )
     p.add_argument("names", nargs="*", help=f"tables to render (default: all): {', '.join(ab_tables.TABLES)}")
     args = p.parse_args(list(argv))
     try:
         for name in args.names:
             if name not in ab_tables.TABLES:
-                raise InvalidValue("NAME", name, f"one of {', '.join(ab_tables.TABLES)}",
-                                   "run with no argument to render every table")
+                raise InvalidValue(
+                    "NAME", name, f"one of {', '.join(ab_tables.TABLES)}", "run with no argument to render every table"
+                )
         for name in args.names or list(ab_tables.TABLES):
             table = ab_tables.TABLES[name]
             print(f"## {name}\n")

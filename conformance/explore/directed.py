@@ -6,6 +6,7 @@ explicit backend after a short plan (an explicit backend is never gated). They r
 ragged and paged layouts the subject serves, through the same machine rules and invariants as the
 exploration, so a failure here is reported and reproduced the same way.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,10 +37,22 @@ class Directed:
         return {name for name, _ in self.calls}
 
 
-def _case(layout: str, lengths: tuple[tuple[int, ...], tuple[int, ...]], dtype: str, head_dims: tuple[int, int]
-          ) -> Case:
-    return Case(layout, lengths[0], lengths[1], 4, 1, head_dim_qk=head_dims[0], head_dim_vo=head_dims[1], q_dtype=dtype,
-                kv_dtype=dtype, o_dtype=dtype, page_size=16 if layout == "paged" else 1)
+def _case(
+    layout: str, lengths: tuple[tuple[int, ...], tuple[int, ...]], dtype: str, head_dims: tuple[int, int]
+) -> Case:
+    return Case(
+        layout,
+        lengths[0],
+        lengths[1],
+        4,
+        1,
+        head_dim_qk=head_dims[0],
+        head_dim_vo=head_dims[1],
+        q_dtype=dtype,
+        kv_dtype=dtype,
+        o_dtype=dtype,
+        page_size=16 if layout == "paged" else 1,
+    )
 
 
 def directed_for(profile: Profile, explicit: Optional[str]) -> list[Directed]:
@@ -53,20 +66,38 @@ def directed_for(profile: Profile, explicit: Optional[str]) -> list[Directed]:
         empty = _case(layout, ((), ()), dtype, dims)
         run: Call = ("run", {})
         seqs = [
-            Directed(f"{layout}: long then short", (("plan_long", {"case": long_}), run,
-                                                    ("plan_short", {"case": short}), run)),
-            Directed(f"{layout}: short then long", (("plan_short", {"case": short}), run,
-                                                    ("plan_long", {"case": long_}), run)),
-            Directed(f"{layout}: masked then unmasked", (("plan_masked", {"case": long_.replace(mask="custom")}), run,
-                                                         ("plan_unmasked", {"case": long_}), run)),
-            Directed(f"{layout}: empty batch then short", (("plan_empty", {"case": empty}), run,
-                                                           ("plan_short", {"case": short}), run)),
-            Directed(f"{layout}: capture then re-plan", (("plan_short", {"case": captured}), ("capture_and_replay", {}),
-                                                         ("replan_captured", {"lengths": LONG_RELENGTHS}))),
+            Directed(
+                f"{layout}: long then short",
+                (("plan_long", {"case": long_}), run, ("plan_short", {"case": short}), run),
+            ),
+            Directed(
+                f"{layout}: short then long",
+                (("plan_short", {"case": short}), run, ("plan_long", {"case": long_}), run),
+            ),
+            Directed(
+                f"{layout}: masked then unmasked",
+                (("plan_masked", {"case": long_.replace(mask="custom")}), run, ("plan_unmasked", {"case": long_}), run),
+            ),
+            Directed(
+                f"{layout}: empty batch then short",
+                (("plan_empty", {"case": empty}), run, ("plan_short", {"case": short}), run),
+            ),
+            Directed(
+                f"{layout}: capture then re-plan",
+                (
+                    ("plan_short", {"case": captured}),
+                    ("capture_and_replay", {}),
+                    ("replan_captured", {"lengths": LONG_RELENGTHS}),
+                ),
+            ),
         ]
         if explicit:
-            seqs.append(Directed(f"{layout}: explicit {explicit} after a short plan",
-                                 (("plan_short", {"case": short}), run, ("request_backend", {"backend": explicit}))))
+            seqs.append(
+                Directed(
+                    f"{layout}: explicit {explicit} after a short plan",
+                    (("plan_short", {"case": short}), run, ("request_backend", {"backend": explicit})),
+                )
+            )
         out += seqs
     return out
 

@@ -19,6 +19,7 @@ and, on its own, by the exploration), standin, flashinfer (the installed library
 Exit status: 0 when everything held (faults: when every fault was caught both ways), 1 otherwise,
 2 on bad usage.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -70,17 +71,23 @@ BUDGETS: dict[str, MachineBudget] = {
 }
 
 
-def settings_for(budget: MachineBudget, database: Optional[DirectoryBasedExampleDatabase], *, hunt: bool = False
-                 ) -> settings:
+def settings_for(
+    budget: MachineBudget, database: Optional[DirectoryBasedExampleDatabase], *, hunt: bool = False
+) -> settings:
     """No deadline (first calls and a JIT are slow, and a deadline would make that a failure);
     one failure shrunk, not several; quiet (the failure carries the shrunk sequence itself)."""
-    return settings(max_examples=budget.hunt if hunt else budget.examples,
-                    stateful_step_count=budget.hunt_steps if hunt else budget.steps,
-                    deadline=None, database=database, derandomize=False, report_multiple_bugs=False,
-                    print_blob=False, verbosity=Verbosity.quiet,
-                    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
-                                           HealthCheck.data_too_large])
+    return settings(
+        max_examples=budget.hunt if hunt else budget.examples,
+        stateful_step_count=budget.hunt_steps if hunt else budget.steps,
+        deadline=None,
+        database=database,
+        derandomize=False,
+        report_multiple_bugs=False,
+        print_blob=False,
+        verbosity=Verbosity.quiet,
+        phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+    )
 
 
 # ---- running one subject -------------------------------------------------------------------------------
@@ -122,9 +129,15 @@ class SubjectResult:
         return [d for d in self.directed if d["status"] == "failed"]
 
     def to_json(self) -> dict[str, Any]:
-        return {"subject": self.subject.name, "examples": self.stats.examples, "steps": self.stats.steps,
-                "runs": self.stats.runs, "seconds": round(self.seconds, 2), "directed": self.directed,
-                "failure": self.failure}
+        return {
+            "subject": self.subject.name,
+            "examples": self.stats.examples,
+            "steps": self.stats.steps,
+            "runs": self.stats.runs,
+            "seconds": round(self.seconds, 2),
+            "directed": self.directed,
+            "failure": self.failure,
+        }
 
 
 def subject_failed(failure: Optional[dict[str, Any]], directed: list[dict[str, Any]]) -> bool:
@@ -135,14 +148,25 @@ def subject_failed(failure: Optional[dict[str, Any]], directed: list[dict[str, A
 
 def _record(failure: ScenarioFailure, subject: Subject, out: Path, phase: str) -> dict[str, Any]:
     script = write_repro(failure, subject, out / "failures", phase)
-    return {"phase": phase, "invariant": failure.invariant,
-            "also": [v.invariant for v in failure.violations[1:]],
-            "details": {v.invariant: v.detail for v in failure.violations},
-            "sequence": [s.line() for s in failure.steps], "repro": str(script)}
+    return {
+        "phase": phase,
+        "invariant": failure.invariant,
+        "also": [v.invariant for v in failure.violations[1:]],
+        "details": {v.invariant: v.detail for v in failure.violations},
+        "sequence": [s.line() for s in failure.steps],
+        "repro": str(script),
+    }
 
 
-def explore_subject(subject: Subject, budget: MachineBudget, out: Path, seed: int = 0, *, hunt: bool = False,
-                    on_directed: Callable[[SubjectResult], None] = lambda r: None) -> SubjectResult:
+def explore_subject(
+    subject: Subject,
+    budget: MachineBudget,
+    out: Path,
+    seed: int = 0,
+    *,
+    hunt: bool = False,
+    on_directed: Callable[[SubjectResult], None] = lambda r: None,
+) -> SubjectResult:
     """Directed sequences, then the exploration; `hunt` gives a subject expected to fail the larger budget.
     `on_directed` sees the result once the directed sequences are done (a child saves them there, so a
     process killed in the exploration still reports them).
@@ -153,16 +177,22 @@ def explore_subject(subject: Subject, budget: MachineBudget, out: Path, seed: in
     t0 = time.perf_counter()
     result = SubjectResult(subject)
     machine, phase = None, "warm-up"
-    with single_thread(), (subject.context() if subject.context else contextlib.nullcontext()):
+    with single_thread(), subject.context() if subject.context else contextlib.nullcontext():
         try:
             machine = machine_for(subject)
             try:
                 warm_up(machine)
             except Exception as e:  # noqa: BLE001 - the library failed on its plainest case: that is the finding
-                result.failure = {"phase": "warm-up", "invariant": "no_unexpected_error", "also": [],
-                                  "details": {"no_unexpected_error": f"{type(e).__name__}: {e}"[:2000]},
-                                  "sequence": [f"warm-up: plan and run of {machine.profile.probe(x)!r}"
-                                               for x in machine.profile.layouts], "repro": None}
+                result.failure = {
+                    "phase": "warm-up",
+                    "invariant": "no_unexpected_error",
+                    "also": [],
+                    "details": {"no_unexpected_error": f"{type(e).__name__}: {e}"[:2000]},
+                    "sequence": [
+                        f"warm-up: plan and run of {machine.profile.probe(x)!r}" for x in machine.profile.layouts
+                    ],
+                    "repro": None,
+                }
                 result.seconds = time.perf_counter() - t0
                 return result
             phase = "directed"
@@ -185,8 +215,14 @@ def explore_subject(subject: Subject, budget: MachineBudget, out: Path, seed: in
             except ScenarioFailure as e:
                 result.failure, result.exception = _record(e, subject, out, "explore"), e
             except Flaky as e:  # a failure that did not happen again on the same calls: a finding too
-                result.failure = {"phase": "explore", "invariant": "flaky", "also": [], "details": {"flaky": str(e)},
-                                  "sequence": [n for n in getattr(e, "__notes__", []) if n], "repro": None}
+                result.failure = {
+                    "phase": "explore",
+                    "invariant": "flaky",
+                    "also": [],
+                    "details": {"flaky": str(e)},
+                    "sequence": [n for n in getattr(e, "__notes__", []) if n],
+                    "repro": None,
+                }
         except ContextLost as lost:
             result.failure = _record(lost.failure, subject, out, f"{phase}-context-lost")
             result.failure["context_lost"] = True
@@ -224,15 +260,31 @@ class Summary:
     def to_json(self) -> dict[str, Any]:
         totals = {k: sum(getattr(r.stats, k) for r in self.results) for k in ("examples", "steps", "runs")}
         key = "escaped" if self.expects_failures else "failed"
-        return {"target": self.target, "budget": self.budget, "seed": self.seed, "device": self.device,
-                "totals": totals, key: self.escaped() if self.expects_failures else self.failed(),
-                "subjects": [r.to_json() for r in self.results]}
+        return {
+            "target": self.target,
+            "budget": self.budget,
+            "seed": self.seed,
+            "device": self.device,
+            "totals": totals,
+            key: self.escaped() if self.expects_failures else self.failed(),
+            "subjects": [r.to_json() for r in self.results],
+        }
 
 
-def explore(target: str, *, budget: str = "ci", out: str | Path, device: str = "cpu", seed: int = 0,
-            subjects: Optional[Sequence[str]] = None, examples: Optional[int] = None,
-            steps: Optional[int] = None, on_result: Callable[[SubjectResult], None] = lambda r: None,
-            summary_name: str = SUMMARY_NAME, partial_name: Optional[str] = None) -> Summary:
+def explore(
+    target: str,
+    *,
+    budget: str = "ci",
+    out: str | Path,
+    device: str = "cpu",
+    seed: int = 0,
+    subjects: Optional[Sequence[str]] = None,
+    examples: Optional[int] = None,
+    steps: Optional[int] = None,
+    on_result: Callable[[SubjectResult], None] = lambda r: None,
+    summary_name: str = SUMMARY_NAME,
+    partial_name: Optional[str] = None,
+) -> Summary:
     """Run every subject of `target` (or those named in `subjects`) and write DIR's files.
 
     `examples` and `steps` override the budget's (a hardware runner sizes them to its time); the
@@ -266,8 +318,10 @@ def _budget(budget: str, examples: Optional[int], steps: Optional[int]) -> Machi
     b = BUDGETS[budget]
     for name, v in (("--examples", examples), ("--steps", steps)):
         if v is not None and v < 1:
-            raise ValueError(f"{name}={v}: expected a positive count; pass at least 1, or leave it out for "
-                             f"the budget's ({b.examples} examples x {b.steps} steps)")
+            raise ValueError(
+                f"{name}={v}: expected a positive count; pass at least 1, or leave it out for "
+                f"the budget's ({b.examples} examples x {b.steps} steps)"
+            )
     if examples is None and steps is None:
         return b
     return MachineBudget(b.name, examples or b.examples, steps or b.steps, examples or b.hunt, steps or b.hunt_steps)
@@ -278,15 +332,20 @@ def _chosen(target: str, device: str, subjects: Optional[Sequence[str]]) -> list
     every = subjects_for(target, device)
     unknown = sorted(set(subjects or ()) - {s.name for s in every})
     if unknown:
-        raise ValueError(f"--subject {', '.join(unknown)}: not a subject of {target} here; expected one of "
-                         f"{', '.join(s.name for s in every)}")
+        raise ValueError(
+            f"--subject {', '.join(unknown)}: not a subject of {target} here; expected one of "
+            f"{', '.join(s.name for s in every)}"
+        )
     return [s for s in every if not subjects or s.name in subjects]
 
 
 def print_result(r: SubjectResult) -> None:
     held = "held" if r.failure is None else f"FAILED {r.failure['invariant']}"
-    print(f"{r.subject.name}: {r.stats.examples} examples, {r.stats.steps} steps, {r.stats.runs} runs, "
-          f"{held}; directed: {len(r.directed_failures)} of {len(r.directed)} failed ({r.seconds:.1f} s)", flush=True)
+    print(
+        f"{r.subject.name}: {r.stats.examples} examples, {r.stats.steps} steps, {r.stats.runs} runs, "
+        f"{held}; directed: {len(r.directed_failures)} of {len(r.directed)} failed ({r.seconds:.1f} s)",
+        flush=True,
+    )
     if r.failure is not None and r.failure["repro"]:
         print("  " + "\n  ".join(r.failure["sequence"]))
         print(f"  reproduce: python {r.failure['repro']}", flush=True)
@@ -295,8 +354,10 @@ def print_result(r: SubjectResult) -> None:
 def _print(summary: Summary) -> None:
     if summary.expects_failures:
         esc = summary.escaped()
-        print(f"faults caught: {len(summary.results) - len(esc)} of {len(summary.results)}"
-              + (f"; escaped: {', '.join(esc)}" if esc else ""))
+        print(
+            f"faults caught: {len(summary.results) - len(esc)} of {len(summary.results)}"
+            + (f"; escaped: {', '.join(esc)}" if esc else "")
+        )
 
 
 def explore_in_children(a: argparse.Namespace, names: Sequence[str]) -> int:
@@ -315,8 +376,10 @@ def explore_in_children(a: argparse.Namespace, names: Sequence[str]) -> int:
     running: list[tuple[str, subprocess.Popen[bytes], Any]] = []
 
     def files(name: str) -> tuple[Path, Path, Path]:  # a child's summary, flight record, early directed results
-        return tuple(out / f"{kind}-{slug(name)}.{ext}"  # type: ignore[return-value]
-                     for kind, ext in (("summary", "json"), ("flight", "txt"), ("partial", "json")))
+        return tuple(
+            out / f"{kind}-{slug(name)}.{ext}"  # type: ignore[return-value]
+            for kind, ext in (("summary", "json"), ("flight", "txt"), ("partial", "json"))
+        )
 
     def finish(name: str, code: int, log: Path) -> None:
         summary, flight, partial = files(name)
@@ -327,13 +390,26 @@ def explore_in_children(a: argparse.Namespace, names: Sequence[str]) -> int:
         how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
         lines = flight.read_text().splitlines()[1:] if flight.exists() else []
         directed = json.loads(partial.read_text())["directed"] if partial.exists() else []
-        results[name] = {"subject": name, "examples": None, "steps": None, "runs": None, "seconds": None,
-                         "directed": directed,
-                         "failure": {"phase": "explore", "invariant": "process_crashed", "also": [],
-                                     "details": {"process_crashed": f"the process running the subject {how}"},
-                                     "sequence": lines, "repro": None}}
-        print(f"{name}: the process {how}; the calls it was making:\n  " + "\n  ".join(lines or ["(none recorded)"]),
-              flush=True)
+        results[name] = {
+            "subject": name,
+            "examples": None,
+            "steps": None,
+            "runs": None,
+            "seconds": None,
+            "directed": directed,
+            "failure": {
+                "phase": "explore",
+                "invariant": "process_crashed",
+                "also": [],
+                "details": {"process_crashed": f"the process running the subject {how}"},
+                "sequence": lines,
+                "repro": None,
+            },
+        }
+        print(
+            f"{name}: the process {how}; the calls it was making:\n  " + "\n  ".join(lines or ["(none recorded)"]),
+            flush=True,
+        )
 
     def reap_one() -> None:  # wait for any child to end, then take in its result
         while True:
@@ -350,11 +426,33 @@ def explore_in_children(a: argparse.Namespace, names: Sequence[str]) -> int:
             summary, flight, partial = files(name)
             for f in (summary, flight, partial):
                 f.unlink(missing_ok=True)
-            argv = [sys.executable, "-m", "conformance.explore.loop", "--target", a.target, "--budget", a.budget,
-                    "--out", a.out, "--device", a.device, "--seed", str(a.seed), "--subject", name, "--in-process",
-                    "--summary", summary.name, "--flight", str(flight), "--partial", partial.name]
-            argv += [x for k in ("examples", "steps") if getattr(a, k) is not None
-                     for x in (f"--{k}", str(getattr(a, k)))]
+            argv = [
+                sys.executable,
+                "-m",
+                "conformance.explore.loop",
+                "--target",
+                a.target,
+                "--budget",
+                a.budget,
+                "--out",
+                a.out,
+                "--device",
+                a.device,
+                "--seed",
+                str(a.seed),
+                "--subject",
+                name,
+                "--in-process",
+                "--summary",
+                summary.name,
+                "--flight",
+                str(flight),
+                "--partial",
+                partial.name,
+            ]
+            argv += [
+                x for k in ("examples", "steps") if getattr(a, k) is not None for x in (f"--{k}", str(getattr(a, k)))
+            ]
             while len(running) >= a.jobs:
                 reap_one()
             log = open(out / f"log-{slug(name)}.txt", "wb")
@@ -381,9 +479,21 @@ def _merge(a: argparse.Namespace, merged: list[dict[str, Any]]) -> int:
     out = Path(a.out)
     failed = [m["subject"] for m in merged if subject_failed(m["failure"], m["directed"])]
     totals = {k: sum(m[k] or 0 for m in merged) for k in ("examples", "steps", "runs")}
-    (out / SUMMARY_NAME).write_text(json.dumps({"target": a.target, "budget": a.budget, "seed": a.seed,
-                                                "device": a.device, "totals": totals, "failed": failed,
-                                                "subjects": merged}, indent=2) + "\n")
+    (out / SUMMARY_NAME).write_text(
+        json.dumps(
+            {
+                "target": a.target,
+                "budget": a.budget,
+                "seed": a.seed,
+                "device": a.device,
+                "totals": totals,
+                "failed": failed,
+                "subjects": merged,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     return int(bool(failed))
 
 
@@ -397,27 +507,41 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m conformanc
     p.add_argument("--examples", type=int, help="examples per subject, instead of the budget's")
     p.add_argument("--steps", type=int, help="steps per example, instead of the budget's")
     p.add_argument("--subject", action="append", help="run only this subject (repeatable)")
-    p.add_argument("--jobs", type=int, default=1,
-                   help="on a GPU: subjects run at once, each in its own process (default 1)")
-    p.add_argument("--in-process", action="store_true",
-                   help="run every subject in this process "
-                        "(the default on a CPU; a GPU run uses a process per subject)")
+    p.add_argument(
+        "--jobs", type=int, default=1, help="on a GPU: subjects run at once, each in its own process (default 1)"
+    )
+    p.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run every subject in this process (the default on a CPU; a GPU run uses a process per subject)",
+    )
     p.add_argument("--summary", default=SUMMARY_NAME, help=argparse.SUPPRESS)  # a child's own summary file
     p.add_argument("--flight", default=None, help=argparse.SUPPRESS)  # a child's flight record
     p.add_argument("--partial", default=None, help=argparse.SUPPRESS)  # a child's directed results, early
     a = p.parse_args(argv)
     try:
         if a.jobs < 1:
-            raise ValueError(f"--jobs={a.jobs}: expected a positive number of subject processes at once; "
-                             "pass e.g. --jobs 4")
+            raise ValueError(
+                f"--jobs={a.jobs}: expected a positive number of subject processes at once; pass e.g. --jobs 4"
+            )
         if not a.in_process and device_type(a.device) == "cuda":
             _budget(a.budget, a.examples, a.steps)  # usage errors before any child starts
             return explore_in_children(a, [s.name for s in _chosen(a.target, a.device, a.subject)])
         if a.flight:
             machines.FLIGHT_RECORDER = Path(a.flight)
-        summary = explore(a.target, budget=a.budget, out=a.out, device=a.device, seed=a.seed, subjects=a.subject,
-                          examples=a.examples, steps=a.steps, on_result=print_result, summary_name=a.summary,
-                          partial_name=a.partial)
+        summary = explore(
+            a.target,
+            budget=a.budget,
+            out=a.out,
+            device=a.device,
+            seed=a.seed,
+            subjects=a.subject,
+            examples=a.examples,
+            steps=a.steps,
+            on_result=print_result,
+            summary_name=a.summary,
+            partial_name=a.partial,
+        )
     except ValueError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2

@@ -26,6 +26,7 @@ Invariants after every run, in the order a failure names them (INVARIANTS):
 A failure raises ScenarioFailure carrying the whole sequence of calls (Steps); after Hypothesis
 shrinks, that is the shrunk sequence, which conformance/explore/repro.py turns into a script.
 """
+
 from __future__ import annotations
 
 import os
@@ -167,8 +168,10 @@ class ScenarioFailure(AssertionError):
     def report(self) -> str:
         first = self.violations[0]
         also = [v.invariant for v in self.violations[1:]]
-        lines = [f"{self.subject}: invariant {first.invariant} violated at step {self.steps[-1].n}"
-                 + (f" (also: {', '.join(also)})" if also else "")]
+        lines = [
+            f"{self.subject}: invariant {first.invariant} violated at step {self.steps[-1].n}"
+            + (f" (also: {', '.join(also)})" if also else "")
+        ]
         lines += [f"  {v.invariant}: {v.detail}" for v in self.violations]
         lines.append("sequence of calls:")
         lines += ["  " + s.line() for s in self.steps]
@@ -185,17 +188,29 @@ class ContextLost(BaseException):
 
     def __init__(self, subject: str, steps: Sequence[Step], detail: str) -> None:
         super().__init__(detail)
-        self.failure = ScenarioFailure(subject, steps, [Violation(
-            "no_unexpected_error", f"{detail} (the CUDA context was lost; the sequence is not shrunk: shrinking "
-                                   f"needs a live context)")])
+        self.failure = ScenarioFailure(
+            subject,
+            steps,
+            [
+                Violation(
+                    "no_unexpected_error",
+                    f"{detail} (the CUDA context was lost; the sequence is not shrunk: shrinking needs a live context)",
+                )
+            ],
+        )
 
 
 def case_expr(case: Case) -> str:
     """A Case as the shortest Python expression that rebuilds it (non-default fields only)."""
     d = case.to_json()
     d.pop("label")
-    head = [repr(d.pop("layout")), repr(tuple(d.pop("qo_lens"))), repr(tuple(d.pop("kv_lens"))),
-            repr(d.pop("num_qo_heads")), repr(d.pop("num_kv_heads"))]
+    head = [
+        repr(d.pop("layout")),
+        repr(tuple(d.pop("qo_lens"))),
+        repr(tuple(d.pop("kv_lens"))),
+        repr(d.pop("num_qo_heads")),
+        repr(d.pop("num_kv_heads")),
+    ]
     defaults = Case("ragged", (), (), 1, 1).to_json()
     rest = [f"{k}={v!r}" for k, v in d.items() if v != defaults[k]]
     return f"Case({', '.join(head + rest)})"
@@ -265,8 +280,13 @@ def _mask_togglable(m: "ScenarioMachine") -> bool:
 
 
 PRECONDITIONS: dict[str, Callable[["ScenarioMachine"], bool]] = {
-    "run": _has_plan, "replan": _has_case, "toggle_mask": _mask_togglable, "plan_other_dtype": _has_case,
-    "capture_and_replay": _graph_with_plan, "replan_captured": _graph_with_case, "request_backend": _has_case,
+    "run": _has_plan,
+    "replan": _has_case,
+    "toggle_mask": _mask_togglable,
+    "plan_other_dtype": _has_case,
+    "capture_and_replay": _graph_with_plan,
+    "replan_captured": _graph_with_case,
+    "request_backend": _has_case,
 }
 
 
@@ -402,10 +422,14 @@ class ScenarioMachine(RuleBasedStateMachine):
             expected = self._expected(backend, key, case)
             step.expected = expected
             if expected is None or expected.raises != type(e).__name__:
-                want = "no exception" if expected is None else (
-                    f"{expected.raises}" if expected.raises else f"backend {expected.backend!r}")
-                self._fail([Violation("no_unexpected_error", f"plan raised {type(e).__name__}: {e}; "
-                                                             f"the spec expects {want}")])
+                want = (
+                    "no exception"
+                    if expected is None
+                    else (f"{expected.raises}" if expected.raises else f"backend {expected.backend!r}")
+                )
+                self._fail(
+                    [Violation("no_unexpected_error", f"plan raised {type(e).__name__}: {e}; the spec expects {want}")]
+                )
             return
         step.library_calls = log[mark:]
         if isinstance(events, list) and any(e.startswith("new graph wrapper") for e in events[seen:]):
@@ -453,7 +477,7 @@ class ScenarioMachine(RuleBasedStateMachine):
         step.observed = (out.resolved_backend, out.fallback_reason)
         spec = self.subject.specs.get(backend)
         if spec is not None:
-            step.expected = routes_for(spec, self.histories[p.history][:p.index])[-1]
+            step.expected = routes_for(spec, self.histories[p.history][: p.index])[-1]
         self._log(step)
         type(self).stats.runs += 1
         violations = self._check(backend, adapter, p, out, step)
@@ -491,41 +515,53 @@ class ScenarioMachine(RuleBasedStateMachine):
         raise ScenarioFailure(self.subject.name, self.steps, violations)
 
     # -- the invariants --------------------------------------------------------------------------------
-    def _check(self, backend: str, adapter: AttentionKernel, p: _Planned, out: KernelOutput,
-               step: Step) -> list[Violation]:
+    def _check(
+        self, backend: str, adapter: AttentionKernel, p: _Planned, out: KernelOutput, step: Step
+    ) -> list[Violation]:
         inputs = p.inputs
         t = cached_truth(inputs.case, inputs.seed)
         v: list[Violation] = []
         unwritten = unwritten_mask(out.out)
         if bool(unwritten.any()):
             first = tuple(int(i) for i in unwritten.nonzero()[0].tolist())
-            v.append(Violation("every_element_written", f"{int(unwritten.sum())} of {out.out.numel()} output "
-                                                        f"elements never written (first at {first})"))
+            v.append(
+                Violation(
+                    "every_element_written",
+                    f"{int(unwritten.sum())} of {out.out.numel()} output elements never written (first at {first})",
+                )
+            )
         ref_finite = torch.isfinite(t.ref.out.to(out.out.device))
         nan = torch.isnan(out.out) & ~unwritten & ref_finite
         if bool(nan.any()):
-            v.append(Violation("no_nan_where_oracle_finite", f"{int(nan.sum())} NaN output elements where the "
-                                                             f"oracle is finite"))
+            v.append(
+                Violation(
+                    "no_nan_where_oracle_finite", f"{int(nan.sum())} NaN output elements where the oracle is finite"
+                )
+            )
         oc, lc = judge(t, out.out, out.lse, lse_base=out.lse_base, adapter=self.subject.target, backend=backend)
         if not oc.passed or (lc is not None and not lc.passed):
-            v.append(Violation("output_matches_oracle", "; ".join(c.summary() for c in (oc, lc)
-                                                                   if c is not None and not c.passed)))
+            v.append(
+                Violation(
+                    "output_matches_oracle", "; ".join(c.summary() for c in (oc, lc) if c is not None and not c.passed)
+                )
+            )
         v += self._history(adapter, inputs, out, oc.bound)
         v += self._routing(backend, out, step)
         return v
 
-    def _history(self, adapter: AttentionKernel, inputs: Inputs, out: KernelOutput, bound: float
-                 ) -> list[Violation]:
+    def _history(self, adapter: AttentionKernel, inputs: Inputs, out: KernelOutput, bound: float) -> list[Violation]:
         try:
             control = adapter.fresh()
             control.plan(inputs)
             ref = control.run(inputs)
         except Exception as e:  # noqa: BLE001
             if device_type(self.subject.device) == "cuda" and not context_after_error(self.subject.device)[0]:
-                raise ContextLost(self.subject.name, self.steps, f"a fresh adapter raised {type(e).__name__}: {e} "
-                                                                 f"on the same plan") from None
-            return [Violation("history_independent", f"a fresh adapter raised {type(e).__name__}: {e} on the "
-                                                     f"same plan")]
+                raise ContextLost(
+                    self.subject.name, self.steps, f"a fresh adapter raised {type(e).__name__}: {e} on the same plan"
+                ) from None
+            return [
+                Violation("history_independent", f"a fresh adapter raised {type(e).__name__}: {e} on the same plan")
+            ]
         diffs = []
 
         def max_diff() -> float:
@@ -548,14 +584,14 @@ class ScenarioMachine(RuleBasedStateMachine):
     def _routing(self, backend: str, out: KernelOutput, step: Step) -> list[Violation]:
         if step.expected is None:
             if out.resolved_backend != backend:
-                return [Violation("agrees_with_routing_spec", f"asked for {backend!r}, ran "
-                                                              f"{out.resolved_backend!r}")]
+                return [Violation("agrees_with_routing_spec", f"asked for {backend!r}, ran {out.resolved_backend!r}")]
             return []
         verdict = check(step.expected, ObservedRoute(out.resolved_backend, out.fallback_reason))
         if verdict.passed:
             return []
-        return [Violation("agrees_with_routing_spec", f"{verdict.status}: {verdict.detail} "
-                                                      f"(spec row {step.expected.rule})")]
+        return [
+            Violation("agrees_with_routing_spec", f"{verdict.status}: {verdict.detail} (spec row {step.expected.rule})")
+        ]
 
 
 # ---- binding a machine to a subject ------------------------------------------------------------------
@@ -577,8 +613,12 @@ def machine_for(subject: Subject, profile: Optional[S.Profile] = None) -> type[S
     prof = replace(profile or S.probe_profile(probe), **subject.profile_limits)
     if subject.exclude_layouts:
         prof = replace(prof, layouts=tuple(x for x in prof.layouts if x not in subject.exclude_layouts))
-    ns: dict[str, Any] = {"subject": subject, "profile": prof, "graph": bool(getattr(probe, "graph", False)),
-                          "stats": Stats()}
+    ns: dict[str, Any] = {
+        "subject": subject,
+        "profile": prof,
+        "graph": bool(getattr(probe, "graph", False)),
+        "stats": Stats(),
+    }
     for kind, cases in S.plans(prof).items():
         r = _plan_rule(kind, cases)
         ns[r.__name__] = r
@@ -592,7 +632,8 @@ def machine_for(subject: Subject, profile: Optional[S.Profile] = None) -> type[S
     if len(prof.dtypes) > 1:
         ns["plan_other_dtype"] = precondition(_has_case)(rule(dtype=st.sampled_from(prof.dtypes))(plan_other_dtype))
     if subject.explicit:
-        ns["request_backend"] = precondition(_has_case)(rule(backend=st.sampled_from(subject.explicit))(
-            request_backend))
+        ns["request_backend"] = precondition(_has_case)(
+            rule(backend=st.sampled_from(subject.explicit))(request_backend)
+        )
     name = "Machine_" + "".join(ch if ch.isalnum() else "_" for ch in subject.name)
     return type(name, (ScenarioMachine,), ns)

@@ -19,6 +19,7 @@ Three kinds, by the subject's Recipe:
   in the recorded order on inputs regenerated from (case, seed); each run is compared with the
   reference, with a fresh adapter given the same plan, and with the expected route.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -176,11 +177,20 @@ def _library_script(failure: ScenarioFailure, subject: Subject, name: str) -> tu
     with subject.context() if subject.context else contextlib.nullcontext():  # a stand-in is made installed
         graph = bool(getattr(subject.make(subject.backend), "graph", False))
     body = Template(_LIBRARY_BODY).substitute(
-        repo_root=repr(REPO_ROOT), imports=subject.recipe.imports, make=subject.recipe.make, checks=SCRIPT_CHECKS,
-        exact=repr(subject.exact_history), graph=repr(graph), last=failure.steps[-1].n, calls="\n".join(calls),
-        device=repr(subject.device))
-    how = ("Replays the calls on the library through its own API, then checks each run against the saved\n"
-           "oracle reference, a fresh adapter given the same plan, and the route the spec expects.")
+        repo_root=repr(REPO_ROOT),
+        imports=subject.recipe.imports,
+        make=subject.recipe.make,
+        checks=SCRIPT_CHECKS,
+        exact=repr(subject.exact_history),
+        graph=repr(graph),
+        last=failure.steps[-1].n,
+        calls="\n".join(calls),
+        device=repr(subject.device),
+    )
+    how = (
+        "Replays the calls on the library through its own API, then checks each run against the saved\n"
+        "oracle reference, a fresh adapter given the same plan, and the route the spec expects."
+    )
     return script_header(failure, name, how) + body, {"refs": refs, "expect": expect, "raises": raises}
 
 
@@ -296,12 +306,26 @@ def _torch_requests(case: Case, seed: int) -> list[dict[str, Any]]:
     for i, (qo, kv) in enumerate(zip(case.qo_lens, case.kv_lens)):
         mask = None
         if form == "explicit":
-            mask = explicit_mask(qo, kv, causal=case.causal, window_left=case.window_left,
-                                 custom=inputs.request_mask(i), device=inputs.device)
-        out.append({"q": inputs.q[q0:q0 + qo].transpose(0, 1)[None].contiguous(),
-                    "k": k_store.index_select(1, slots.per_request[i])[None].contiguous(),
-                    "v": v_store.index_select(1, slots.per_request[i])[None].contiguous(),
-                    "mask": mask, "form": form, "qo": qo, "kv": kv, "q0": q0})
+            mask = explicit_mask(
+                qo,
+                kv,
+                causal=case.causal,
+                window_left=case.window_left,
+                custom=inputs.request_mask(i),
+                device=inputs.device,
+            )
+        out.append(
+            {
+                "q": inputs.q[q0 : q0 + qo].transpose(0, 1)[None].contiguous(),
+                "k": k_store.index_select(1, slots.per_request[i])[None].contiguous(),
+                "v": v_store.index_select(1, slots.per_request[i])[None].contiguous(),
+                "mask": mask,
+                "form": form,
+                "qo": qo,
+                "kv": kv,
+                "q0": q0,
+            }
+        )
         q0 += qo
     return out
 
@@ -314,10 +338,22 @@ def _torch_script(failure: ScenarioFailure, subject: Subject, name: str) -> tupl
         c = s.case
         ref = reference_data(c, s.seed)
         e = s.expected
-        runs.append({"n": s.n, "backend": s.backend, "scale": c.scale, "gqa": c.group_size > 1,
-                     "cap": c.logits_soft_cap, "requests": _torch_requests(c, s.seed), "ref_out": ref["out"],
-                     "bound_out": ref["bound_out"], "expect": e.backend if e is not None else None})
-    how = ("Replays every run as the SDPA / FlexAttention calls the torch adapter makes, on the saved tensors,\n"
-           "and checks the output against the saved oracle reference and SDPA's backend choice against the\n"
-           "routing spec. Only torch is imported.")
+        runs.append(
+            {
+                "n": s.n,
+                "backend": s.backend,
+                "scale": c.scale,
+                "gqa": c.group_size > 1,
+                "cap": c.logits_soft_cap,
+                "requests": _torch_requests(c, s.seed),
+                "ref_out": ref["out"],
+                "bound_out": ref["bound_out"],
+                "expect": e.backend if e is not None else None,
+            }
+        )
+    how = (
+        "Replays every run as the SDPA / FlexAttention calls the torch adapter makes, on the saved tensors,\n"
+        "and checks the output against the saved oracle reference and SDPA's backend choice against the\n"
+        "routing spec. Only torch is imported."
+    )
     return script_header(failure, name, how) + _TORCH_BODY, {"runs": runs}

@@ -11,6 +11,7 @@ backend, and the backend the routing spec expects. Only torch and flashinfer are
 defect that reproduces is the library's. `python <name>.py` exits 1 when the defect shows, 0 when
 it does not.
 """
+
 from __future__ import annotations
 
 import math
@@ -85,13 +86,13 @@ def reproduced(n, what):
 def main():
 '''
 
-_END = '''    print("not reproduced: every call held")
+_END = """    print("not reproduced: every call held")
     return 0
 
 
 if __name__ == "__main__":
     sys.exit(main())
-'''
+"""
 
 
 class _Writer:
@@ -143,8 +144,11 @@ SYNC = "torch.cuda.synchronize() if DEV.startswith('cuda') else None"
 
 def _try(code: str, step: Step, what: str, tolerated: bool) -> list[str]:
     """`code` inside a try: a raise is printed as expected, or returned as the reproduction."""
-    handler = (f"        print(f'step {step.n}: {what} raised {{type(e).__name__}} (expected: {step.outcome})')"
-               if tolerated else f"        return reproduced({step.n}, [f'{what} raised {{type(e).__name__}}: {{e}}'])")
+    handler = (
+        f"        print(f'step {step.n}: {what} raised {{type(e).__name__}} (expected: {step.outcome})')"
+        if tolerated
+        else f"        return reproduced({step.n}, [f'{what} raised {{type(e).__name__}}: {{e}}'])"
+    )
     body = [f"        {code}"] + ([f"        {SYNC}"] if what == "run" else [])
     return ["    try:", *body, "    except Exception as e:", handler]
 
@@ -203,21 +207,34 @@ def flashinfer_script(failure: ScenarioFailure, subject: Subject, name: str) -> 
             expect[s.n] = expected_route(s)
             if c.on == "flashinfer":  # single prefill: no wrapper, so no backend to read
                 lines.append(f"    ctl = {code}")
-                lines.append(f"    problems = check({s.n}, res, {s.backend!r}, 'NOT_REPORTED', ctl, {s.backend!r}, "
-                             f"'NOT_REPORTED')")
+                lines.append(
+                    f"    problems = check({s.n}, res, {s.backend!r}, 'NOT_REPORTED', ctl, {s.backend!r}, "
+                    f"'NOT_REPORTED')"
+                )
             else:
                 lines.append("    # the control: a fresh wrapper, the same construction, plan and run")
                 lines.append(f"    ctl_w = {w.call(ctor[c.on])}")
                 lines.append(f"    {w.call(last_plan[c.on], on='ctl_w')}")
                 lines.append(f"    ctl = {w.call(c, on='ctl_w')}")
-                lines.append(f"    problems = check({s.n}, res, backend_of({c.on}), reason_of({c.on}), ctl, "
-                             f"backend_of(ctl_w), reason_of(ctl_w))")
+                lines.append(
+                    f"    problems = check({s.n}, res, backend_of({c.on}), reason_of({c.on}), ctl, "
+                    f"backend_of(ctl_w), reason_of(ctl_w))"
+                )
             lines.append(f"    if problems:\n        return reproduced({s.n}, problems)")
-    how = ("Replays the library calls the adapter made, as plain flashinfer calls on the saved tensors, and\n"
-           "checks each run against the saved oracle reference, a fresh wrapper given the same plan, and the\n"
-           "backend the routing spec expects. Only torch and flashinfer are imported.")
-    script = (script_header(failure, name, how) + _PRELUDE + SCRIPT_CHECKS + _CHECK_AND_MAIN + "\n".join(lines) + "\n"
-              + _END)
-    data = {"device": str(subject.device), "exact": subject.exact_history, "tensors": w.tensors, "refs": refs,
-            "expect": expect, "lse_base2": base2}
+    how = (
+        "Replays the library calls the adapter made, as plain flashinfer calls on the saved tensors, and\n"
+        "checks each run against the saved oracle reference, a fresh wrapper given the same plan, and the\n"
+        "backend the routing spec expects. Only torch and flashinfer are imported."
+    )
+    script = (
+        script_header(failure, name, how) + _PRELUDE + SCRIPT_CHECKS + _CHECK_AND_MAIN + "\n".join(lines) + "\n" + _END
+    )
+    data = {
+        "device": str(subject.device),
+        "exact": subject.exact_history,
+        "tensors": w.tensors,
+        "refs": refs,
+        "expect": expect,
+        "lse_base2": base2,
+    }
     return script, data

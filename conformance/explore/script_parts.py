@@ -2,6 +2,7 @@
 header, and the checks a library script makes after a run (conformance/explore/repro.py writes
 torch and library scripts, repro_flashinfer.py plain FlashInfer ones; both take these from here).
 """
+
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -18,8 +19,12 @@ def reference_data(case: Case, seed: int) -> dict[str, Any]:
     """The oracle's output and LSE for (case, seed) with the bounds judge() applies to them."""
     t = cached_truth(case, seed)
     oc, lc = judge(t, t.ref.out.to(t.base.out.dtype), t.ref.lse)
-    return {"out": t.ref.out.double(), "lse": t.ref.lse.double(), "bound_out": oc.bound,
-            "bound_lse": lc.bound if lc is not None else float("inf")}
+    return {
+        "out": t.ref.out.double(),
+        "lse": t.ref.lse.double(),
+        "bound_out": oc.bound,
+        "bound_lse": lc.bound if lc is not None else float("inf"),
+    }
 
 
 def expected_route(step: Step) -> dict[str, Any]:
@@ -48,7 +53,7 @@ What the machine saw:
 The sequence of calls (shrunk, where the exploration found it):
 {steps}
 """
-'''.replace('\\', '\\\\')
+'''.replace("\\", "\\\\")
 
 
 # ---- the checks both library script kinds make after a run (inserted in each: a script stands alone) -----

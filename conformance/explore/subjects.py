@@ -1,13 +1,14 @@
 """The subjects each explore target drives: which adapters, specs, modes and script recipes.
 
-    torch    the torch adapters: SDPA `auto` under test (routing/specs/torch_sdpa.py), the other
-             backends requested explicitly
-    standin  the flashinfer adapter on the ROCm fork's CPU stand-in (kernels/standins/), eager and
-             graph, gfx942 and gfx950; the stand-in is installed around each subject's run
-    faults   the same, on gfx942, with one seed defect switched on per subject (kernels/standins/faults.py)
-    flashinfer  the installed FlashInfer on a GPU: `auto` under test per wrapper API (paged, ragged,
-             decode), eager and graph, fa2/fa3 requested explicitly, against the CUDA routing spec
+torch    the torch adapters: SDPA `auto` under test (routing/specs/torch_sdpa.py), the other
+         backends requested explicitly
+standin  the flashinfer adapter on the ROCm fork's CPU stand-in (kernels/standins/), eager and
+         graph, gfx942 and gfx950; the stand-in is installed around each subject's run
+faults   the same, on gfx942, with one seed defect switched on per subject (kernels/standins/faults.py)
+flashinfer  the installed FlashInfer on a GPU: `auto` under test per wrapper API (paged, ragged,
+         decode), eager and graph, fa2/fa3 requested explicitly, against the CUDA routing spec
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -30,15 +31,26 @@ def torch_subjects(device: str) -> list[Subject]:
     here = target.available(device)
     if not here.ok:
         raise ValueError(f"--device {device}: {here.reason}")
-    return [Subject(name=f"torch-auto-{_env.device_type(device)}", target="torch", backend="auto",
-                    make=lambda b: target.make(b, device),
-                    explicit=tuple(b for b in target.backends(device) if b != "auto"),
-                    # flex compiles once per shape (about a second on a CPU): only the exploration asks
-                    directed_backend="flash",
-                    # torch's CPU rule reads no arch; on CUDA its rows are per arch (sm90 written)
-                    specs={"auto": TORCH_SDPA}, env=RoutingEnv(arch="unknown" if _env.device_type(device) == "cpu"
-                                                               else arch_here(device), device=_env.device_type(device)),
-                    device=device, recipe=Recipe("torch"), exact_history=_env.device_type(device) == "cpu")]
+    return [
+        Subject(
+            name=f"torch-auto-{_env.device_type(device)}",
+            target="torch",
+            backend="auto",
+            make=lambda b: target.make(b, device),
+            explicit=tuple(b for b in target.backends(device) if b != "auto"),
+            # flex compiles once per shape (about a second on a CPU): only the exploration asks
+            directed_backend="flash",
+            # torch's CPU rule reads no arch; on CUDA its rows are per arch (sm90 written)
+            specs={"auto": TORCH_SDPA},
+            env=RoutingEnv(
+                arch="unknown" if _env.device_type(device) == "cpu" else arch_here(device),
+                device=_env.device_type(device),
+            ),
+            device=device,
+            recipe=Recipe("torch"),
+            exact_history=_env.device_type(device) == "cpu",
+        )
+    ]
 
 
 STANDIN_ARCHS = ("gfx942", "gfx950")
@@ -53,20 +65,32 @@ def _standin_subject(name: str, arch: str, graph: bool, fault: Optional[str] = N
     """The flashinfer adapter against the fork's stand-in (with `fault` switched on); installed around each run."""
     config = f"arch={arch!r}" + (f", fault={fault!r}" if fault else "")
     imports = f"from kernels import get_target\nfrom kernels.standins.rocm_fork import install\ninstall({config})"
-    recipe = Recipe("library", imports, f"get_target('flashinfer').make(backend, 'cpu', graph={graph!r}, "
-                                        f"workspace_bytes={STANDIN_WORKSPACE})")
-    return Subject(name=name, target="flashinfer", backend="auto",
-                   make=lambda b: get_target("flashinfer").make(b, "cpu", graph=graph,
-                                                                workspace_bytes=STANDIN_WORKSPACE),
-                   explicit=("fa2", "aiter"), specs={b: FLASHINFER_ROCM for b in ("auto", "fa2", "aiter")},
-                   env=RoutingEnv(arch=arch, device="cpu"), recipe=recipe, exclude_layouts=STANDIN_EXCLUDED,
-                   context=lambda: _installed(arch, fault))
+    recipe = Recipe(
+        "library",
+        imports,
+        f"get_target('flashinfer').make(backend, 'cpu', graph={graph!r}, workspace_bytes={STANDIN_WORKSPACE})",
+    )
+    return Subject(
+        name=name,
+        target="flashinfer",
+        backend="auto",
+        make=lambda b: get_target("flashinfer").make(b, "cpu", graph=graph, workspace_bytes=STANDIN_WORKSPACE),
+        explicit=("fa2", "aiter"),
+        specs={b: FLASHINFER_ROCM for b in ("auto", "fa2", "aiter")},
+        env=RoutingEnv(arch=arch, device="cpu"),
+        recipe=recipe,
+        exclude_layouts=STANDIN_EXCLUDED,
+        context=lambda: _installed(arch, fault),
+    )
 
 
 def standin_subjects() -> list[Subject]:
     """The correct stand-in, eager and graph, on each architecture with gates."""
-    return [_standin_subject(f"standin-{arch}{'-graph' if graph else ''}", arch, graph)
-            for arch in STANDIN_ARCHS for graph in (False, True)]
+    return [
+        _standin_subject(f"standin-{arch}{'-graph' if graph else ''}", arch, graph)
+        for arch in STANDIN_ARCHS
+        for graph in (False, True)
+    ]
 
 
 def fault_subjects() -> list[Subject]:
@@ -76,6 +100,7 @@ def fault_subjects() -> list[Subject]:
 
 def _installed(arch: str, fault: Optional[str]) -> contextlib.AbstractContextManager[Any]:
     from kernels.standins.rocm_fork import installed
+
     return installed(arch=arch, fault=fault)
 
 
@@ -95,8 +120,12 @@ def _logging(adapter: AttentionKernel) -> AttentionKernel:
     return adapter
 
 
-def flashinfer_subjects(device: str, make: Optional[Callable[[str, bool], AttentionKernel]] = None,
-                        offered: Optional[tuple[str, ...]] = None, arch: Optional[str] = None) -> list[Subject]:
+def flashinfer_subjects(
+    device: str,
+    make: Optional[Callable[[str, bool], AttentionKernel]] = None,
+    offered: Optional[tuple[str, ...]] = None,
+    arch: Optional[str] = None,
+) -> list[Subject]:
     """The installed FlashInfer, `auto` under test; raises ValueError where it cannot run.
 
     `make(backend, graph)`, `offered` and `arch` replace the target's own (the CPU tests drive the
@@ -123,18 +152,35 @@ def flashinfer_subjects(device: str, make: Optional[Callable[[str, bool], Attent
         for graph in (False, True):
             # Eager: the adapter's logged calls become plain flashinfer calls; graph mode's capture and
             # replay choreography is the adapter's, so its script drives the adapter.
-            recipe = (Recipe("library", "from kernels import get_target",
-                             f"get_target('flashinfer').make(backend, {device!r}, graph=True)") if graph
-                      else Recipe("flashinfer"))
-            out.append(Subject(
-                name=f"flashinfer-{arch}-{api}{'-graph' if graph else ''}", target="flashinfer", backend="auto",
-                make=lambda b, g=graph: _logging(make(b, g)), explicit=explicit,  # type: ignore[misc]
-                directed_backend=explicit[0] if explicit else None,
-                specs={b: spec for b in ("auto",) + explicit},
-                env=RoutingEnv(arch=arch, device=_env.device_type(device)), device=device, recipe=recipe,
-                exact_history=False, exclude_layouts={x: "explored by its own subject" for x in
-                                                      ("paged", "ragged", "decode", "single") if x != api},
-                profile_limits=FLASHINFER_LIMITS, known=known))
+            recipe = (
+                Recipe(
+                    "library",
+                    "from kernels import get_target",
+                    f"get_target('flashinfer').make(backend, {device!r}, graph=True)",
+                )
+                if graph
+                else Recipe("flashinfer")
+            )
+            out.append(
+                Subject(
+                    name=f"flashinfer-{arch}-{api}{'-graph' if graph else ''}",
+                    target="flashinfer",
+                    backend="auto",
+                    make=lambda b, g=graph: _logging(make(b, g)),
+                    explicit=explicit,  # type: ignore[misc]
+                    directed_backend=explicit[0] if explicit else None,
+                    specs={b: spec for b in ("auto",) + explicit},
+                    env=RoutingEnv(arch=arch, device=_env.device_type(device)),
+                    device=device,
+                    recipe=recipe,
+                    exact_history=False,
+                    exclude_layouts={
+                        x: "explored by its own subject" for x in ("paged", "ragged", "decode", "single") if x != api
+                    },
+                    profile_limits=FLASHINFER_LIMITS,
+                    known=known,
+                )
+            )
     return out
 
 

@@ -6,6 +6,7 @@ rows stored at the wrong offset, KV read around the page table, a decline droppe
 backend or a fallback reason misreported. Each is killed by tests/kernels/ (the torch adapters
 against the oracle, the FlashInfer adapter against the CPU fake of the library).
 """
+
 from __future__ import annotations
 
 from conformance.mutations.kinds import Mutant, check_unique
@@ -27,132 +28,220 @@ def _adapter(name: str, path: str, old: str, new: str, description: str, kills: 
 
 
 TORCH_ADAPTER_MUTANTS: tuple[Mutant, ...] = (
-    _adapter("sdpa-mask-aligned-top-left", _SDPA,
-             "    aligned = torch.arange(qo, device=device).view(-1, 1) + (kv - qo)\n",
-             "    aligned = torch.arange(qo, device=device).view(-1, 1)\n",
-             "the explicit mask (window, custom) aligns causal and window top-left, not bottom-right",
-             (_matches("math", "paged-p5-HND-causal-window"),)),
-    _adapter("sdpa-soft-cap-not-declined", _SDPA,
-             '        if case.logits_soft_cap > 0:\n'
-             '            return Support.no(skips.detail(skips.NO_SOFT_CAP, "SDPA has no score modification"))\n',
-             "",
-             "SDPA claims soft-cap cases it cannot compute, and runs them without the cap",
-             (_T_TORCH + "test_sdpa_declines_soft_cap[math]",)),
-    _adapter("sdpa-rows-stored-at-batch-start", _SDPA,
-             "                store_rows(out, r.q0, o[0].transpose(0, 1))\n",
-             "                store_rows(out, 0, o[0].transpose(0, 1))\n",
-             "every request's rows written at the start of the batch's output",
-             (_matches("math", "ragged-gqa-bf16"),)),
-    _adapter("sdpa-auto-choices-unsorted", _SDPA,
-             '            resolved = "+".join(sorted(set(chosen))) if chosen else EMPTY_PATH\n',
-             '            resolved = "+".join(dict.fromkeys(chosen)) if chosen else EMPTY_PATH\n',
-             "auto's resolved name joins the choices in request order, so one batch reads two ways",
-             (_T_TORCH + "test_auto_joins_differing_choices_sorted",)),
-    _adapter("flex-mask-aligned-top-left", _FLEX,
-             "            aligned = i + kv - qo_len[r]\n", "            aligned = i\n",
-             "flex's mask_mod aligns causal and window top-left, not bottom-right",
-             (_matches("flex", "ragged-mqa-fp16-causal-qo<kv"),)),
-    _adapter("flex-soft-cap-dropped", _FLEX,
-             "        score_mod = make_score_mod(c.logits_soft_cap) if c.logits_soft_cap > 0 else None\n",
-             "        score_mod = None\n",
-             "flex accepts a soft cap and never applies it",
-             (_matches("flex", "single-soft-cap"),)),
-    _adapter("flex-called-without-queries", _FLEX,
-             "        if c.total_qo > 0:\n            k, v = physical_kv(inputs)\n",
-             "        if True:\n            k, v = physical_kv(inputs)\n",
-             "flex called for a batch with no query rows, and no block mask to give it",
-             (_T_TORCH + "test_flex_returns_empty_tensors_without_a_call_when_there_are_no_queries",)),
-    _adapter("pages-read-in-pool-order", _COMMON,
-             "            mine = pages[indptr[i]:indptr[i + 1]]\n",
-             "            mine = torch.arange(indptr[i], indptr[i + 1], dtype=torch.int64)\n",
-             "paged KV read in pool order, not through kv_page_indices",
-             (_matches("math", "paged-p1-NHD-causal"),)),
-    _adapter("hnd-pool-flattened-as-nhd", _COMMON,
-             "            return x.transpose(0, 1).reshape(x.shape[1], -1, x.shape[3])  # [P, H, page, D]\n",
-             "            return x.reshape(-1, x.shape[1], x.shape[3]).transpose(0, 1)  # [P, H, page, D]\n",
-             "an HND page pool flattened as if it were NHD, mixing heads and tokens",
-             (_matches("math", "paged-p5-HND-causal-window"),)),
-    _adapter("fp8-not-declined", _COMMON,
-             "    if case.is_fp8:\n        return Support.no(skips.detail(skips.NO_FP8,",
-             "    if False:\n        return Support.no(skips.detail(skips.NO_FP8,",
-             "fp8 cases not declined by the torch adapters",
-             (_T_TORCH + "test_supports_declines_dtypes_no_torch_backend_takes[fp8-math]",)),
+    _adapter(
+        "sdpa-mask-aligned-top-left",
+        _SDPA,
+        "    aligned = torch.arange(qo, device=device).view(-1, 1) + (kv - qo)\n",
+        "    aligned = torch.arange(qo, device=device).view(-1, 1)\n",
+        "the explicit mask (window, custom) aligns causal and window top-left, not bottom-right",
+        (_matches("math", "paged-p5-HND-causal-window"),),
+    ),
+    _adapter(
+        "sdpa-soft-cap-not-declined",
+        _SDPA,
+        (
+            "        if case.logits_soft_cap > 0:\n"
+            '            return Support.no(skips.detail(skips.NO_SOFT_CAP, "SDPA has no score modification"))\n'
+        ),
+        "",
+        "SDPA claims soft-cap cases it cannot compute, and runs them without the cap",
+        (_T_TORCH + "test_sdpa_declines_soft_cap[math]",),
+    ),
+    _adapter(
+        "sdpa-rows-stored-at-batch-start",
+        _SDPA,
+        "                store_rows(out, r.q0, o[0].transpose(0, 1))\n",
+        "                store_rows(out, 0, o[0].transpose(0, 1))\n",
+        "every request's rows written at the start of the batch's output",
+        (_matches("math", "ragged-gqa-bf16"),),
+    ),
+    _adapter(
+        "sdpa-auto-choices-unsorted",
+        _SDPA,
+        '            resolved = "+".join(sorted(set(chosen))) if chosen else EMPTY_PATH\n',
+        '            resolved = "+".join(dict.fromkeys(chosen)) if chosen else EMPTY_PATH\n',
+        "auto's resolved name joins the choices in request order, so one batch reads two ways",
+        (_T_TORCH + "test_auto_joins_differing_choices_sorted",),
+    ),
+    _adapter(
+        "flex-mask-aligned-top-left",
+        _FLEX,
+        "            aligned = i + kv - qo_len[r]\n",
+        "            aligned = i\n",
+        "flex's mask_mod aligns causal and window top-left, not bottom-right",
+        (_matches("flex", "ragged-mqa-fp16-causal-qo<kv"),),
+    ),
+    _adapter(
+        "flex-soft-cap-dropped",
+        _FLEX,
+        "        score_mod = make_score_mod(c.logits_soft_cap) if c.logits_soft_cap > 0 else None\n",
+        "        score_mod = None\n",
+        "flex accepts a soft cap and never applies it",
+        (_matches("flex", "single-soft-cap"),),
+    ),
+    _adapter(
+        "flex-called-without-queries",
+        _FLEX,
+        (
+            "        lse = poison(torch.empty((c.total_qo, c.num_qo_heads), dtype=torch.float32, device=dev))\n"
+            "        if c.total_qo > 0:\n"
+        ),
+        (
+            "        lse = poison(torch.empty((c.total_qo, c.num_qo_heads), dtype=torch.float32, device=dev))\n"
+            "        if True:\n"
+        ),
+        "flex called for a batch with no query rows, and no block mask to give it",
+        (_T_TORCH + "test_flex_returns_empty_tensors_without_a_call_when_there_are_no_queries",),
+    ),
+    _adapter(
+        "pages-read-in-pool-order",
+        _COMMON,
+        "            mine = pages[indptr[i] : indptr[i + 1]]\n",
+        "            mine = torch.arange(indptr[i], indptr[i + 1], dtype=torch.int64)\n",
+        "paged KV read in pool order, not through kv_page_indices",
+        (_matches("math", "paged-p1-NHD-causal"),),
+    ),
+    _adapter(
+        "hnd-pool-flattened-as-nhd",
+        _COMMON,
+        "            return x.transpose(0, 1).reshape(x.shape[1], -1, x.shape[3])  # [P, H, page, D]\n",
+        "            return x.reshape(-1, x.shape[1], x.shape[3]).transpose(0, 1)  # [P, H, page, D]\n",
+        "an HND page pool flattened as if it were NHD, mixing heads and tokens",
+        (_matches("math", "paged-p5-HND-causal-window"),),
+    ),
+    _adapter(
+        "fp8-not-declined",
+        _COMMON,
+        "    if case.is_fp8:\n",
+        "    if False:\n",
+        "fp8 cases not declined by the torch adapters",
+        (_T_TORCH + "test_supports_declines_dtypes_no_torch_backend_takes[fp8-math]",),
+    ),
 )
 
 FLASHINFER_ADAPTER_MUTANTS: tuple[Mutant, ...] = (
-    _adapter("fi-mask-not-folded", _FI,
-             "        if qo > 0 and kv > 0 and (c.causal or c.window_left >= 0):\n",
-             "        if False:\n",
-             "the custom mask passed without the case's causal and window masks (FlashInfer ignores "
-             "causal under a custom mask)",
-             (_T_FI + "test_the_bool_mask_form_matches_the_oracle_through_causal_and_window",)),
-    _adapter("fi-upstream-reason-none", _FI,
-             "        return None if r is None else str(r)\n    return NOT_REPORTED\n",
-             "        return None if r is None else str(r)\n    return None\n",
-             "upstream FlashInfer's silence reported as None, i.e. as 'no fallback happened'",
-             (_T_FI + "test_upstream_reports_no_reason_which_is_not_none",)),
-    _adapter("fi-lse-base-declared-natural", _FI,
-             "            return self.options.lse_base, "
-             "(LSE_NATURAL if self.options.lse_base == \"ln\" else LSE_BASE2)\n",
-             "            return self.options.lse_base, LSE_NATURAL\n",
-             "the LSE declared natural whatever base the library was asked for",
-             (_T_FI + "test_lse_is_declared_in_the_base_the_library_returns[paged]",)),
-    _adapter("fi-prebuild-wrong-generator", "kernels/flashinfer/prebuild.py",
-             '    gen = "batch_prefill_fa2" if resolved == "fa2" else "batch_prefill"\n',
-             '    gen = "batch_prefill"\n',
-             "the prebuild builds fa2's batch prefill with the public generator, not the primary module plan() loads",
-             ("tests/kernels/test_flashinfer_prebuild.py::test_module_requests_follow_the_generators_plan_calls",)),
-    _adapter("fi-matrix-directed-cases-dropped", "kernels/flashinfer/matrix.py",
-             "    cases = [rehome(c) for c in directed_cases()]\n",
-             "    cases = []\n",
-             "the FlashInfer matrix loses the directed cases (empty batch, zero lengths, fully masked rows ...)",
-             ("tests/kernels/test_flashinfer_matrix.py::test_directed_cases_keep_their_shape_on_a_profile",)),
-    _adapter("fi-fork-graph-decode-lse-claimed", "kernels/flashinfer/support.py",
-             "        if graph and api == \"decode\" and case.return_lse:\n",
-             "        if False:\n",
-             "aiter+graph decode claims LSE, which the fork refuses under capture (rule 32)",
-             (_T_FI + "test_fork_aiter_graph_decode_declines_lse_which_capture_refuses",)),
-    _adapter("fi-call-log-drops-plan", "kernels/flashinfer/adapter.py",
-             "                self._log_call(w, \"plan\", args, kwargs)\n",
-             "                pass\n",
-             "the adapter's call log omits plan(): a plain script would run an unplanned wrapper",
-             ("tests/kernels/test_flashinfer_adapter.py::test_the_call_log_holds_each_library_call_as_made",)),
-    _adapter("fi-bench-call-through-run", "kernels/flashinfer/adapter.py",
-             "        return lambda: self._call_run(w, c, inputs.q, inputs.k, inputs.v, args, kw, out, None, False)\n",
-             "        return lambda: self.run(inputs)\n",
-             "a sweep times the adapter's run() (poisoning, allocation, synchronisation) as the library's",
-             ("tests/kernels/test_flashinfer_adapter.py::test_bench_call_is_the_librarys_run_alone_on_one_plan[paged]",)),
-    _adapter("fi-cudnn-fp8-on-sm90-claimed", "kernels/flashinfer/support.py",
-             "            if fp8_q and capability is not None and capability < CUDNN_FP8_FROM:\n",
-             "            if False:\n",
-             "cuDNN claims fp8 SDPA on sm90, where the H200 raised cudnnGraphNotSupportedError (Blackwell only)",
-             (_T_FI + "test_cudnn_declines_fp8_on_sm90_and_page_sizes_not_a_power_of_two",
-              "tests/harness/test_known_failures.py::"
-              "test_every_failure_of_the_recorded_cudnn_and_decode_tc_matrices_is_an_entry_or_declined_now")),
-    _adapter("fi-cudnn-odd-page-size-claimed", "kernels/flashinfer/support.py",
-             "            if case.page_size & (case.page_size - 1):\n",
-             "            if False:\n",
-             "cuDNN decode claims pages of 5, which the H200 refused (a power-of-2 block size)",
-             (_T_FI + "test_cudnn_declines_fp8_on_sm90_and_page_sizes_not_a_power_of_two",
-              "tests/harness/test_known_failures.py::"
-              "test_every_failure_of_the_recorded_cudnn_and_decode_tc_matrices_is_an_entry_or_declined_now")),
-    _adapter("fi-graph-wrapper-name-kept-on-replacement", "kernels/flashinfer/adapter.py",
-             "                    f\"#{self._graph_wrappers_made}\")\n",
-             "                    \"#1\")\n",
-             "a graph wrapper replaced for a larger case keeps its predecessor's name: the routing check reads "
-             "two wrappers' plans as one history",
-             ("tests/gate/test_route_records.py::test_records_name_the_wrapper_each_plan_used_and_the_check_groups_by_it",)),
-    _adapter("fi-cudnn-block-table-regrowth-missed", "kernels/flashinfer/adapter.py",
-             "            if table is not None and (widest := _widest_request_pages(inputs)) > table.shape[1]:\n",
-             "            if False:\n",
-             "a cudnn+graph wrapper is reused for a request wider than its captured block table, which raises",
-             (_T_FI + "test_a_cudnn_graph_wrapper_is_replaced_when_a_request_outgrows_its_block_table",)),
-    _adapter("fi-single-causal-long-queries-claimed", "kernels/flashinfer/support.py",
-             "        if api == \"single\" and case.causal and not custom and case.qo_lens[0] > case.kv_lens[0]:\n",
-             "        if False:\n",
-             "fa2 single prefill claims causal cases with more queries than keys, which it refuses",
-             ("tests/kernels/test_flashinfer_adapter.py::"
-              "test_fa2_single_prefill_declines_causal_with_more_queries_than_keys",)),
+    _adapter(
+        "fi-mask-not-folded",
+        _FI,
+        "        if qo > 0 and kv > 0 and (c.causal or c.window_left >= 0):\n",
+        "        if False:\n",
+        "the custom mask passed without the case's causal and window masks (FlashInfer ignores "
+        "causal under a custom mask)",
+        (_T_FI + "test_the_bool_mask_form_matches_the_oracle_through_causal_and_window",),
+    ),
+    _adapter(
+        "fi-upstream-reason-none",
+        _FI,
+        "    return NOT_REPORTED\n",
+        "    return None\n",
+        "upstream FlashInfer's silence reported as None, i.e. as 'no fallback happened'",
+        (_T_FI + "test_upstream_reports_no_reason_which_is_not_none",),
+    ),
+    _adapter(
+        "fi-lse-base-declared-natural",
+        _FI,
+        '            return self.options.lse_base, (LSE_NATURAL if self.options.lse_base == "ln" else LSE_BASE2)\n',
+        "            return self.options.lse_base, LSE_NATURAL\n",
+        "the LSE declared natural whatever base the library was asked for",
+        (_T_FI + "test_lse_is_declared_in_the_base_the_library_returns[paged]",),
+    ),
+    _adapter(
+        "fi-prebuild-wrong-generator",
+        "kernels/flashinfer/prebuild.py",
+        '    gen = "batch_prefill_fa2" if resolved == "fa2" else "batch_prefill"\n',
+        '    gen = "batch_prefill"\n',
+        "the prebuild builds fa2's batch prefill with the public generator, not the primary module plan() loads",
+        ("tests/kernels/test_flashinfer_prebuild.py::test_module_requests_follow_the_generators_plan_calls",),
+    ),
+    _adapter(
+        "fi-matrix-directed-cases-dropped",
+        "kernels/flashinfer/matrix.py",
+        "    cases = [rehome(c) for c in directed_cases()]\n",
+        "    cases = []\n",
+        "the FlashInfer matrix loses the directed cases (empty batch, zero lengths, fully masked rows ...)",
+        ("tests/kernels/test_flashinfer_matrix.py::test_directed_cases_keep_their_shape_on_a_profile",),
+    ),
+    _adapter(
+        "fi-fork-graph-decode-lse-claimed",
+        "kernels/flashinfer/support.py",
+        '        if graph and api == "decode" and case.return_lse:\n',
+        "        if False:\n",
+        "aiter+graph decode claims LSE, which the fork refuses under capture (rule 32)",
+        (_T_FI + "test_fork_aiter_graph_decode_declines_lse_which_capture_refuses",),
+    ),
+    _adapter(
+        "fi-call-log-drops-plan",
+        "kernels/flashinfer/adapter.py",
+        '                self._log_call(w, "plan", args, kwargs)\n',
+        "                pass\n",
+        "the adapter's call log omits plan(): a plain script would run an unplanned wrapper",
+        ("tests/kernels/test_flashinfer_adapter.py::test_the_call_log_holds_each_library_call_as_made",),
+    ),
+    _adapter(
+        "fi-bench-call-through-run",
+        "kernels/flashinfer/adapter.py",
+        "        return lambda: self._call_run(w, c, inputs.q, inputs.k, inputs.v, args, kw, out, None, False)\n",
+        "        return lambda: self.run(inputs)\n",
+        "a sweep times the adapter's run() (poisoning, allocation, synchronisation) as the library's",
+        ("tests/kernels/test_flashinfer_adapter.py::test_bench_call_is_the_librarys_run_alone_on_one_plan[paged]",),
+    ),
+    _adapter(
+        "fi-cudnn-fp8-on-sm90-claimed",
+        "kernels/flashinfer/support.py",
+        "            if fp8_q and capability is not None and capability < CUDNN_FP8_FROM:\n",
+        "            if False:\n",
+        "cuDNN claims fp8 SDPA on sm90, where the H200 raised cudnnGraphNotSupportedError (Blackwell only)",
+        (
+            _T_FI + "test_cudnn_declines_fp8_on_sm90_and_page_sizes_not_a_power_of_two",
+            "tests/harness/test_known_failures.py::"
+            "test_every_failure_of_the_recorded_cudnn_and_decode_tc_matrices_is_an_entry_or_declined_now",
+        ),
+    ),
+    _adapter(
+        "fi-cudnn-odd-page-size-claimed",
+        "kernels/flashinfer/support.py",
+        "            if case.page_size & (case.page_size - 1):\n",
+        "            if False:\n",
+        "cuDNN decode claims pages of 5, which the H200 refused (a power-of-2 block size)",
+        (
+            _T_FI + "test_cudnn_declines_fp8_on_sm90_and_page_sizes_not_a_power_of_two",
+            "tests/harness/test_known_failures.py::"
+            "test_every_failure_of_the_recorded_cudnn_and_decode_tc_matrices_is_an_entry_or_declined_now",
+        ),
+    ),
+    _adapter(
+        "fi-graph-wrapper-name-kept-on-replacement",
+        "kernels/flashinfer/adapter.py",
+        (
+            "            name = (\n"
+            "                f\"graph:{c.layout}/{c.kv_layout}/b{c.batch_size}/{'masked' if masked else 'unmasked'}\"\n"
+            '                f"#{self._graph_wrappers_made}"\n'
+            "            )\n"
+        ),
+        "            name = f\"graph:{c.layout}/{c.kv_layout}/b{c.batch_size}/{'masked' if masked else 'unmasked'}#1\"\n",
+        "a graph wrapper replaced for a larger case keeps its predecessor's name: the routing check reads "
+        "two wrappers' plans as one history",
+        ("tests/gate/test_route_records.py::test_records_name_the_wrapper_each_plan_used_and_the_check_groups_by_it",),
+    ),
+    _adapter(
+        "fi-cudnn-block-table-regrowth-missed",
+        "kernels/flashinfer/adapter.py",
+        "            if table is not None and (widest := _widest_request_pages(inputs)) > table.shape[1]:\n",
+        "            if False:\n",
+        "a cudnn+graph wrapper is reused for a request wider than its captured block table, which raises",
+        (_T_FI + "test_a_cudnn_graph_wrapper_is_replaced_when_a_request_outgrows_its_block_table",),
+    ),
+    _adapter(
+        "fi-single-causal-long-queries-claimed",
+        "kernels/flashinfer/support.py",
+        '        if api == "single" and case.causal and not custom and case.qo_lens[0] > case.kv_lens[0]:\n',
+        "        if False:\n",
+        "fa2 single prefill claims causal cases with more queries than keys, which it refuses",
+        (
+            "tests/kernels/test_flashinfer_adapter.py::"
+            "test_fa2_single_prefill_declines_causal_with_more_queries_than_keys",
+        ),
+    ),
 )
 
 check_unique(TORCH_ADAPTER_MUTANTS + FLASHINFER_ADAPTER_MUTANTS)

@@ -24,6 +24,7 @@ sys.path, so every repository module a test imports comes from that copy. The jo
                  each by the innermost repository file asking; the contexts in which a process was
                  started; and a context "collect:<file>" while a test file is collected
 """
+
 from __future__ import annotations
 
 import importlib
@@ -126,8 +127,13 @@ class Select:
 # CUDA errors after which the context is dead: every later CUDA call in the process fails with them, so
 # the tests that run after one fail for it, not for what they test (seen on the H200: one illegal
 # access, 19 innocent failures after it in the same control shard).
-STICKY_CUDA_ERRORS = ("an illegal memory access was encountered", "misaligned address", "unspecified launch failure",
-                      "an illegal instruction was encountered", "device-side assert triggered")
+STICKY_CUDA_ERRORS = (
+    "an illegal memory access was encountered",
+    "misaligned address",
+    "unspecified launch failure",
+    "an illegal instruction was encountered",
+    "device-side assert triggered",
+)
 
 
 def failure_message(text: str, lines: int = 3) -> str:
@@ -171,10 +177,16 @@ class Recorder:
 # Frames that open files for an import, a traceback or their own bookkeeping, not for the code under test:
 # Hypothesis reads every loaded module's source for its pool of constants (the import graph carries those
 # modules) and its own cache under .hypothesis/.
-_NOT_A_READ = ("<frozen importlib", "/linecache.py", "/tokenize.py", "/_pytest/assertion/rewrite.py", "/coverage/",
-               "/hypothesis/", "/_hypothesis_pytestplugin.py")
-_SPAWNS = frozenset({"subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.spawn", "os.fork",
-                     "os.forkpty"})
+_NOT_A_READ = (
+    "<frozen importlib",
+    "/linecache.py",
+    "/tokenize.py",
+    "/_pytest/assertion/rewrite.py",
+    "/coverage/",
+    "/hypothesis/",
+    "/_hypothesis_pytestplugin.py",
+)
+_SPAWNS = frozenset({"subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.spawn", "os.fork", "os.forkpty"})
 _WATCHED = frozenset({"open", "os.listdir", "os.scandir"}) | _SPAWNS
 
 
@@ -228,8 +240,11 @@ class Reads:
         return ""
 
     def to_json(self) -> dict:
-        return {"data": {k: sorted(v) for k, v in self.data.items()},
-                "lists": {k: sorted(v) for k, v in self.lists.items()}, "spawns": sorted(self.spawns)}
+        return {
+            "data": {k: sorted(v) for k, v in self.data.items()},
+            "lists": {k: sorted(v) for k, v in self.lists.items()},
+            "spawns": sorted(self.spawns),
+        }
 
 
 def _reading(args: tuple) -> bool:
@@ -288,8 +303,15 @@ class Contexts:
 def main(job_path: str) -> int:
     with open(job_path, encoding="utf-8") as f:
         job = json.load(f)
-    report: dict = {"files": {}, "import_errors": {}, "outcomes": {}, "collected": [], "missing": [], "rc": None,
-                    "patch": None}
+    report: dict = {
+        "files": {},
+        "import_errors": {},
+        "outcomes": {},
+        "collected": [],
+        "missing": [],
+        "rc": None,
+        "patch": None,
+    }
 
     def write() -> None:
         with open(job["report"], "w", encoding="utf-8") as f:
@@ -314,8 +336,7 @@ def main(job_path: str) -> int:
         import coverage
 
         c = job["coverage"]
-        cov = coverage.Coverage(data_file=c["data_file"], include=c["include"], omit=c.get("omit"),
-                                config_file=False)
+        cov = coverage.Coverage(data_file=c["data_file"], include=c["include"], omit=c.get("omit"), config_file=False)
         if job.get("reads"):
             reads = Reads(job["reads"]["root"], __file__)
             sys.addaudithook(reads.hook)

@@ -6,6 +6,7 @@ A dependency is a repository-relative path (a file), `dir:<path>` (the names a d
 cached verdict on the hashes of its dependencies; docs/mutation.md (Verdict cache) says what is in
 and out of a key.
 """
+
 from __future__ import annotations
 
 import ast
@@ -32,11 +33,15 @@ EXCLUDED = "excluded"
 IGNORED = ("__pycache__", "*.pyc", ".hypothesis", ".pytest_cache", "*.egg-info", "*.png", "*.html")
 # The mutation machinery (conformance/mutations/*.py) is one ingredient of every key, less the catalogue
 # modules: a mutant's own definition stands for its entry, so adding a mutant re-runs no other.
-CATALOGUE_MODULES = ("catalogue.py", "harness_mutants.py", "adapter_mutants.py", "spec_mutants.py",
-                     "library_mutants.py")
+CATALOGUE_MODULES = (
+    "catalogue.py",
+    "harness_mutants.py",
+    "adapter_mutants.py",
+    "spec_mutants.py",
+    "library_mutants.py",
+)
 # Installed distributions a test run imports (pyproject.toml's dependencies and the dev tools tests call).
-DISTRIBUTIONS = ("torch", "numpy", "pytest", "hypothesis", "coverage", "tabulate", "import-linter",
-                 "flashinfer-python")
+DISTRIBUTIONS = ("torch", "numpy", "pytest", "hypothesis", "coverage", "tabulate", "import-linter", "flashinfer-python")
 
 
 def sha(data: bytes) -> str:
@@ -65,8 +70,8 @@ class Hasher:
         if dep == TREE:
             return self.tree()
         if dep.startswith(DIR):
-            return sha("\n".join(self.listing(dep[len(DIR):])).encode())
-        path = Path(dep[len(PKG):]) if dep.startswith(PKG) else self.root / dep
+            return sha("\n".join(self.listing(dep[len(DIR) :])).encode())
+        path = Path(dep[len(PKG) :]) if dep.startswith(PKG) else self.root / dep
         try:
             return sha(path.read_bytes())
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
@@ -109,8 +114,11 @@ def environment() -> dict[str, Optional[str]]:
     """The interpreter and the installed versions a verdict was measured with."""
     from importlib import metadata
 
-    env: dict[str, Optional[str]] = {"python": "%d.%d" % sys.version_info[:2], "platform": sys.platform,
-                                      "machine": platform.machine()}
+    env: dict[str, Optional[str]] = {
+        "python": "%d.%d" % sys.version_info[:2],
+        "platform": sys.platform,
+        "machine": platform.machine(),
+    }
     for d in DISTRIBUTIONS:
         try:
             env[d] = metadata.version(d)
@@ -120,6 +128,7 @@ def environment() -> dict[str, Optional[str]]:
 
 
 # ---- the static import graph ---------------------------------------------------------------------
+
 
 def _module_file(root: Path, dotted: str, here: Optional[Path]) -> list[str]:
     """Files `import dotted` executes: each package's __init__.py on the way and the module itself."""
@@ -168,7 +177,7 @@ def parse_imports(root: Path, rel: str, text: Optional[str] = None) -> Imports:
         elif isinstance(n, ast.ImportFrom):
             base = n.module or ""
             if n.level:
-                base = ".".join(list(package[:len(package) - (n.level - 1)]) + ([base] if base else []))
+                base = ".".join(list(package[: len(package) - (n.level - 1)]) + ([base] if base else []))
             names.add(base)
             names.update(f"{base}.{a.name}" for a in n.names if a.name != "*")
         return frozenset(f for name in names if name for f in _module_file(root, name, here) if f != rel)
@@ -203,8 +212,9 @@ class Graph:
     asked about, or always in a file coverage does not measure), and the data files and directory
     listings it was seen reading (the control run's audit hook)."""
 
-    def __init__(self, root: Path, reads: Optional[Mapping[str, Iterable[str]]] = None,
-                 lines: Optional[Lines] = None) -> None:
+    def __init__(
+        self, root: Path, reads: Optional[Mapping[str, Iterable[str]]] = None, lines: Optional[Lines] = None
+    ) -> None:
         self.root = root
         self.reads = {k: set(v) for k, v in (reads or {}).items()}
         self.lines = lines if lines is not None else {}
@@ -248,8 +258,9 @@ class Observed:
     executed (coverage contexts charged to the file's tests, fixtures and collection) and what those
     files import and read (Graph). `startup` is what every session loads whatever it runs."""
 
-    def __init__(self, root: Path, lines: Lines, reads: Mapping[str, Iterable[str]], spawns: Iterable[str],
-                 rows: Iterable[str]) -> None:
+    def __init__(
+        self, root: Path, lines: Lines, reads: Mapping[str, Iterable[str]], spawns: Iterable[str], rows: Iterable[str]
+    ) -> None:
         repo = {f: per for f, per in lines.items() if not f.startswith("/")}
         self.root = root
         kept = {k: {d for d in v if not d.removeprefix(DIR).startswith(VERDICT_DIR)} for k, v in reads.items()}
@@ -267,7 +278,7 @@ class Observed:
         # their conftest.py and __init__.py (absent now: a hash that changes when one appears).
         for d in kept.get("", ()):
             if d.startswith(DIR):
-                where = d[len(DIR):]
+                where = d[len(DIR) :]
                 seeds |= {f"{where}/{n}".lstrip("/") for n in ("conftest.py", "__init__.py")}
         self.startup = frozenset(self.graph.closure(seeds, set(SESSION)))
         self._groups: dict[str, frozenset[str]] = {}
@@ -301,8 +312,11 @@ class Observed:
         out = set()
         for r in self.rows:
             f = r.split("::", 1)[0]
-            if ("test:" + r) in spawns or ("collect:" + f) in spawns or any(
-                    s.startswith("fixture:") and _under(r, s[8:]) for s in spawns):
+            if (
+                ("test:" + r) in spawns
+                or ("collect:" + f) in spawns
+                or any(s.startswith("fixture:") and _under(r, s[8:]) for s in spawns)
+            ):
                 out.add(r)
         return out
 
@@ -317,5 +331,6 @@ class Observed:
 
 def _under(test: str, scope: str) -> bool:
     """Whether a node id (or a test file) lies under a fixture's scope node id (a package, a module, a class)."""
-    return (test == scope or test.startswith(scope + "::") or test.startswith(scope + "/")
-            or scope.startswith(test + "::"))
+    return (
+        test == scope or test.startswith(scope + "::") or test.startswith(scope + "/") or scope.startswith(test + "::")
+    )

@@ -15,6 +15,7 @@ With a verdict file (verdicts.py), a mutant whose key matches keeps its cached v
 not run; when every mutant's and every row's key matches and the cached kills prove every row,
 nothing runs at all. The refreshed verdicts go to verdicts.json in the output directory.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,7 @@ from typing import Callable, Iterator, Optional, Sequence
 from conformance.mutations import selection as sel
 from conformance.mutations.deps import PKG, TREE, Observed, parse_imports
 from conformance.mutations.errors import StaleMutant
-from conformance.mutations.killmatrix import (JSONL, KILLING_OUTCOMES, KillMatrix, MutantResult, classify,
-                                              outcome_counts)
+from conformance.mutations.killmatrix import JSONL, KILLING_OUTCOMES, KillMatrix, MutantResult, classify, outcome_counts
 from conformance.mutations.kinds import AnyMutant, Mutant, PackageMutant, exact_kills, named
 from conformance.mutations.launcher import ExecLauncher, Exit, ForkServerLauncher, Job, child_env, make_launcher
 from conformance.mutations.runner import apply_mutant, imported_outside_copy, make_copy, repo_root
@@ -149,28 +149,62 @@ class Mutation:
         return self._launcher
 
     # ---- one process ---------------------------------------------------------------------------
-    def _launch(self, name: str, copy_root: Path, tests: Sequence[str], *, modules: dict[str, str],
-                coverage_file: Optional[Path] = None, patch: Optional[dict] = None,
-                first_kill: bool = False, reads: bool = False) -> tuple[Exit, dict, str]:
+    def _launch(
+        self,
+        name: str,
+        copy_root: Path,
+        tests: Sequence[str],
+        *,
+        modules: dict[str, str],
+        coverage_file: Optional[Path] = None,
+        patch: Optional[dict] = None,
+        first_kill: bool = False,
+        reads: bool = False,
+    ) -> tuple[Exit, dict, str]:
         run_dir = self._tmp / "runs" / name
         run_dir.mkdir(parents=True, exist_ok=True)
-        job = {"report": str(run_dir / "report.json"), "modules": modules,
-               "pytest_args": ["-q", "-p", "no:cacheprovider", "-p", "_hypothesis_pytestplugin",
-                               "-W", "ignore::pytest.PytestAssertRewriteWarning",
-                               "--continue-on-collection-errors", *(["-x"] if first_kill else []), *self.opts],
-               "tests": list(tests),
-               "coverage": None, "package_patch": None, "torch_patch": None,
-               "reads": {"root": str(copy_root)} if reads and coverage_file is not None else None}
+        job = {
+            "report": str(run_dir / "report.json"),
+            "modules": modules,
+            "pytest_args": [
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "-p",
+                "_hypothesis_pytestplugin",
+                "-W",
+                "ignore::pytest.PytestAssertRewriteWarning",
+                "--continue-on-collection-errors",
+                *(["-x"] if first_kill else []),
+                *self.opts,
+            ],
+            "tests": list(tests),
+            "coverage": None,
+            "package_patch": None,
+            "torch_patch": None,
+            "reads": {"root": str(copy_root)} if reads and coverage_file is not None else None,
+        }
         if coverage_file is not None:
-            job["coverage"] = {"data_file": str(coverage_file), "include": [f"{copy_root}/{p}/*" for p in COVERED],
-                               "omit": [f"{copy_root}/conformance/mutations/*"]}
+            job["coverage"] = {
+                "data_file": str(coverage_file),
+                "include": [f"{copy_root}/{p}/*" for p in COVERED],
+                "omit": [f"{copy_root}/conformance/mutations/*"],
+            }
         if patch:
             job.update(patch)
         (run_dir / "job.json").write_text(json.dumps(job), encoding="utf-8")
         env = dict(self.env, PYTHONPATH=f"{copy_root}:{self.env.get('PYTHONPATH', '')}".rstrip(":"))
         log = run_dir / "log.txt"
-        exit_ = self.launcher.run(Job(argv=(str(copy_root / CHILD), str(run_dir / "job.json")), cwd=copy_root,
-                                      path=(str(copy_root),), env=env, log=log, timeout_s=self.s.timeout_s))
+        exit_ = self.launcher.run(
+            Job(
+                argv=(str(copy_root / CHILD), str(run_dir / "job.json")),
+                cwd=copy_root,
+                path=(str(copy_root),),
+                env=env,
+                log=log,
+                timeout_s=self.s.timeout_s,
+            )
+        )
         report = {}
         if Path(job["report"]).is_file():
             report = json.loads(Path(job["report"]).read_text(encoding="utf-8"))
@@ -184,10 +218,18 @@ class Mutation:
         shards = _shards(rows, self.s.workers)
         start = time.monotonic()
         with ThreadPoolExecutor(max_workers=len(shards) or 1) as pool:
-            futs = [pool.submit(self._launch, f"control-{i}", clean, shard, modules={},
-                                coverage_file=(self._tmp / f"coverage-{i}") if with_coverage else None,
-                                reads=with_coverage)
-                    for i, shard in enumerate(shards)]
+            futs = [
+                pool.submit(
+                    self._launch,
+                    f"control-{i}",
+                    clean,
+                    shard,
+                    modules={},
+                    coverage_file=(self._tmp / f"coverage-{i}") if with_coverage else None,
+                    reads=with_coverage,
+                )
+                for i, shard in enumerate(shards)
+            ]
             got = [f.result() for f in futs]
         outcomes: dict[str, str] = {}
         messages: dict[str, str] = {}
@@ -207,11 +249,18 @@ class Mutation:
                 tails.append(tail)
         bad = {t: outcomes.get(t, "not-run") for t in rows if outcomes.get(t) not in ("passed", "skipped")}
         bad.update({t: o for t, o in outcomes.items() if o == "collection-error"})
-        control = {"record": "control", "passed": not bad, "failed": bad, "tests": len(rows),
-                   "why": {t: messages[t] for t in bad if t in messages},
-                   "skipped": sum(1 for t in rows if outcomes.get(t) == "skipped"),
-                   "skipped_tests": sorted(t for t in rows if outcomes.get(t) == "skipped"),
-                   "duration_s": time.monotonic() - start, "cpu_s": cpu, "detail": "\n".join(tails)[-3000:]}
+        control = {
+            "record": "control",
+            "passed": not bad,
+            "failed": bad,
+            "tests": len(rows),
+            "why": {t: messages[t] for t in bad if t in messages},
+            "skipped": sum(1 for t in rows if outcomes.get(t) == "skipped"),
+            "skipped_tests": sorted(t for t in rows if outcomes.get(t) == "skipped"),
+            "duration_s": time.monotonic() - start,
+            "cpu_s": cpu,
+            "detail": "\n".join(tails)[-3000:],
+        }
         cov = None
         if with_coverage and not bad:
             cov = sel.CoverageMap.read([self._tmp / f"coverage-{i}" for i in range(len(shards))], clean)
@@ -254,15 +303,23 @@ class Mutation:
                     return res
                 modules = {m.module: m.path}
             elif isinstance(m, PackageMutant):
-                patch = {"package_patch": {"package": m.package, "path": m.path, "module": m.module,
-                                           "old": m.old, "new": m.new}}
+                patch = {
+                    "package_patch": {
+                        "package": m.package,
+                        "path": m.path,
+                        "module": m.module,
+                        "old": m.old,
+                        "new": m.new,
+                    }
+                }
             else:
                 patch = {"torch_patch": {"target": m.target, "fault": m.fault}}
             res.cpu_s = 0.0
             for i, run_tests in enumerate(passes):
                 res.selected = list(run_tests)
-                exit_, report, tail = self._launch(f"{name}-{i}", copy_root, run_tests, modules=modules, patch=patch,
-                                                   first_kill=first_kill)
+                exit_, report, tail = self._launch(
+                    f"{name}-{i}", copy_root, run_tests, modules=modules, patch=patch, first_kill=first_kill
+                )
                 res.detail = _verdict(m, res, exit_, report, tail, copy_root)
                 res.pass_tests, res.ran = list(run_tests), [t for t in run_tests if t in report.get("outcomes", {})]
                 res.cpu_s += exit_.cpu_s or 0.0
@@ -298,28 +355,48 @@ class Mutation:
             if skipped[m.name]:
                 results[m.name] = MutantResult(m.name, m.kind, "skipped", list(m.kills), detail=str(skipped[m.name]))
                 sink.write(results[m.name].to_json())
-        timing: dict[str, Optional[float]] = {"control_s": None, "mutants_s": None, "mutants_cpu_s": None,
-                                              "selected_s": None, "selected_cpu_s": None, "whole_suite_s": None,
-                                              "whole_suite_cpu_s": None, "verdicts_s": None}
+        timing: dict[str, Optional[float]] = {
+            "control_s": None,
+            "mutants_s": None,
+            "mutants_cpu_s": None,
+            "selected_s": None,
+            "selected_cpu_s": None,
+            "whole_suite_s": None,
+            "whole_suite_cpu_s": None,
+            "verdicts_s": None,
+        }
         control: dict = {"passed": False}
         interrupted = False
         observed: Optional[Observed] = None
         if keyer is not None:
             timing["verdicts_s"] = verdicts_s
         try:
-            self.progress(f"attncheck mutate --target {s.target} --device {s.device} --budget {s.budget}: "
-                          f"{len(runnable)} mutants ({len(mutants) - len(runnable)} skipped), {len(rows)} tests, "
-                          f"{s.workers} workers, {s.isolation}")
+            self.progress(
+                f"attncheck mutate --target {s.target} --device {s.device} --budget {s.budget}: "
+                f"{len(runnable)} mutants ({len(mutants) - len(runnable)} skipped), {len(rows)} tests, "
+                f"{s.workers} workers, {s.isolation}"
+            )
             if committed is not None:
-                self.progress(f"  verdicts: {len(valid)} of {len(every)} mutants and {len(valid_rows)} of {len(rows)} "
-                              f"tests unchanged since {s.verdicts}")
+                self.progress(
+                    f"  verdicts: {len(valid)} of {len(every)} mutants and {len(valid_rows)} of {len(rows)} "
+                    f"tests unchanged since {s.verdicts}"
+                )
             elif keyer is not None and s.verdicts is not None and not s.fresh:
                 self.progress(f"  verdicts: none at {s.verdicts}: every mutant runs")
             t0 = time.monotonic()
             if committed is not None and self._all_cached(runnable, every, rows, valid, valid_rows):
-                control = {"record": "control", "passed": True, "cached": True, "failed": {}, "tests": len(rows),
-                           "why": {}, "skipped_tests": sorted(r for r in rows if valid_rows[r]["outcome"] == "skipped"),
-                           "duration_s": 0.0, "cpu_s": 0.0, "detail": ""}
+                control = {
+                    "record": "control",
+                    "passed": True,
+                    "cached": True,
+                    "failed": {},
+                    "tests": len(rows),
+                    "why": {},
+                    "skipped_tests": sorted(r for r in rows if valid_rows[r]["outcome"] == "skipped"),
+                    "duration_s": 0.0,
+                    "cpu_s": 0.0,
+                    "detail": "",
+                }
                 control["skipped"] = len(control["skipped_tests"])
                 sink.write(control)
                 for m in runnable:
@@ -330,8 +407,10 @@ class Mutation:
                 control, cov = self.control(rows, with_coverage=s.selection == "coverage")
                 timing["control_s"] = control["duration_s"]
                 sink.write(control)
-                self.progress(f"  control{' + coverage' if cov else ''}: {len(rows)} tests in "
-                              f"{control['duration_s']:.1f} s, {'passed' if control['passed'] else 'FAILED'}")
+                self.progress(
+                    f"  control{' + coverage' if cov else ''}: {len(rows)} tests in "
+                    f"{control['duration_s']:.1f} s, {'passed' if control['passed'] else 'FAILED'}"
+                )
                 if cov is not None and keyer is not None:
                     observed = Observed(self.root, cov.lines, self._reads, self._spawns, rows)
                 if control["passed"]:
@@ -345,18 +424,20 @@ class Mutation:
                     for r in self._each([(m, self.select(m, rows, cov), "", first) for m in todo]):
                         results[r.name] = r
                         sink.write(r.to_json())
-                        self.progress(f"  {r.status:9s} {r.name} ({len(r.selected)} tests, {r.duration_s:.1f} s)"
-                                      + (f": {r.detail.splitlines()[0][:160]}" if r.status != "killed" else ""))
+                        self.progress(
+                            f"  {r.status:9s} {r.name} ({len(r.selected)} tests, {r.duration_s:.1f} s)"
+                            + (f": {r.detail.splitlines()[0][:160]}" if r.status != "killed" else "")
+                        )
                     if first:
                         self._cover(runnable, rows, cov, results, sink)
                     timing["mutants_s"] = time.monotonic() - t1
                     timing["mutants_cpu_s"] = sum(r.cpu_s or 0.0 for r in results.values())
-                    timing["selected_cpu_s"] = ((control.get("cpu_s") or 0.0) + timing["mutants_cpu_s"]
-                                                + self._cover_cpu)
+                    timing["selected_cpu_s"] = (control.get("cpu_s") or 0.0) + timing["mutants_cpu_s"] + self._cover_cpu
                     timing["selected_s"] = time.monotonic() - t0
                     if s.compare_whole_suite:
-                        timing["whole_suite_s"], timing["whole_suite_cpu_s"] = self._whole_suite(runnable, rows,
-                                                                                                 results, sink)
+                        timing["whole_suite_s"], timing["whole_suite_cpu_s"] = self._whole_suite(
+                            runnable, rows, results, sink
+                        )
         except KeyboardInterrupt:
             interrupted = True
             self.progress("attncheck mutate: interrupted; the records written so far are kept")
@@ -372,17 +453,32 @@ class Mutation:
                 refreshed.write(s.verdicts, keyer)
                 self.progress(f"  verdicts written to {s.verdicts}")
         ordered = [results[m.name] for m in mutants if m.name in results]
-        km = KillMatrix(s.target, s.device, s.budget, s.isolation, s.selection, rows, ordered,
-                        {k: v for k, v in control.items() if k != "record"}, timing, interrupted,
-                        subset=s.only is not None, strategy=s.strategy)
+        km = KillMatrix(
+            s.target,
+            s.device,
+            s.budget,
+            s.isolation,
+            s.selection,
+            rows,
+            ordered,
+            {k: v for k, v in control.items() if k != "record"},
+            timing,
+            interrupted,
+            subset=s.only is not None,
+            strategy=s.strategy,
+        )
         km.write(s.out_dir)
         return km
 
     # ---- the verdict cache ---------------------------------------------------------------------
     def key_settings(self) -> dict:
         """What a run's settings bring to every key: the pytest options, the budget, the strategy, the rows."""
-        return {"options": self.opts, "budget": self.s.budget, "strategy": self.s.strategy,
-                "conformance": self.s.conformance}
+        return {
+            "options": self.opts,
+            "budget": self.s.budget,
+            "strategy": self.s.strategy,
+            "conformance": self.s.conformance,
+        }
 
     def _verdicts_in(self) -> tuple[Optional[Keyer], Optional[Verdicts]]:
         """The keyer (None without coverage selection: keys rest on the coverage run) and the verdicts read."""
@@ -394,8 +490,14 @@ class Mutation:
             return keyer, None
         return keyer, Verdicts.load(s.verdicts)
 
-    def _all_cached(self, runnable: list[AnyMutant], every: list[AnyMutant], rows: list[str],
-                    valid: dict[str, dict], valid_rows: dict[str, dict]) -> bool:
+    def _all_cached(
+        self,
+        runnable: list[AnyMutant],
+        every: list[AnyMutant],
+        rows: list[str],
+        valid: dict[str, dict],
+        valid_rows: dict[str, dict],
+    ) -> bool:
         """Every mutant to run and every row matches its key, and (the whole catalogue) the cached kills prove
         every row the control did not skip."""
         if any(m.name not in valid for m in runnable) or any(r not in valid_rows for r in rows):
@@ -410,8 +512,10 @@ class Mutation:
         imports (with everything that imports); a torch patch's calling files and fault; a package's file."""
         if isinstance(m, Mutant):
             text = (self.root / m.path).read_text(encoding="utf-8")
-            added = (parse_imports(self.root, m.path, text.replace(m.old, m.new, 1)).all()
-                     - parse_imports(self.root, m.path, text).all())
+            added = (
+                parse_imports(self.root, m.path, text.replace(m.old, m.new, 1)).all()
+                - parse_imports(self.root, m.path, text).all()
+            )
             return {m.path} | observed.graph.closure(added)
         if isinstance(m, PackageMutant):
             return {PKG + site(m, self.root)[0].file}
@@ -431,9 +535,18 @@ class Mutation:
         runs = ([(res.pass_tests, res.ran)] if res is not None and not res.cached else []) + self._covered.get(name, [])
         return set().union(*(self._groups(out, observed, c, r) for c, r in runs)) if runs else set()
 
-    def _refresh(self, keyer: Keyer, committed: Optional[Verdicts], valid: dict[str, dict],
-                 valid_rows: dict[str, dict], every: list[AnyMutant], rows: list[str],
-                 results: dict[str, MutantResult], control: dict, observed: Optional[Observed]) -> Verdicts:
+    def _refresh(
+        self,
+        keyer: Keyer,
+        committed: Optional[Verdicts],
+        valid: dict[str, dict],
+        valid_rows: dict[str, dict],
+        every: list[AnyMutant],
+        rows: list[str],
+        results: dict[str, MutantResult],
+        control: dict,
+        observed: Optional[Observed],
+    ) -> Verdicts:
         """The verdicts as of this run: entries measured now under their new keys, cached ones as they were."""
         out = Verdicts(keyer.settings, keyer.env, keyer.machinery)
         if observed is not None and control.get("passed"):
@@ -449,8 +562,14 @@ class Mutation:
             res = results.get(m.name)
             if res is not None and not res.cached and res.status == "killed" and observed is not None:
                 gids = sorted(self._decided(out, observed, m.name, res) | {out.group(self._own(m, observed))})
-                entry = {"key": "", "status": "killed", "killed_by": list(res.killed_by), "deps": gids,
-                         "tests": len(res.selected), "duration_s": round(res.duration_s, 1)}
+                entry = {
+                    "key": "",
+                    "status": "killed",
+                    "killed_by": list(res.killed_by),
+                    "deps": gids,
+                    "tests": len(res.selected),
+                    "duration_s": round(res.duration_s, 1),
+                }
                 entry["key"] = keyer.mutant_key(m, out.deps_of(entry))
                 out.mutants[m.name] = entry
             elif m.name in valid and committed is not None:
@@ -479,8 +598,14 @@ class Mutation:
             if kill is not None:
                 kill()
 
-    def _cover(self, runnable: list[AnyMutant], rows: list[str], cov: Optional[sel.CoverageMap],
-               results: dict[str, MutantResult], sink: _Sink) -> None:
+    def _cover(
+        self,
+        runnable: list[AnyMutant],
+        rows: list[str],
+        cov: Optional[sel.CoverageMap],
+        results: dict[str, MutantResult],
+        sink: _Sink,
+    ) -> None:
         """First-kill runs leave most cells unmeasured: find a killing mutant for every row not yet seen failing.
 
         Greedy set cover over the coverage selections: each round runs, `workers` at once, the
@@ -519,12 +644,21 @@ class Mutation:
                     self._covered.setdefault(r.name, []).append((r.pass_tests, r.ran))
                 remaining = [t for t in remaining if t not in got]
                 self._cover_cpu += r.cpu_s or 0.0
-                sink.write({"record": "cover", "name": r.name, "tests": len(r.selected), "killed_by": got,
-                            "duration_s": r.duration_s, "cpu_s": r.cpu_s})
+                sink.write(
+                    {
+                        "record": "cover",
+                        "name": r.name,
+                        "tests": len(r.selected),
+                        "killed_by": got,
+                        "duration_s": r.duration_s,
+                        "cpu_s": r.cpu_s,
+                    }
+                )
                 self.progress(f"  cover: {r.name} kills {len(got)} of {len(r.selected)} rows not yet proven")
 
-    def _whole_suite(self, runnable: list[AnyMutant], rows: list[str], results: dict[str, MutantResult],
-                     sink: _Sink) -> tuple[float, float]:
+    def _whole_suite(
+        self, runnable: list[AnyMutant], rows: list[str], results: dict[str, MutantResult], sink: _Sink
+    ) -> tuple[float, float]:
         """Every mutant against every row (no coverage run): the strategy selection replaces. (wall, CPU)"""
         t = time.monotonic()
         cpu = 0.0
@@ -533,17 +667,38 @@ class Mutation:
             sel_r = results[r.name]
             missed = sorted(set(r.killed_by) - set(sel_r.killed_by))
             cpu += r.cpu_s or 0.0
-            sink.write({"record": "whole-suite", "name": r.name, "status": r.status, "tests": len(r.selected),
-                        "killed_by": len(r.killed_by), "duration_s": r.duration_s, "cpu_s": r.cpu_s,
-                        "same_verdict": r.status == sel_r.status, "kills_selection_missed": missed})
-            self.progress(f"  whole suite: {r.status:9s} {r.name} ({r.duration_s:.1f} s"
-                          + (f", selection missed {len(missed)} killing tests" if missed else "") + ")")
+            sink.write(
+                {
+                    "record": "whole-suite",
+                    "name": r.name,
+                    "status": r.status,
+                    "tests": len(r.selected),
+                    "killed_by": len(r.killed_by),
+                    "duration_s": r.duration_s,
+                    "cpu_s": r.cpu_s,
+                    "same_verdict": r.status == sel_r.status,
+                    "kills_selection_missed": missed,
+                }
+            )
+            self.progress(
+                f"  whole suite: {r.status:9s} {r.name} ({r.duration_s:.1f} s"
+                + (f", selection missed {len(missed)} killing tests" if missed else "")
+                + ")"
+            )
         return time.monotonic() - t, cpu
 
 
 def _cached(m: AnyMutant, entry: dict) -> MutantResult:
-    return MutantResult(m.name, m.kind, "killed", list(m.kills), killed_by=list(entry["killed_by"]), cpu_s=0.0,
-                        detail="cached: its key matches the verdict file", cached=True)
+    return MutantResult(
+        m.name,
+        m.kind,
+        "killed",
+        list(m.kills),
+        killed_by=list(entry["killed_by"]),
+        cpu_s=0.0,
+        detail="cached: its key matches the verdict file",
+        cached=True,
+    )
 
 
 def _shards(rows: list[str], n: int) -> list[list[str]]:
@@ -568,8 +723,7 @@ def _verdict(m: AnyMutant, res: MutantResult, exit_: Exit, report: dict, tail: s
     if "error" in patch:
         return f"stale: {patch['error']}"
     if isinstance(m, Mutant):
-        foreign = imported_outside_copy({k: v for k, v in report["files"].items() if v}, {m.module: m.path},
-                                        copy_root)
+        foreign = imported_outside_copy({k: v for k, v in report["files"].items() if v}, {m.module: m.path}, copy_root)
         if foreign:
             return foreign
         if report["import_errors"] and not m.at_import:

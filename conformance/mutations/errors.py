@@ -1,4 +1,5 @@
 """Errors of the mutation runner; each carries its facts as attributes."""
+
 from __future__ import annotations
 
 
@@ -9,10 +10,15 @@ class StaleMutant(ValueError):
         self.mutant = mutant
         self.path = path
         self.occurrences = occurrences
-        self.fix = ("update the mutant's `old` to the file's current text" if occurrences == 0
-                    else "extend `old` with surrounding lines until it is unique")
-        super().__init__(f"mutant {mutant!r}: its `old` text occurs {occurrences} times in {path}, "
-                         f"expected exactly once. Fix: {self.fix}")
+        self.fix = (
+            "update the mutant's `old` to the file's current text"
+            if occurrences == 0
+            else "extend `old` with surrounding lines until it is unique"
+        )
+        super().__init__(
+            f"mutant {mutant!r}: its `old` text occurs {occurrences} times in {path}, "
+            f"expected exactly once. Fix: {self.fix}"
+        )
 
 
 class InvalidMutant(ValueError):

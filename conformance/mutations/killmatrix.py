@@ -4,6 +4,7 @@ A run fails (exit 1) when a mutant is not killed (it survived, was killed only b
 catalogue entry does not name, or its run was broken) or when a test kills no mutant. Records
 are plain dicts so that mutants.jsonl, kill-matrix.json and kill-matrix.md carry the same facts.
 """
+
 from __future__ import annotations
 
 import json
@@ -103,8 +104,12 @@ class KillMatrix:
 
     @property
     def ok(self) -> bool:
-        return (self.control.get("passed", False) and not self.interrupted and not self.not_killed()
-                and not self.rows_killing_nothing())
+        return (
+            self.control.get("passed", False)
+            and not self.interrupted
+            and not self.not_killed()
+            and not self.rows_killing_nothing()
+        )
 
     def to_json(self) -> dict[str, Any]:
         counts: dict[str, dict[str, int]] = {}
@@ -112,12 +117,24 @@ class KillMatrix:
             counts.setdefault(m.kind, {}).setdefault(m.status, 0)
             counts[m.kind][m.status] += 1
         return {
-            "target": self.target, "device": self.device, "budget": self.budget, "isolation": self.isolation,
-            "selection": self.selection, "strategy": self.strategy, "ok": self.ok, "interrupted": self.interrupted,
-            "subset": self.subset, "cached": sum(m.cached for m in self.mutants), "counts_by_kind": counts,
-            "control": self.control, "timing": self.timing,
-            "not_killed": [m.name for m in self.not_killed()], "rows_killing_nothing": self.rows_killing_nothing(),
-            "rows": self.rows, "mutants": [m.to_json() for m in self.mutants], "matrix": self.cells(),
+            "target": self.target,
+            "device": self.device,
+            "budget": self.budget,
+            "isolation": self.isolation,
+            "selection": self.selection,
+            "strategy": self.strategy,
+            "ok": self.ok,
+            "interrupted": self.interrupted,
+            "subset": self.subset,
+            "cached": sum(m.cached for m in self.mutants),
+            "counts_by_kind": counts,
+            "control": self.control,
+            "timing": self.timing,
+            "not_killed": [m.name for m in self.not_killed()],
+            "rows_killing_nothing": self.rows_killing_nothing(),
+            "rows": self.rows,
+            "mutants": [m.to_json() for m in self.mutants],
+            "matrix": self.cells(),
         }
 
     def write(self, out_dir: Path) -> None:
@@ -133,40 +150,62 @@ def render_markdown(km: KillMatrix) -> str:
     t = km.timing
     lines = [f"# Kill matrix: {km.target} on {km.device}, budget {km.budget}", ""]
     verdict = "every mutant killed, every test kills one" if km.ok else "NOT proven (see below)"
-    lines += [f"{len(km.runnable())} mutants run, {len(km.mutants) - len(km.runnable())} skipped, "
-              f"{len(km.rows)} tests: **{verdict}**.", ""]
-    lines += [f"isolation {km.isolation}, selection {km.selection}, cells {km.strategy}"
-              + (" (a blank cell was not measured)" if km.strategy == "first-kill" else "") + "; control "
-              f"{'passed' if km.control.get('passed') else 'FAILED'} in {km.control.get('duration_s', 0):.1f} s.", ""]
+    lines += [
+        f"{len(km.runnable())} mutants run, {len(km.mutants) - len(km.runnable())} skipped, "
+        f"{len(km.rows)} tests: **{verdict}**.",
+        "",
+    ]
+    lines += [
+        f"isolation {km.isolation}, selection {km.selection}, cells {km.strategy}"
+        + (" (a blank cell was not measured)" if km.strategy == "first-kill" else "")
+        + "; control "
+        f"{'passed' if km.control.get('passed') else 'FAILED'} in {km.control.get('duration_s', 0):.1f} s.",
+        "",
+    ]
     cached = [m for m in km.mutants if m.cached]
     if t.get("verdicts_s") is not None:
-        lines.append(f"verdict cache: {len(cached)} of {len(km.runnable())} verdicts cached (their keys matched), "
-                     f"{'the control too' if km.control.get('cached') else 'the control ran'}; keys checked in "
-                     f"{t['verdicts_s']:.1f} s")
+        lines.append(
+            f"verdict cache: {len(cached)} of {len(km.runnable())} verdicts cached (their keys matched), "
+            f"{'the control too' if km.control.get('cached') else 'the control ran'}; keys checked in "
+            f"{t['verdicts_s']:.1f} s"
+        )
     if t.get("selected_s") is not None:
-        lines.append(f"coverage selection (coverage run + mutants): {t['selected_s']:.1f} s wall, "
-                     f"{t.get('selected_cpu_s') or 0:.1f} s CPU")
+        lines.append(
+            f"coverage selection (coverage run + mutants): {t['selected_s']:.1f} s wall, "
+            f"{t.get('selected_cpu_s') or 0:.1f} s CPU"
+        )
     if t.get("whole_suite_s") is not None:
-        lines.append(f"whole suite for every mutant: {t['whole_suite_s']:.1f} s wall "
-                     f"({t['whole_suite_s'] / max(t['selected_s'] or 1e-9, 1e-9):.1f}x), "
-                     f"{t.get('whole_suite_cpu_s') or 0:.1f} s CPU "
-                     f"({(t.get('whole_suite_cpu_s') or 0) / max(t.get('selected_cpu_s') or 1e-9, 1e-9):.1f}x)")
-    lines += ["", "## Mutants", "", "| mutant | kind | status | tests run | killed by | secs |",
-              "|---|---|---|---|---|---|"]
+        lines.append(
+            f"whole suite for every mutant: {t['whole_suite_s']:.1f} s wall "
+            f"({t['whole_suite_s'] / max(t['selected_s'] or 1e-9, 1e-9):.1f}x), "
+            f"{t.get('whole_suite_cpu_s') or 0:.1f} s CPU "
+            f"({(t.get('whole_suite_cpu_s') or 0) / max(t.get('selected_cpu_s') or 1e-9, 1e-9):.1f}x)"
+        )
+    lines += [
+        "",
+        "## Mutants",
+        "",
+        "| mutant | kind | status | tests run | killed by | secs |",
+        "|---|---|---|---|---|---|",
+    ]
     for m in km.mutants:
-        by = ", ".join(f"`{_short(k)}`" for k in m.killed_by[:3]) + (f" (+{len(m.killed_by) - 3})"
-                                                                    if len(m.killed_by) > 3 else "")
-        lines.append(f"| `{m.name}` | {m.kind} | {m.status}{' (cached)' if m.cached else ''} | "
-                     f"{'-' if m.cached else len(m.selected)} | {by or m.detail[:120]} "
-                     f"| {m.duration_s:.1f} |")
+        by = ", ".join(f"`{_short(k)}`" for k in m.killed_by[:3]) + (
+            f" (+{len(m.killed_by) - 3})" if len(m.killed_by) > 3 else ""
+        )
+        lines.append(
+            f"| `{m.name}` | {m.kind} | {m.status}{' (cached)' if m.cached else ''} | "
+            f"{'-' if m.cached else len(m.selected)} | {by or m.detail[:120]} "
+            f"| {m.duration_s:.1f} |"
+        )
     nothing = km.rows_killing_nothing()
     if km.subset:
         lines += ["", "(--only: a subset of the catalogue ran, so tests killing nothing are not checked)"]
     if nothing:
         lines += ["", "## Tests that kill no mutant", ""] + [f"- `{r}`" for r in nothing]
     if km.skipped_here():
-        lines += (["", "## Tests skipped here (not proven on this machine)", ""]
-                  + [f"- `{r}`" for r in km.skipped_here()])
+        lines += ["", "## Tests skipped here (not proven on this machine)", ""] + [
+            f"- `{r}`" for r in km.skipped_here()
+        ]
     lines += ["", "## Tests x mutants", "", "| test | mutants it kills |", "|---|---|"]
     for r, ms in km.cells().items():
         lines.append(f"| `{r}` | {', '.join(ms) if ms else '**none**'} |")

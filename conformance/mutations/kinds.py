@@ -14,6 +14,7 @@ Every shape names the tests that must kill it (`kills`), the device it needs, an
 when its module is imported (a routing spec's own validation): only for such a mutant does a
 module that fails to collect count as a kill rather than as a broken run.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

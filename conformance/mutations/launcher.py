@@ -15,6 +15,7 @@ Both take the same job: argv for child.py, a working directory (the run's copy),
 to put first, the environment, a log file for stdout and stderr, and a timeout, after which the
 run's whole process group is killed.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,16 @@ from typing import Optional, Sequence
 
 ISOLATIONS = ("forkserver", "exec")
 # Imported once by the server; every one is third-party (a repository module here would be a bug).
-PRELOAD = ("torch", "torch.nn.attention.flex_attention", "torch._dynamo", "pytest", "_pytest.python",
-           "hypothesis", "coverage", "tabulate")
+PRELOAD = (
+    "torch",
+    "torch.nn.attention.flex_attention",
+    "torch._dynamo",
+    "pytest",
+    "_pytest.python",
+    "hypothesis",
+    "coverage",
+    "tabulate",
+)
 REPO_PACKAGES = ("oracle", "scenarios", "kernels", "routing", "conformance", "reports", "tests")
 
 _SERVER = r"""
@@ -171,8 +180,15 @@ class ExecLauncher:
 
     def run(self, job: Job) -> Exit:
         with open(job.log, "wb") as log:
-            proc = subprocess.Popen([sys.executable, *job.argv], cwd=job.cwd, env=job.env, stdout=log,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+            proc = subprocess.Popen(
+                [sys.executable, *job.argv],
+                cwd=job.cwd,
+                env=job.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
             with self._lock:
                 self._live.add(proc.pid)
             try:
@@ -214,9 +230,14 @@ class ForkServerLauncher:
     def __init__(self, env: dict[str, str]) -> None:
         server_env = {k: v for k, v in env.items() if k != "PYTHONPATH"}  # the server sees no repository
         self._dir = tempfile.TemporaryDirectory(prefix="attncheck-forkserver-")
-        self._proc = subprocess.Popen([sys.executable, "-c", _SERVER, json.dumps(PRELOAD), json.dumps(REPO_PACKAGES)],
-                                      cwd=self._dir.name, env=server_env, stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", _SERVER, json.dumps(PRELOAD), json.dumps(REPO_PACKAGES)],
+            cwd=self._dir.name,
+            env=server_env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
         self._lock = threading.Lock()
         self._pending: dict[int, _Pending] = {}
         self._next = 0

@@ -11,6 +11,7 @@
 * torch, through faulty wrappers of its functions (torch_faults.py): causal_lower_right built
   upper-left, GQA heads tiled, flex's LSE in base 2, SDPA's own choice misreported.
 """
+
 from __future__ import annotations
 
 from conformance.mutations.kinds import Mutant, PackageMutant, TorchPatch, check_unique
@@ -30,26 +31,41 @@ def _matches(backend: str, name: str) -> str:
 
 
 ROCM_STANDIN_MUTANTS: tuple[Mutant, ...] = (
-    Mutant("rocm-fork-ragged-table-disarmed", _CAPS,
-           '_AITER_RAGGED_GATED_Q_LEN: dict[str, Optional[int]] = {"gfx942": 16, "gfx950": None}\n',
-           '_AITER_RAGGED_GATED_Q_LEN: dict[str, Optional[int]] = {"gfx942": None, "gfx950": None}\n',
-           "#373 A/B 1: the gfx942 ragged row disarmed, so short ragged queries keep AITER",
-           (_T_STANDIN + "test_arch_tables_and_pins_equal_the_documents", _STANDIN_ROUTES), kind="library"),
-    Mutant("rocm-fork-ragged-q-len-dropped", _PREFILL,
-           "kv_len=self._max_kv_len, ragged_q_len=self._ragged_gate_len())\n", "kv_len=self._max_kv_len)\n",
-           "#373 A/B 2: the ragged wrapper stops passing ragged_q_len, so its gate never sees a length",
-           (_STANDIN_ROUTES,), kind="library"),
-    Mutant("rocm-fork-late-recheck-removed", _PREFILL,
-           '        return from_auto and (self._backend == "auto" or not self._use_cuda_graph)\n',
-           '        return from_auto and self._backend == "auto"\n',
-           "#373 A/B 3: no late re-check, so a wrapper resolved to AITER on a long plan keeps it for a "
-           "short one (long-then-short)",
-           (_STANDIN_ROUTES,), kind="library"),
+    Mutant(
+        "rocm-fork-ragged-table-disarmed",
+        _CAPS,
+        '_AITER_RAGGED_GATED_Q_LEN: dict[str, Optional[int]] = {"gfx942": 16, "gfx950": None}\n',
+        '_AITER_RAGGED_GATED_Q_LEN: dict[str, Optional[int]] = {"gfx942": None, "gfx950": None}\n',
+        "#373 A/B 1: the gfx942 ragged row disarmed, so short ragged queries keep AITER",
+        (_T_STANDIN + "test_arch_tables_and_pins_equal_the_documents", _STANDIN_ROUTES),
+        kind="library",
+    ),
+    Mutant(
+        "rocm-fork-ragged-q-len-dropped",
+        _PREFILL,
+        "                ragged_q_len=self._ragged_gate_len(),\n",
+        "",
+        "#373 A/B 2: the ragged wrapper stops passing ragged_q_len, so its gate never sees a length",
+        (_STANDIN_ROUTES,),
+        kind="library",
+    ),
+    Mutant(
+        "rocm-fork-late-recheck-removed",
+        _PREFILL,
+        '        return from_auto and (self._backend == "auto" or not self._use_cuda_graph)\n',
+        '        return from_auto and self._backend == "auto"\n',
+        "#373 A/B 3: no late re-check, so a wrapper resolved to AITER on a long plan keeps it for a "
+        "short one (long-then-short)",
+        (_STANDIN_ROUTES,),
+        kind="library",
+    ),
 )
 
 FLASHINFER_PACKAGE_MUTANTS: tuple[PackageMutant, ...] = (
     PackageMutant(
-        "flashinfer-mask-ignored-by-auto", "flashinfer", "prefill.py",
+        "flashinfer-mask-ignored-by-auto",
+        "flashinfer",
+        "prefill.py",
         '            if self._backend == "auto":\n'
         "                self._backend = determine_attention_backend(\n"
         "                    self.device,\n"
@@ -63,48 +79,70 @@ FLASHINFER_PACKAGE_MUTANTS: tuple[PackageMutant, ...] = (
         "                    use_fp16_qk_reduction,\n"
         "                    False,  # use_custom_mask\n",
         "paged auto chooses its backend as if no custom mask were given (fa3 for a masked plan on sm90)",
-        (_T_FI_LIB + "test_paged_auto_takes_fa2_for_a_custom_mask_on_sm90",)),
+        (_T_FI_LIB + "test_paged_auto_takes_fa2_for_a_custom_mask_on_sm90",),
+    ),
     PackageMutant(
-        "flashinfer-paged-mask-buffer-kept", "flashinfer", "prefill.py",
+        "flashinfer-paged-mask-buffer-kept",
+        "flashinfer",
+        "prefill.py",
         "            else:\n                self._custom_mask_buf = None\n"
         "                self._mask_indptr_buf = None\n\n"
         "        self._cached_q_data_type = q_data_type\n",
         "            else:\n                pass\n\n        self._cached_q_data_type = q_data_type\n",
         "an unmasked paged plan keeps the previous plan's mask buffer, and run() applies it",
-        (_T_FI_LIB + "test_paged_unmasked_plan_after_a_masked_one_runs_unmasked",)),
+        (_T_FI_LIB + "test_paged_unmasked_plan_after_a_masked_one_runs_unmasked",),
+    ),
     PackageMutant(
-        "flashinfer-ragged-auto-resolved-once", "flashinfer", "prefill.py",
+        "flashinfer-ragged-auto-resolved-once",
+        "flashinfer",
+        "prefill.py",
         '            if self._requested_backend == "auto":\n'
-        '                self._backend = determine_attention_backend(\n',
+        "                self._backend = determine_attention_backend(\n",
         '            if self._backend == "auto":\n                self._backend = determine_attention_backend(\n',
         "ragged auto resolved once per wrapper: its first plan's backend sticks",
-        (_T_FI_LIB + "test_ragged_auto_re_resolves_on_every_plan",)),
+        (_T_FI_LIB + "test_ragged_auto_re_resolves_on_every_plan",),
+    ),
 )
 
 _SDPA = "kernels/torch_sdpa.py"
 _SDPA_CALL = "o = torch.nn.functional.scaled_dot_product_attention("
 
 TORCH_PATCHES: tuple[TorchPatch, ...] = (
-    TorchPatch("torch-causal-lower-right-is-upper-left", "torch.nn.attention.bias:causal_lower_right",
-               "conformance.mutations.torch_faults:lower_right_as_upper_left",
-               ((_SDPA, "        return causal_lower_right(qo, kv)\n"),),
-               "causal_lower_right builds an upper-left mask: causal rows align to the first key",
-               (_matches("math", "ragged-mqa-fp16-causal-qo<kv"),)),
-    TorchPatch("torch-sdpa-gqa-heads-tiled", "torch.nn.functional:scaled_dot_product_attention",
-               "conformance.mutations.torch_faults:gqa_heads_tiled", ((_SDPA, _SDPA_CALL),),
-               "SDPA's enable_gqa tiles KV heads (h % Hkv) instead of grouping them (h // group)",
-               (_matches("math", "ragged-gqa-bf16"),)),
-    TorchPatch("torch-flex-lse-base-2", "torch.nn.attention.flex_attention:flex_attention",
-               "conformance.mutations.torch_faults:flex_lse_base_2",
-               (("kernels/torch_flex.py", "o, aux = fn(q, k, v, score_mod=score_mod"),),
-               "FlexAttention returns its LSE in base 2 while documenting the natural log",
-               (_T_TORCH + "test_flex_lse_is_natural_log",)),
-    TorchPatch("torch-sdpa-choice-misreported", "torch:_fused_sdp_choice",
-               "conformance.mutations.torch_faults:fused_choice_always_math",
-               ((_SDPA, "    choice = torch._fused_sdp_choice("),),
-               "SDPA's own selector reports math whatever it runs",
-               (_T_TORCH + "test_auto_reports_the_backend_sdpa_chose",
-                _T_TORCH_SPEC + "test_cpu_rule_agrees_with_fused_sdp_choice[fp32]")),
+    TorchPatch(
+        "torch-causal-lower-right-is-upper-left",
+        "torch.nn.attention.bias:causal_lower_right",
+        "conformance.mutations.torch_faults:lower_right_as_upper_left",
+        ((_SDPA, "        return causal_lower_right(qo, kv)\n"),),
+        "causal_lower_right builds an upper-left mask: causal rows align to the first key",
+        (_matches("math", "ragged-mqa-fp16-causal-qo<kv"),),
+    ),
+    TorchPatch(
+        "torch-sdpa-gqa-heads-tiled",
+        "torch.nn.functional:scaled_dot_product_attention",
+        "conformance.mutations.torch_faults:gqa_heads_tiled",
+        ((_SDPA, _SDPA_CALL),),
+        "SDPA's enable_gqa tiles KV heads (h % Hkv) instead of grouping them (h // group)",
+        (_matches("math", "ragged-gqa-bf16"),),
+    ),
+    TorchPatch(
+        "torch-flex-lse-base-2",
+        "torch.nn.attention.flex_attention:flex_attention",
+        "conformance.mutations.torch_faults:flex_lse_base_2",
+        (("kernels/torch_flex.py", "o, aux = fn(q, k, v, score_mod=score_mod"),),
+        "FlexAttention returns its LSE in base 2 while documenting the natural log",
+        (_T_TORCH + "test_flex_lse_is_natural_log",),
+    ),
+    TorchPatch(
+        "torch-sdpa-choice-misreported",
+        "torch:_fused_sdp_choice",
+        "conformance.mutations.torch_faults:fused_choice_always_math",
+        ((_SDPA, "    choice = torch._fused_sdp_choice("),),
+        "SDPA's own selector reports math whatever it runs",
+        (
+            _T_TORCH + "test_auto_reports_the_backend_sdpa_chose",
+            _T_TORCH_SPEC + "test_cpu_rule_agrees_with_fused_sdp_choice[fp32]",
+        ),
+    ),
 )
 
 check_unique(ROCM_STANDIN_MUTANTS + FLASHINFER_PACKAGE_MUTANTS + TORCH_PATCHES)  # type: ignore[operator]

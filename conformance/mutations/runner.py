@@ -18,6 +18,7 @@ Runs go two at a time (a thread pool driving subprocesses: the work is in the ch
 parent may itself be a pytest-xdist worker that should not fork). Each child gets one intra-op
 thread so two children share two cores without oversubscription.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,10 +39,21 @@ from conformance.mutations.kinds import exact_kills
 from conformance.mutations.errors import StaleMutant
 
 # What a copy holds: everything the tests import, and the pytest configuration.
-COPIED = ("oracle", "scenarios", "kernels", "routing", "conformance", "reports", "tests", "conftest.py",
-          "pyproject.toml", "docs")  # docs: the ledger tests read the H200 runs' records in docs/evidence
-_IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis", ".pytest_cache", "*.egg-info", "*.png",
-                                  "*.html")
+COPIED = (
+    "oracle",
+    "scenarios",
+    "kernels",
+    "routing",
+    "conformance",
+    "reports",
+    "tests",
+    "conftest.py",
+    "pyproject.toml",
+    "docs",
+)  # docs: the ledger tests read the H200 runs' records in docs/evidence
+_IGNORED = shutil.ignore_patterns(
+    "__pycache__", "*.pyc", ".hypothesis", ".pytest_cache", "*.egg-info", "*.png", "*.html"
+)
 VERDICT_DIR = "conformance/mutations/verdicts"  # the verdict cache's files (verdicts.py)
 DEFAULT_WORKERS = 2
 DEFAULT_TIMEOUT_S = 300.0
@@ -165,8 +177,9 @@ def imported_outside_copy(files: dict[str, str], modules: dict[str, str], copy_r
     return None
 
 
-def _run_tests(name: str, copy_root: Path, tests: Sequence[str], modules: dict[str, str],
-               timeout_s: float) -> RunResult:
+def _run_tests(
+    name: str, copy_root: Path, tests: Sequence[str], modules: dict[str, str], timeout_s: float
+) -> RunResult:
     """Run pytest on `tests` inside `copy_root` and classify the outcome (control or mutant).
 
     `modules` maps each dotted module that must come from the copy to its path in the copy.
@@ -174,14 +187,26 @@ def _run_tests(name: str, copy_root: Path, tests: Sequence[str], modules: dict[s
     start = time.monotonic()
     report = copy_root / ".mutation-report.json"
     is_control = name == CONTROL
-    args = [sys.executable, "-c", _CHILD, str(report), ",".join(modules),
-            "-q", "-p", "no:cacheprovider", *([] if is_control else ["-x"]), *tests]
+    args = [
+        sys.executable,
+        "-c",
+        _CHILD,
+        str(report),
+        ",".join(modules),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        *([] if is_control else ["-x"]),
+        *tests,
+    ]
     try:
-        proc = subprocess.run(args, cwd=copy_root, env=_child_env(copy_root), capture_output=True, text=True,
-                              timeout=timeout_s)
+        proc = subprocess.run(
+            args, cwd=copy_root, env=_child_env(copy_root), capture_output=True, text=True, timeout=timeout_s
+        )
     except subprocess.TimeoutExpired:
-        return RunResult(name, "broken", (), {}, {}, None, time.monotonic() - start,
-                         f"timed out after {timeout_s:.0f} s")
+        return RunResult(
+            name, "broken", (), {}, {}, None, time.monotonic() - start, f"timed out after {timeout_s:.0f} s"
+        )
     duration = time.monotonic() - start
     tail = (proc.stdout + proc.stderr)[-4000:]
     if not report.is_file():
@@ -223,8 +248,9 @@ def run_mutant(mutant: Mutant, *, root: Optional[Path] = None, timeout_s: float 
         return _run_tests(mutant.name, copy_root, exact_kills(mutant.kills), {mutant.module: mutant.path}, timeout_s)
 
 
-def run_control(mutants: Sequence[Mutant], *, root: Optional[Path] = None,
-                timeout_s: float = DEFAULT_TIMEOUT_S) -> RunResult:
+def run_control(
+    mutants: Sequence[Mutant], *, root: Optional[Path] = None, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> RunResult:
     """Every mutant's kills on an unmutated copy: all must pass, with the modules from the copy."""
     tests = list(dict.fromkeys(t for m in mutants for t in exact_kills(m.kills)))
     modules = {m.module: m.path for m in mutants}
@@ -234,8 +260,13 @@ def run_control(mutants: Sequence[Mutant], *, root: Optional[Path] = None,
         return _run_tests(CONTROL, copy_root, tests, modules, timeout_s)
 
 
-def run_catalogue(mutants: Sequence[Mutant] = ORACLE_MUTANTS, *, workers: int = DEFAULT_WORKERS,
-                  root: Optional[Path] = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> CatalogueResult:
+def run_catalogue(
+    mutants: Sequence[Mutant] = ORACLE_MUTANTS,
+    *,
+    workers: int = DEFAULT_WORKERS,
+    root: Optional[Path] = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> CatalogueResult:
     """The control and every mutant, `workers` runs at a time."""
     start = time.monotonic()
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -260,10 +291,13 @@ def format_table(result: CatalogueResult) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.mutations.runner",
-                                     description="Run the oracle mutant catalogue; exit 1 on a survivor.")
-    parser.add_argument("--only", nargs="*", action="extend", default=None,
-                        help="mutant names to run (default: all; repeatable)")
+    parser = argparse.ArgumentParser(
+        prog="python -m conformance.mutations.runner",
+        description="Run the oracle mutant catalogue; exit 1 on a survivor.",
+    )
+    parser.add_argument(
+        "--only", nargs="*", action="extend", default=None, help="mutant names to run (default: all; repeatable)"
+    )
     parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
     parser.add_argument("--json", type=Path, default=None, help="also write the results as JSON here")
     args = parser.parse_args(argv)
@@ -276,9 +310,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     result = run_catalogue(chosen, workers=args.workers)
     print(format_table(result))
     if args.json:
-        args.json.write_text(json.dumps({"control": result.control.to_json(),
-                                         "mutants": [r.to_json() for r in result.mutants],
-                                         "duration_s": result.duration_s}, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "control": result.control.to_json(),
+                    "mutants": [r.to_json() for r in result.mutants],
+                    "duration_s": result.duration_s,
+                },
+                indent=2,
+            )
+        )
     return 0 if result.ok else 1
 
 

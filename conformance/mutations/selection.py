@@ -24,6 +24,7 @@ Other process-wide caches (an adapter object reused across cases) are not widene
 (`attncheck mutate --compare-whole-suite`) measures what selection would miss against running
 the whole suite for every mutant.
 """
+
 from __future__ import annotations
 
 import ast
@@ -37,8 +38,10 @@ FIXTURE_CTX = "fixture:"
 # Where the cached per-case work lives: only an edit there is charged across a case's backends.
 CACHED_WORK = ("oracle/", "scenarios/")
 # Tests parametrized `[backend-case]` that share cached state per case; the key drops the backend.
-GROUPED = ("conformance/test_parity_grid.py::test_backend_matches_the_oracle",
-           "tests/kernels/test_torch_target.py::test_backend_matches_oracle_or_declines_as_expected")
+GROUPED = (
+    "conformance/test_parity_grid.py::test_backend_matches_the_oracle",
+    "tests/kernels/test_torch_target.py::test_backend_matches_oracle_or_declines_as_expected",
+)
 _CACHE_DECORATORS = ("lru_cache", "cache", "cached_property")
 
 
@@ -46,7 +49,7 @@ def group_key(nodeid: str) -> Optional[str]:
     """The case a grouped test belongs to: `file::test[backend-case]` -> `file::test[case]`."""
     for prefix in GROUPED:
         if nodeid.startswith(prefix + "["):
-            return f"{prefix}[{nodeid[len(prefix) + 1:].partition('-')[2]}"
+            return f"{prefix}[{nodeid[len(prefix) + 1 :].partition('-')[2]}"
     return None
 
 
@@ -73,8 +76,9 @@ def statement_lines(source: str, first: int, last: int) -> tuple[set[int], bool]
             end = getattr(child, "end_lineno", None) or _line(child)
             if end < first or start > last:
                 continue
-            body = [n for n in ast.iter_child_nodes(child) if isinstance(n, (ast.stmt, ast.excepthandler,
-                                                                             ast.match_case))]
+            body = [
+                n for n in ast.iter_child_nodes(child) if isinstance(n, (ast.stmt, ast.excepthandler, ast.match_case))
+            ]
             if not body:
                 take(start, end, in_function, cached)
                 continue
@@ -160,7 +164,7 @@ class CoverageMap:
             data = CoverageData(basename=str(df))
             data.read()
             for f in data.measured_files():
-                key = f[len(root):] if f.startswith(root) else f
+                key = f[len(root) :] if f.startswith(root) else f
                 per = out.lines.setdefault(key, {})
                 for line, ctxs in data.contexts_by_lineno(f).items():
                     per.setdefault(line, set()).update(ctxs)
@@ -175,8 +179,8 @@ class CoverageMap:
 
 def tests_for(contexts: set[str], candidates: Sequence[str], by_case: bool = True) -> set[str]:
     """Candidate tests named by the contexts, widened by fixture scope and (by_case) by parity case."""
-    chosen = {c[len(TEST_CTX):] for c in contexts if c.startswith(TEST_CTX)}
-    scopes = [c[len(FIXTURE_CTX):] for c in contexts if c.startswith(FIXTURE_CTX)]
+    chosen = {c[len(TEST_CTX) :] for c in contexts if c.startswith(TEST_CTX)}
+    scopes = [c[len(FIXTURE_CTX) :] for c in contexts if c.startswith(FIXTURE_CTX)]
     for t in candidates:
         if any(t == s or t.startswith(s + "::") or t.startswith(s + "/") or s == "" for s in scopes):
             chosen.add(t)

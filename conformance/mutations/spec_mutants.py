@@ -6,6 +6,7 @@ claimed where the library gives none, and an explicit `None` deleted. The last i
 the spec is imported (routing.spec.validate: None is a verdict, an absent row a gap), so it is
 an `at_import` mutant: the modules that fail to collect are its kill.
 """
+
 from __future__ import annotations
 
 from conformance.mutations.kinds import Mutant, check_unique
@@ -19,122 +20,218 @@ _T_CUDA = "tests/routing/test_flashinfer_cuda_spec.py::"
 _T_TORCH = "tests/routing/test_torch_spec.py::"
 
 
-def _spec(name: str, path: str, old: str, new: str, description: str, kills: tuple[str, ...], **kw: object
-          ) -> Mutant:
+def _spec(name: str, path: str, old: str, new: str, description: str, kills: tuple[str, ...], **kw: object) -> Mutant:
     return Mutant(name, path, old, new, description, kills, kind="routing-spec", **kw)  # type: ignore[arg-type]
 
 
 FLASHINFER_SPEC_MUTANTS: tuple[Mutant, ...] = (
-    _spec("rocm-ragged-row-disarmed", _ROCM,
-          'RAGGED = ThresholdTable("ragged", {"gfx942": 16, "gfx950": None},\n',
-          'RAGGED = ThresholdTable("ragged", {"gfx942": None, "gfx950": None},\n',
-          "gfx942's ragged short-query row disarmed: the spec stops expecting fa2 at q <= 16",
-          (_T_ROCM + "test_ragged_boundary_on_gfx942",
-           _T_STANDIN + "test_every_observation_passes_and_is_explained[stand-in]")),
-    _spec("rocm-flat-gather-threshold-shifted", _ROCM,
-          'FLAT_GATHER = ThresholdTable("flat_gather", {"gfx942": 16, "gfx950": 8},\n',
-          'FLAT_GATHER = ThresholdTable("flat_gather", {"gfx942": 17, "gfx950": 8},\n',
-          "gfx942's paged threshold off by one (17): q = 17 expected on fa2",
-          (_T_ROCM + "test_paged_flat_gather_boundary[gfx942-16]",)),
-    _spec("rocm-paged-gate-reads-ragged-table", _ROCM,
-          'gate=LengthGate("flat_gather", _sel_max_q_len)', 'gate=LengthGate("ragged", _sel_max_q_len)',
-          "the paged short-query gate reads the ragged table: gfx950 paged is never gated",
-          (_T_ROCM + "test_paged_flat_gather_boundary[gfx950-8]",)),
-    _spec("rocm-explicit-none-deleted", _ROCM,
-          '{"gfx942": 16, "gfx950": None},\n', '{"gfx942": 16},\n',
-          "gfx950's explicit ragged None (a measured 'never') deleted, as if it were a gap",
-          (_T_ROCM + "test_gfx950_ragged_row_is_present_not_merely_absent",), at_import=True),
-    _spec("cuda-fa3-row-disarmed", _CUDA,
-          'FA3_CAPABLE = ThresholdTable("fa3_capable", '
-          '{"sm80": False, "sm90": True, "sm100": False, "sm120": False},\n',
-          'FA3_CAPABLE = ThresholdTable("fa3_capable", '
-          '{"sm80": False, "sm90": False, "sm100": False, "sm120": False},\n',
-          "sm90's fa3 row disarmed: the spec expects fa2 where the library picks fa3",
-          (_T_CUDA + "test_lifecycle_matches_the_library_on_a_long_lived_wrapper[paged sticky]",)),
-    _spec("cuda-explicit-fa3-redirected", _CUDA,
-          '    RouteRule("explicit_fa3", lambda q, c: q.requested == "fa3", "fa3", NOT_REPORTED,\n',
-          '    RouteRule("explicit_fa3", lambda q, c: q.requested == "fa3", "fa2", NOT_REPORTED,\n',
-          "an explicit fa3 request expected to run fa2, as if a gate redirected it",
-          (_T_CUDA + "test_every_observed_decision_passes_and_is_explained",)),
-    _spec("cuda-explicit-cudnn-redirected", _CUDA,
-          '    RouteRule("explicit_cudnn", lambda q, c: q.requested == "cudnn", "cudnn", NOT_REPORTED,\n',
-          '    RouteRule("explicit_cudnn", lambda q, c: q.requested == "cudnn", "fa2", NOT_REPORTED,\n',
-          "an explicit cudnn request expected to run fa2, as if a gate redirected it",
-          (_T_CUDA + "test_every_observed_decision_passes_and_is_explained",)),
-    _spec("cuda-cutlass-capacity-shifted", _CUDA,
-          "CUTLASS_WORK_CAPACITY = 131072  #", "CUTLASS_WORK_CAPACITY = 131136  #",
-          "CUTLASS's ragged work capacity shifted past the largest shape the library refuses",
-          (_T_CUDA + "test_ragged_agrees_with_the_library_upgrades[sm100]",), needs="cuda"),
+    _spec(
+        "rocm-ragged-row-disarmed",
+        _ROCM,
+        'RAGGED = ThresholdTable("ragged", {"gfx942": 16, "gfx950": None}, "_AITER_RAGGED_GATED_Q_LEN; rule 6")\n',
+        'RAGGED = ThresholdTable("ragged", {"gfx942": None, "gfx950": None}, "_AITER_RAGGED_GATED_Q_LEN; rule 6")\n',
+        "gfx942's ragged short-query row disarmed: the spec stops expecting fa2 at q <= 16",
+        (
+            _T_ROCM + "test_ragged_boundary_on_gfx942",
+            _T_STANDIN + "test_every_observation_passes_and_is_explained[stand-in]",
+        ),
+    ),
+    _spec(
+        "rocm-flat-gather-threshold-shifted",
+        _ROCM,
+        'FLAT_GATHER = ThresholdTable("flat_gather", {"gfx942": 16, "gfx950": 8}, "_AITER_FLAT_GATHER_GATED_Q_LEN; rule 5")\n',
+        'FLAT_GATHER = ThresholdTable("flat_gather", {"gfx942": 17, "gfx950": 8}, "_AITER_FLAT_GATHER_GATED_Q_LEN; rule 5")\n',
+        "gfx942's paged threshold off by one (17): q = 17 expected on fa2",
+        (_T_ROCM + "test_paged_flat_gather_boundary[gfx942-16]",),
+    ),
+    _spec(
+        "rocm-paged-gate-reads-ragged-table",
+        _ROCM,
+        '        gate=LengthGate("flat_gather", _sel_max_q_len),\n',
+        '        gate=LengthGate("ragged", _sel_max_q_len),\n',
+        "the paged short-query gate reads the ragged table: gfx950 paged is never gated",
+        (_T_ROCM + "test_paged_flat_gather_boundary[gfx950-8]",),
+    ),
+    _spec(
+        "rocm-explicit-none-deleted",
+        _ROCM,
+        'RAGGED = ThresholdTable("ragged", {"gfx942": 16, "gfx950": None}, "_AITER_RAGGED_GATED_Q_LEN; rule 6")\n',
+        'RAGGED = ThresholdTable("ragged", {"gfx942": 16}, "_AITER_RAGGED_GATED_Q_LEN; rule 6")\n',
+        "gfx950's explicit ragged None (a measured 'never') deleted, as if it were a gap",
+        (_T_ROCM + "test_gfx950_ragged_row_is_present_not_merely_absent",),
+        at_import=True,
+    ),
+    _spec(
+        "cuda-fa3-row-disarmed",
+        _CUDA,
+        '    {"sm80": False, "sm90": True, "sm100": False, "sm120": False},\n',
+        '    {"sm80": False, "sm90": False, "sm100": False, "sm120": False},\n',
+        "sm90's fa3 row disarmed: the spec expects fa2 where the library picks fa3",
+        (_T_CUDA + "test_lifecycle_matches_the_library_on_a_long_lived_wrapper[paged sticky]",),
+    ),
+    _spec(
+        "cuda-explicit-fa3-redirected",
+        _CUDA,
+        '        "fa3",\n',
+        '        "fa2",\n',
+        "an explicit fa3 request expected to run fa2, as if a gate redirected it",
+        (_T_CUDA + "test_every_observed_decision_passes_and_is_explained",),
+    ),
+    _spec(
+        "cuda-explicit-cudnn-redirected",
+        _CUDA,
+        ('        lambda q, c: q.requested == "cudnn",\n        "cudnn",\n'),
+        ('        lambda q, c: q.requested == "cudnn",\n        "fa2",\n'),
+        "an explicit cudnn request expected to run fa2, as if a gate redirected it",
+        (_T_CUDA + "test_every_observed_decision_passes_and_is_explained",),
+    ),
+    _spec(
+        "cuda-cutlass-capacity-shifted",
+        _CUDA,
+        "CUTLASS_WORK_CAPACITY = 131072  # prefill.py:2427 _CUTLASS_PLAN_WORK_CAPACITY\n",
+        "CUTLASS_WORK_CAPACITY = 131136  # prefill.py:2427 _CUTLASS_PLAN_WORK_CAPACITY\n",
+        "CUTLASS's ragged work capacity shifted past the largest shape the library refuses",
+        (_T_CUDA + "test_ragged_agrees_with_the_library_upgrades[sm100]",),
+        needs="cuda",
+    ),
 )
 
 TORCH_SPEC_MUTANTS: tuple[Mutant, ...] = (
-    _spec("torch-head-dims-row-deleted", _TORCH,
-          '    RouteRule("cpu_head_dims_differ", lambda q, c: q.head_dim_qk != q.head_dim_vo,\n'
-          '              "math", NOT_REPORTED,\n'
-          '              source="sdp_utils_cpp.cpp use_flash_attention_cpp: check_head_dim_size_cpp"),\n', "",
-          "the row sending differing head dims to math deleted: the spec expects flash there",
-          (_T_TORCH + "test_cpu_rule_agrees_with_fused_sdp_choice[fp32]",)),
-    _spec("torch-flash-dtypes-shrunk", _TORCH,
-          'CPU_FLASH_DTYPES = frozenset({"fp16", "bf16", "fp32", "fp64"})\n',
-          'CPU_FLASH_DTYPES = frozenset({"fp16", "bf16", "fp64"})\n',
-          "fp32 left out of the CPU flash dtypes: fp32 decisions fall to no row",
-          (_T_TORCH + "test_every_observed_decision_passes_and_is_explained",)),
-    _spec("torch-reason-none-not-not-reported", _TORCH,
-          '              "flash", NOT_REPORTED,\n', '              "flash", None,\n',
-          "the flash row claims None ('no fallback happened') where torch reports nothing",
-          (_T_TORCH + "test_spec_is_registered_and_every_row_expects_not_reported",)),
+    _spec(
+        "torch-head-dims-row-deleted",
+        _TORCH,
+        (
+            '        "cpu_head_dims_differ",\n'
+            "        lambda q, c: q.head_dim_qk != q.head_dim_vo,\n"
+            '        "math",\n'
+            "        NOT_REPORTED,\n"
+            '        source="sdp_utils_cpp.cpp use_flash_attention_cpp: check_head_dim_size_cpp",\n'
+            "    ),\n"
+            "    RouteRule(\n"
+        ),
+        "",
+        "the row sending differing head dims to math deleted: the spec expects flash there",
+        (_T_TORCH + "test_cpu_rule_agrees_with_fused_sdp_choice[fp32]",),
+    ),
+    _spec(
+        "torch-flash-dtypes-shrunk",
+        _TORCH,
+        'CPU_FLASH_DTYPES = frozenset({"fp16", "bf16", "fp32", "fp64"})\n',
+        'CPU_FLASH_DTYPES = frozenset({"fp16", "bf16", "fp64"})\n',
+        "fp32 left out of the CPU flash dtypes: fp32 decisions fall to no row",
+        (_T_TORCH + "test_every_observed_decision_passes_and_is_explained",),
+    ),
+    _spec(
+        "torch-reason-none-not-not-reported",
+        _TORCH,
+        (
+            "        lambda q, c: q.q_dtype in CPU_FLASH_DTYPES and q.kv_dtype == q.q_dtype,\n"
+            '        "flash",\n'
+            "        NOT_REPORTED,\n"
+        ),
+        (
+            "        lambda q, c: q.q_dtype in CPU_FLASH_DTYPES and q.kv_dtype == q.q_dtype,\n"
+            '        "flash",\n'
+            "        None,\n"
+        ),
+        "the flash row claims None ('no fallback happened') where torch reports nothing",
+        (_T_TORCH + "test_spec_is_registered_and_every_row_expects_not_reported",),
+    ),
     # The CUDA rows (torch 2.11.0+cu130 on sm90, cuDNN 9.19), killed on a CPU by the H200 records and the
     # precedence tests.
-    _spec("torch-cuda-cudnn-takes-kv-len-1", _TORCH,
-          "            and kv != 1)\n", "            )\n",
-          "cuDNN's kv_len != 1 check left out: single-key requests expected on cudnn where torch runs flash",
-          (_T_TORCH + "test_cuda_an_unmasked_16bit_request_goes_to_flash_only_where_cudnn_refuses",
-           _T_TORCH + "test_a_batch_is_the_sorted_join_of_its_requests_rows")),
-    _spec("torch-cuda-flash-before-cudnn", _TORCH,
-          '    RouteRule("cuda_cudnn", _cuda(_cudnn_takes), "cudnn",',
-          '    RouteRule("cuda_cudnn", _cuda(lambda q, c: _cudnn_takes(q, c)'
-          ' and not _flash_takes(q, masked=_masked(q))), "cudnn",',
-          "flash ranked above cudnn (the order without the cuDNN > 9.15 preference on sm90)",
-          (_T_TORCH + "test_cuda_an_unmasked_16bit_request_goes_to_flash_only_where_cudnn_refuses",)),
-    _spec("torch-cuda-cudnn-refuses-masks", _TORCH,
-          "    return (q.q_dtype in CUDA_SIXTEEN_BIT and q.head_dim_qk <= limit",
-          "    return (not _masked(q) and q.q_dtype in CUDA_SIXTEEN_BIT and q.head_dim_qk <= limit",
-          "cudnn read as refusing an attn_mask: masked 16-bit requests expected on efficient or math",
-          (_T_TORCH + "test_cuda_a_masked_16bit_request_goes_to_cudnn_not_efficient",
-           _T_TORCH + "test_the_cuda_rows_explain_every_recorded_sm90_auto_record_and_are_all_reached")),
-    _spec("torch-cuda-efficient-takes-gqa", _TORCH,
-          "q.head_dim_vo % m == 0 and not _gqa(q))", "q.head_dim_vo % m == 0)",
-          "efficient read as taking GQA (newer upstream text): GQA requests cuDNN and flash refuse expected on "
-          "efficient, not math",
-          (_T_TORCH + "test_cuda_head_dims_differ_go_to_math_only_where_cudnn_and_efficient_refuse",)),
-    _spec("torch-cuda-cudnn-head-dim-128", _TORCH,
-          '{"sm90": 256},', '{"sm90": 128},',
-          "cuDNN's sm90 head-dim limit read as 128 (cuDNN < 9.10): d192/128 and d256 expected off cudnn",
-          (_T_TORCH + "test_cuda_head_dims_differ_go_to_math_only_where_cudnn_and_efficient_refuse",
-           _T_TORCH + "test_the_cuda_rows_explain_every_recorded_sm90_auto_record_and_are_all_reached")),
-    _spec("torch-cuda-zero-length-as-empty", _TORCH,
-          '    RouteRule("cuda_zero_length", _cuda(lambda q, c: 0 in _request(q)), "math", NOT_REPORTED,\n',
-          '    RouteRule("cuda_zero_length", _cuda(lambda q, c: 0 in _request(q)), EMPTY, NOT_REPORTED,\n',
-          "zero-length CUDA requests expected to run no backend (torch 2.13's shortcut): 2.11 routes them to math",
-          (_T_TORCH + "test_cuda_zero_length_requests_go_to_math_and_a_batch_of_none_is_empty",
-           _T_TORCH + "test_the_cuda_rows_explain_every_recorded_sm90_auto_record_and_are_all_reached")),
-    _spec("torch-cuda-lower-right-read-as-is-causal", _TORCH,
-          "    return q.causal and not q.custom_mask and q.window_left < 0 and qo != kv\n", "    return False\n",
-          "causal with qo != kv read as SDPA's is_causal: the lower-right dispatch's flash and efficient never "
-          "expected",
-          (_T_TORCH + "test_cuda_causal_with_qo_neq_kv_follows_the_lower_right_dispatch",)),
-    _spec("torch-cuda-rows-any-arch", _TORCH,
-          'q.device != "cpu" and bool(c.table("cuda_rows")) and p(q, c)', 'q.device != "cpu" and p(q, c)',
-          "the CUDA rows answer any arch: an sm100 decision is expected from sm90's rows, not a gap",
-          (_T_TORCH + "test_cuda_arch_without_rows_is_a_named_gap_and_its_decisions_are_unexplained",)),
-    _spec("torch-cuda-batch-read-by-its-first-request", _TORCH,
-          "    if q.batch_size != 1:\n", "    if q.batch_size < 1:\n",
-          "a CUDA query of several requests answered by its first request, not refused",
-          (_T_TORCH + "test_a_cuda_query_of_several_requests_is_refused_not_answered_by_its_maxima",)),
-    _spec("torch-cuda-rows-read-on-cpu", _TORCH,
-          'lambda q, c: q.device != "cpu" and bool(', "lambda q, c: bool(",
-          "the CUDA rows not kept off the CPU: every CPU query reads cuda_rows and is a gap",
-          (_T_TORCH + "test_only_the_cuda_rows_are_unreached_on_cpu",)),
+    _spec(
+        "torch-cuda-cudnn-takes-kv-len-1",
+        _TORCH,
+        "        and kv != 1\n",
+        "",
+        "cuDNN's kv_len != 1 check left out: single-key requests expected on cudnn where torch runs flash",
+        (
+            _T_TORCH + "test_cuda_an_unmasked_16bit_request_goes_to_flash_only_where_cudnn_refuses",
+            _T_TORCH + "test_a_batch_is_the_sorted_join_of_its_requests_rows",
+        ),
+    ),
+    _spec(
+        "torch-cuda-flash-before-cudnn",
+        _TORCH,
+        "        _cuda(_cudnn_takes),\n",
+        "        _cuda(lambda q, c: _cudnn_takes(q, c) and not _flash_takes(q, masked=_masked(q))),\n",
+        "flash ranked above cudnn (the order without the cuDNN > 9.15 preference on sm90)",
+        (_T_TORCH + "test_cuda_an_unmasked_16bit_request_goes_to_flash_only_where_cudnn_refuses",),
+    ),
+    _spec(
+        "torch-cuda-cudnn-refuses-masks",
+        _TORCH,
+        "        q.q_dtype in CUDA_SIXTEEN_BIT\n",
+        ("        not _masked(q)\n        and q.q_dtype in CUDA_SIXTEEN_BIT\n"),
+        "cudnn read as refusing an attn_mask: masked 16-bit requests expected on efficient or math",
+        (
+            _T_TORCH + "test_cuda_a_masked_16bit_request_goes_to_cudnn_not_efficient",
+            _T_TORCH + "test_the_cuda_rows_explain_every_recorded_sm90_auto_record_and_are_all_reached",
+        ),
+    ),
+    _spec(
+        "torch-cuda-efficient-takes-gqa",
+        _TORCH,
+        "    return q.head_dim_qk % m == 0 and q.head_dim_vo % m == 0 and not _gqa(q)\n",
+        "    return q.head_dim_qk % m == 0 and q.head_dim_vo % m == 0\n",
+        "efficient read as taking GQA (newer upstream text): GQA requests cuDNN and flash refuse expected on "
+        "efficient, not math",
+        (_T_TORCH + "test_cuda_head_dims_differ_go_to_math_only_where_cudnn_and_efficient_refuse",),
+    ),
+    _spec(
+        "torch-cuda-cudnn-head-dim-128",
+        _TORCH,
+        '    {"sm90": 256},\n',
+        '    {"sm90": 128},\n',
+        "cuDNN's sm90 head-dim limit read as 128 (cuDNN < 9.10): d192/128 and d256 expected off cudnn",
+        (
+            _T_TORCH + "test_cuda_head_dims_differ_go_to_math_only_where_cudnn_and_efficient_refuse",
+            _T_TORCH + "test_the_cuda_rows_explain_every_recorded_sm90_auto_record_and_are_all_reached",
+        ),
+    ),
+    _spec(
+        "torch-cuda-zero-length-as-empty",
+        _TORCH,
+        ('        _cuda(lambda q, c: 0 in _request(q)),\n        "math",\n'),
+        ("        _cuda(lambda q, c: 0 in _request(q)),\n        EMPTY,\n"),
+        "zero-length CUDA requests expected to run no backend (torch 2.13's shortcut): 2.11 routes them to math",
+        (
+            _T_TORCH + "test_cuda_zero_length_requests_go_to_math_and_a_batch_of_none_is_empty",
+            _T_TORCH + "test_the_cuda_rows_explain_every_recorded_sm90_auto_record_and_are_all_reached",
+        ),
+    ),
+    _spec(
+        "torch-cuda-lower-right-read-as-is-causal",
+        _TORCH,
+        "    return q.causal and not q.custom_mask and q.window_left < 0 and qo != kv\n",
+        "    return False\n",
+        "causal with qo != kv read as SDPA's is_causal: the lower-right dispatch's flash and efficient never expected",
+        (_T_TORCH + "test_cuda_causal_with_qo_neq_kv_follows_the_lower_right_dispatch",),
+    ),
+    _spec(
+        "torch-cuda-rows-any-arch",
+        _TORCH,
+        '    return lambda q, c: q.device != "cpu" and bool(c.table("cuda_rows")) and p(q, c)\n',
+        '    return lambda q, c: q.device != "cpu" and p(q, c)\n',
+        "the CUDA rows answer any arch: an sm100 decision is expected from sm90's rows, not a gap",
+        (_T_TORCH + "test_cuda_arch_without_rows_is_a_named_gap_and_its_decisions_are_unexplained",),
+    ),
+    _spec(
+        "torch-cuda-batch-read-by-its-first-request",
+        _TORCH,
+        "    if q.batch_size != 1:\n",
+        "    if q.batch_size < 1:\n",
+        "a CUDA query of several requests answered by its first request, not refused",
+        (_T_TORCH + "test_a_cuda_query_of_several_requests_is_refused_not_answered_by_its_maxima",),
+    ),
+    _spec(
+        "torch-cuda-rows-read-on-cpu",
+        _TORCH,
+        '    return lambda q, c: q.device != "cpu" and bool(c.table("cuda_rows")) and p(q, c)\n',
+        '    return lambda q, c: bool(c.table("cuda_rows")) and p(q, c)\n',
+        "the CUDA rows not kept off the CPU: every CPU query reads cuda_rows and is a gap",
+        (_T_TORCH + "test_only_the_cuda_rows_are_unreached_on_cpu",),
+    ),
 )
 
 check_unique(FLASHINFER_SPEC_MUTANTS + TORCH_SPEC_MUTANTS)

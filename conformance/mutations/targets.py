@@ -16,6 +16,7 @@ conformance suite (conformance/test_parity_grid.py at the quick matrix) of the r
             mutant (`--complete` asks for the complete matrix at any budget)
 Every row must kill at least one mutant.
 """
+
 from __future__ import annotations
 
 from conformance.mutations.adapter_mutants import FLASHINFER_ADAPTER_MUTANTS, TORCH_ADAPTER_MUTANTS
@@ -27,8 +28,14 @@ from conformance.mutations.spec_mutants import FLASHINFER_SPEC_MUTANTS, TORCH_SP
 
 CATALOGUES: dict[str, tuple[AnyMutant, ...]] = {
     "torch": ORACLE_MUTANTS + TORCH_SPEC_MUTANTS + TORCH_ADAPTER_MUTANTS + TORCH_PATCHES + HARNESS_MUTANTS,
-    "flashinfer": (ORACLE_MUTANTS + FLASHINFER_SPEC_MUTANTS + FLASHINFER_ADAPTER_MUTANTS + ROCM_STANDIN_MUTANTS
-                   + FLASHINFER_PACKAGE_MUTANTS + HARNESS_MUTANTS),
+    "flashinfer": (
+        ORACLE_MUTANTS
+        + FLASHINFER_SPEC_MUTANTS
+        + FLASHINFER_ADAPTER_MUTANTS
+        + ROCM_STANDIN_MUTANTS
+        + FLASHINFER_PACKAGE_MUTANTS
+        + HARNESS_MUTANTS
+    ),
 }
 CATALOGUES["all"] = tuple({m.name: m for t in ("torch", "flashinfer") for m in CATALOGUES[t]}.values())
 TARGETS = tuple(CATALOGUES)
@@ -60,8 +67,16 @@ def parity_id(backend: str, case_id: str) -> str:
 
 def conformance_options(target: str, device: str, seed: int = 0) -> list[str]:
     """The pytest options every session of a run gets (they choose the conformance suite)."""
-    return ["--target", CONFORMANCE_TARGET[target], "--device", device, "--budget", CONFORMANCE_MATRIX,
-            "--seed", str(seed)]
+    return [
+        "--target",
+        CONFORMANCE_TARGET[target],
+        "--device",
+        device,
+        "--budget",
+        CONFORMANCE_MATRIX,
+        "--seed",
+        str(seed),
+    ]
 
 
 def conformance_rows(target: str, device: str, budget: str, seed: int = 0) -> list[str]:
@@ -84,9 +99,15 @@ def _representative(cases: list, adapters: list) -> list:
     """Per layout, the cheapest case with work to do that every backend runs."""
     chosen = []
     for layout in QUICK_LAYOUTS:
-        pool = [c for c in cases if c.layout == layout and any(q and k for q, k in zip(c.qo_lens, c.kv_lens))
-                and all(a.supports(c).ok for a in adapters)]
+        pool = [
+            c
+            for c in cases
+            if c.layout == layout
+            and any(q and k for q, k in zip(c.qo_lens, c.kv_lens))
+            and all(a.supports(c).ok for a in adapters)
+        ]
         if pool:
-            chosen.append(min(pool, key=lambda c: (sum(q * k for q, k in zip(c.qo_lens, c.kv_lens)) * c.num_qo_heads,
-                                                   c.id)))
+            chosen.append(
+                min(pool, key=lambda c: (sum(q * k for q, k in zip(c.qo_lens, c.kv_lens)) * c.num_qo_heads, c.id))
+            )
     return chosen

@@ -5,6 +5,7 @@ process (conformance/mutations/child.py, `torch_patch`): each factory takes the 
 and returns one that makes a mistake a kernel library plausibly makes. library_mutants.py says
 which function each replaces and which tests must notice.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,8 +29,16 @@ def gqa_heads_tiled(original: Fn) -> Fn:
     import torch
     from torch.nn.attention.bias import CausalBias
 
-    def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0,
-                                     is_causal: bool = False, scale: Any = None, enable_gqa: bool = False) -> Any:
+    def scaled_dot_product_attention(
+        query: Any,
+        key: Any,
+        value: Any,
+        attn_mask: Any = None,
+        dropout_p: float = 0.0,
+        is_causal: bool = False,
+        scale: Any = None,
+        enable_gqa: bool = False,
+    ) -> Any:
         if isinstance(attn_mask, CausalBias):  # its dispatch calls back here with a plain mask
             return CausalBias._dispatch(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
         if enable_gqa and query.shape[-3] != key.shape[-3]:
@@ -37,8 +46,16 @@ def gqa_heads_tiled(original: Fn) -> Fn:
             key = torch.cat([key] * reps, dim=-3)
             value = torch.cat([value] * reps, dim=-3)
             enable_gqa = False
-        return original(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
-                        scale=scale, enable_gqa=enable_gqa)
+        return original(
+            query,
+            key,
+            value,
+            attn_mask=attn_mask,
+            dropout_p=dropout_p,
+            is_causal=is_causal,
+            scale=scale,
+            enable_gqa=enable_gqa,
+        )
 
     return scaled_dot_product_attention
 

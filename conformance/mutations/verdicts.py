@@ -6,6 +6,7 @@ run's settings, the environment, the mutation machinery's code, the mutant's def
 test's node id) and the hash of every dependency (deps.py). docs/mutation.md (Verdict cache) says
 what is in and out of a key.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -19,8 +20,10 @@ from conformance.mutations.kinds import AnyMutant
 
 FORMAT = 1
 FILE_NAME = "verdicts.json"  # the refreshed verdicts, in every run's --out
-ABOUT = ("attncheck mutate's verdict cache (docs/mutation.md, Verdict cache): written by "
-         "`attncheck mutate --update-verdicts`; a run re-runs only what no longer matches its key")
+ABOUT = (
+    "attncheck mutate's verdict cache (docs/mutation.md, Verdict cache): written by "
+    "`attncheck mutate --update-verdicts`; a run re-runs only what no longer matches its key"
+)
 
 
 class CorruptVerdicts(ValueError):
@@ -56,8 +59,14 @@ class Keyer:
         self.hash = Hasher(root)
 
     def key(self, subject: Any, deps: Iterable[str]) -> str:
-        body = {"format": FORMAT, "settings": self.settings, "env": self.env, "machinery": self.machinery,
-                "subject": subject, "deps": {d: self.hash(d) for d in sorted(set(deps))}}
+        body = {
+            "format": FORMAT,
+            "settings": self.settings,
+            "env": self.env,
+            "machinery": self.machinery,
+            "subject": subject,
+            "deps": {d: self.hash(d) for d in sorted(set(deps))},
+        }
         return hashlib.sha256(_canonical(body)).hexdigest()[:32]
 
     def mutant_key(self, m: AnyMutant, deps: Iterable[str]) -> str:
@@ -74,8 +83,12 @@ def group_id(deps: Iterable[str]) -> str:
 class Verdicts:
     """The file's content: dependency groups (shared lists), rows (tests) and mutants, each with its key."""
 
-    def __init__(self, settings: Optional[Mapping[str, Any]] = None, env: Optional[Mapping[str, Any]] = None,
-                 machinery_hash: str = "") -> None:
+    def __init__(
+        self,
+        settings: Optional[Mapping[str, Any]] = None,
+        env: Optional[Mapping[str, Any]] = None,
+        machinery_hash: str = "",
+    ) -> None:
         self.settings = dict(settings or {})
         self.env = dict(env or {})
         self.machinery = machinery_hash
@@ -106,8 +119,12 @@ class Verdicts:
         if any(not isinstance(g, list) or not all(isinstance(d, str) for d in g) for g in v.groups.values()):
             raise CorruptVerdicts(path, "a dependency group is not a list of names")
         for name, e in {**v.rows, **v.mutants}.items():
-            if not isinstance(e, dict) or not isinstance(e.get("key"), str) or not isinstance(e.get("deps"), list) \
-                    or any(g not in v.groups for g in e["deps"]):
+            if (
+                not isinstance(e, dict)
+                or not isinstance(e.get("key"), str)
+                or not isinstance(e.get("deps"), list)
+                or any(g not in v.groups for g in e["deps"])
+            ):
                 raise CorruptVerdicts(path, f"the entry {name!r} lacks a key or names a dependency group it lacks")
         return v
 
@@ -137,12 +154,22 @@ class Verdicts:
         out = []
         for what in ("settings", "env"):
             was, is_ = getattr(self, what), getattr(now, what)
-            out += [f"{what} {k}: {was.get(k)} -> {is_.get(k)}" for k in sorted(set(was) | set(is_))
-                    if was.get(k) != is_.get(k)]
+            out += [
+                f"{what} {k}: {was.get(k)} -> {is_.get(k)}"
+                for k in sorted(set(was) | set(is_))
+                if was.get(k) != is_.get(k)
+            ]
         if self.machinery != now.machinery:
             out.append("the mutation machinery's code (conformance/mutations/*.py less the catalogues)")
-        out += [("a file of the tree changed (what a test that starts a process depends on)" if d == TREE
-                 else f"{d} changed") for d, h in sorted(self.files.items()) if hasher(d) != h]
+        out += [
+            (
+                "a file of the tree changed (what a test that starts a process depends on)"
+                if d == TREE
+                else f"{d} changed"
+            )
+            for d, h in sorted(self.files.items())
+            if hasher(d) != h
+        ]
         return out
 
     # ---- writing ---------------------------------------------------------------------------------
@@ -162,10 +189,17 @@ class Verdicts:
         used = {g for e in (*self.rows.values(), *self.mutants.values()) for g in e["deps"]}
         groups = {g: self.groups[g] for g in sorted(used)}
         files = {d: keyer.hash(d) for d in sorted(set().union(*groups.values()))} if groups else {}
-        return {"format": FORMAT, "about": ABOUT, "settings": self.settings, "env": self.env,
-                "machinery": self.machinery, "files": files, "groups": groups,
-                "rows": {r: self.rows[r] for r in sorted(self.rows)},
-                "mutants": {m: self.mutants[m] for m in sorted(self.mutants)}}
+        return {
+            "format": FORMAT,
+            "about": ABOUT,
+            "settings": self.settings,
+            "env": self.env,
+            "machinery": self.machinery,
+            "files": files,
+            "groups": groups,
+            "rows": {r: self.rows[r] for r in sorted(self.rows)},
+            "mutants": {m: self.mutants[m] for m in sorted(self.mutants)},
+        }
 
     def write(self, path: Path, keyer: Keyer) -> None:
         """Written whole to a temporary name, then renamed: a reader never sees half a file."""
@@ -193,12 +227,16 @@ def differences(committed: Optional[Verdicts], refreshed: Verdicts) -> list[str]
 
 def refresh_command(target: str, device: str, budget: str) -> str:
     """The command that rewrites the verdict file of a target, device and budget."""
-    return " ".join(["attncheck mutate", f"--target {target}"] + ([f"--device {device}"] if device != "cpu" else [])
-                    + ([f"--budget {budget}"] if budget != "quick" else []) + ["--update-verdicts"])
+    return " ".join(
+        ["attncheck mutate", f"--target {target}"]
+        + ([f"--device {device}"] if device != "cpu" else [])
+        + ([f"--budget {budget}"] if budget != "quick" else [])
+        + ["--update-verdicts"]
+    )
 
 
 def stale_message(root: Path, path: Path, refreshed: Verdicts, target: str, device: str, budget: str) -> str:
-    """"" when the verdict file at `path` holds exactly the refreshed verdicts' keys; else what CI fails with:
+    """ "" when the verdict file at `path` holds exactly the refreshed verdicts' keys; else what CI fails with:
     what no longer matches, why, and the command that refreshes the file."""
     committed = Verdicts.load(path) if path.is_file() else None
     diffs = differences(committed, refreshed)
@@ -207,6 +245,8 @@ def stale_message(root: Path, path: Path, refreshed: Verdicts, target: str, devi
     rel = path.relative_to(root) if path.is_relative_to(root) else path
     why = committed.changed(refreshed, Hasher(root)) if committed is not None else [f"{rel} does not exist"]
     shown = diffs[:20] + ([f"... and {len(diffs) - 20} more"] if len(diffs) > 20 else [])
-    return (f"the committed verdicts {rel} are stale: {len(diffs)} entries no longer match their keys (this run "
-            f"re-checked them; a fresh clone's CI would again). Fix: run `{refresh_command(target, device, budget)}` "
-            f"and commit {rel}.\n  " + "\n  ".join(shown) + "\nbecause:\n  " + "\n  ".join(why[:20] or ["?"]))
+    return (
+        f"the committed verdicts {rel} are stale: {len(diffs)} entries no longer match their keys (this run "
+        f"re-checked them; a fresh clone's CI would again). Fix: run `{refresh_command(target, device, budget)}` "
+        f"and commit {rel}.\n  " + "\n  ".join(shown) + "\nbecause:\n  " + "\n  ".join(why[:20] or ["?"])
+    )

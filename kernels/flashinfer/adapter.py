@@ -11,6 +11,7 @@ show under reuse; fresh() is the control. Library facts: lib.py; declines: suppo
 and timing: variants.py. The lifecycle, what the library chose, the arguments, poisoning and the LSE
 base: docs/flashinfer-adapter.md, section "`kernels/flashinfer/adapter.py`: lifecycle, observation, arguments".
 """
+
 from __future__ import annotations
 
 import time
@@ -24,10 +25,16 @@ from kernels.flashinfer import lib as fl
 from kernels.flashinfer.calls import LibraryCall, as_poisoned, as_zeros, host_copy
 from kernels.errors import KernelUnavailable, UnknownBackend, UnsupportedCase
 from kernels.flashinfer.support import case_auto_pick, decide
-from kernels.flashinfer.variants import (GRAPH_SUFFIX, RunTiming, VariantKey, first_use, mark_used, split_backend,
-                                         variant_key)
-from kernels.protocol import (LSE_BASE2, LSE_NATURAL, NOT_REPORTED, AttentionKernel, KernelOutput, Reason, Stage,
-                              Support)
+from kernels.flashinfer.variants import (
+    GRAPH_SUFFIX,
+    RunTiming,
+    VariantKey,
+    first_use,
+    mark_used,
+    split_backend,
+    variant_key,
+)
+from kernels.protocol import LSE_BASE2, LSE_NATURAL, NOT_REPORTED, AttentionKernel, KernelOutput, Reason, Stage, Support
 from scenarios.poison import poison
 from scenarios.case import Case
 from scenarios.dtypes import is_fp8, to_torch
@@ -70,6 +77,7 @@ class AdapterOptions:
 
 
 # ---- Inputs -> library arguments --------------------------------------------------------------
+
 
 def folded_custom_mask(inputs: Inputs) -> torch.Tensor:
     """The case's custom mask ANDed with its causal (bottom-right) and window masks: flat bool.
@@ -124,12 +132,16 @@ def mask_arguments(lib: Any, inputs: Inputs, form: str) -> dict[str, Any]:
 def _descales(case: Case) -> tuple[Optional[float], Optional[float], Optional[float]]:
     """(q, k, v) descales as run() takes them: None where the tensor is not fp8 or the Case gives none."""
     qs, ks, vs = fp8_descales(case)
-    return (qs if is_fp8(case.q_dtype) else None, ks if is_fp8(case.kv_dtype) else None,
-            vs if is_fp8(case.kv_dtype) else None)
+    return (
+        qs if is_fp8(case.q_dtype) else None,
+        ks if is_fp8(case.kv_dtype) else None,
+        vs if is_fp8(case.kv_dtype) else None,
+    )
 
 
-def fp8_arguments(case: Case, resolved: str, facts: fl.LibFacts, device: torch.device
-                  ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+def fp8_arguments(
+    case: Case, resolved: str, facts: fl.LibFacts, device: torch.device
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """Positional extras and keyword arguments that carry Case.q_scale/k_scale/v_scale to run().
 
     paged, decode (upstream): q_scale/k_scale/v_scale floats. The library FOLDS q_scale*k_scale into
@@ -166,8 +178,11 @@ def fp8_arguments(case: Case, resolved: str, facts: fl.LibFacts, device: torch.d
     # single
     if is_fp8(case.q_dtype):
         full = lambda n, x: torch.full((n,), 1.0 if x is None else x, dtype=torch.float32, device=device)  # noqa: E731
-        return (), {"scale_q": full(case.num_qo_heads, qs), "scale_k": full(case.num_kv_heads, ks),
-                    "scale_v": full(case.num_kv_heads, vs)}
+        return (), {
+            "scale_q": full(case.num_qo_heads, qs),
+            "scale_k": full(case.num_kv_heads, ks),
+            "scale_v": full(case.num_kv_heads, vs),
+        }
     return (), {"k_scale": ks, "v_scale": vs}
 
 
@@ -190,6 +205,7 @@ def fallback_reason_of(wrapper: Any) -> Reason:
 
 
 # ---- CUDA graphs (replaceable: the CPU tests substitute the fake's recorder) --------------------
+
 
 class TorchGraphs:
     """Warm-up, capture and replay through torch.cuda.CUDAGraph."""
@@ -274,8 +290,15 @@ class FlashInferKernel:
 
     target = TARGET_NAME
 
-    def __init__(self, backend: str, device: str, *, graph: bool = False,
-                 options: AdapterOptions = AdapterOptions(), graphs: Any = None) -> None:
+    def __init__(
+        self,
+        backend: str,
+        device: str,
+        *,
+        graph: bool = False,
+        options: AdapterOptions = AdapterOptions(),
+        graphs: Any = None,
+    ) -> None:
         lib_backend, suffixed = split_backend(backend)
         self.library_backend = lib_backend
         self.graph = graph or suffixed
@@ -304,8 +327,9 @@ class FlashInferKernel:
 
     def fresh(self) -> "FlashInferKernel":
         """A control adapter: same backend, mode and options, brand-new wrappers, no history."""
-        return FlashInferKernel(self.library_backend, self.device, graph=self.graph, options=self.options,
-                                graphs=self._graphs)
+        return FlashInferKernel(
+            self.library_backend, self.device, graph=self.graph, options=self.options, graphs=self._graphs
+        )
 
     @property
     def last_timing(self) -> Optional[RunTiming]:
@@ -332,19 +356,29 @@ class FlashInferKernel:
 
     def _decide(self, case: Case) -> Support:
         if _env.device_type(self.device) == "cuda" and not _env.cuda_available():
-            return Support.no(skips.detail(skips.DEVICE_BACKEND,
-                                           f"{self.device} requested but torch sees no CUDA device"))
+            return Support.no(
+                skips.detail(skips.DEVICE_BACKEND, f"{self.device} requested but torch sees no CUDA device")
+            )
         try:
             facts = self._facts()
         except KernelUnavailable as e:
             return Support.no(skips.detail(skips.DEVICE_BACKEND, e.reason))
         if self.library_backend != AUTO and self.library_backend not in facts.eager_backends():
-            return Support.no(skips.detail(skips.DEVICE_BACKEND, f"flashinfer {facts.version} offers "
-                                           f"{facts.eager_backends()} on {self.device}"))
+            return Support.no(
+                skips.detail(
+                    skips.DEVICE_BACKEND, f"flashinfer {facts.version} offers {facts.eager_backends()} on {self.device}"
+                )
+            )
         try:
-            return decide(case, self.library_backend, graph=self.graph, facts=facts, auto_pick=self._auto_pick,
-                          decode_tensor_cores=self._decode_tensor_cores(),
-                          capability=_env.device_capability(self.device))
+            return decide(
+                case,
+                self.library_backend,
+                graph=self.graph,
+                facts=facts,
+                auto_pick=self._auto_pick,
+                decode_tensor_cores=self._decode_tensor_cores(),
+                capability=_env.device_capability(self.device),
+            )
         except Exception as e:  # supports() never raises
             return Support.no(skips.detail(skips.LIBRARY_REFUSED, f"support check failed: {type(e).__name__}: {e}"))
 
@@ -385,8 +419,9 @@ class FlashInferKernel:
             self._wrappers[key] = self._construct(cls, self._workspace(), kv_layout, **kw)
         return self._wrappers[key]
 
-    def _graph_wrapper(self, api: str, kv_layout: str, batch: int, masked: bool, max_pages: int,
-                       max_mask_bytes: int) -> Any:
+    def _graph_wrapper(
+        self, api: str, kv_layout: str, batch: int, masked: bool, max_pages: int, max_mask_bytes: int
+    ) -> Any:
         cls = self._wrapper_class(api)
         dev = self.device
 
@@ -395,18 +430,39 @@ class FlashInferKernel:
 
         ws = self._workspace()
         if api == "paged":
-            return cls(ws, kv_layout, use_cuda_graph=True, qo_indptr_buf=i32(batch + 1),
-                       paged_kv_indptr_buf=i32(batch + 1), paged_kv_indices_buf=i32(max_pages),
-                       paged_kv_last_page_len_buf=i32(batch),
-                       custom_mask_buf=torch.zeros(max_mask_bytes, dtype=torch.uint8, device=dev) if masked else None,
-                       mask_indptr_buf=i32(batch + 1) if masked else None, backend=self.library_backend)
+            return cls(
+                ws,
+                kv_layout,
+                use_cuda_graph=True,
+                qo_indptr_buf=i32(batch + 1),
+                paged_kv_indptr_buf=i32(batch + 1),
+                paged_kv_indices_buf=i32(max_pages),
+                paged_kv_last_page_len_buf=i32(batch),
+                custom_mask_buf=torch.zeros(max_mask_bytes, dtype=torch.uint8, device=dev) if masked else None,
+                mask_indptr_buf=i32(batch + 1) if masked else None,
+                backend=self.library_backend,
+            )
         if api == "ragged":
-            return cls(ws, kv_layout, use_cuda_graph=True, qo_indptr_buf=i32(batch + 1), kv_indptr_buf=i32(batch + 1),
-                       custom_mask_buf=torch.zeros(max_mask_bytes, dtype=torch.uint8, device=dev) if masked else None,
-                       mask_indptr_buf=i32(batch + 1) if masked else None, backend=self.library_backend)
-        return cls(ws, kv_layout, use_cuda_graph=True, use_tensor_cores=self._decode_tensor_cores(),
-                   paged_kv_indptr_buffer=i32(batch + 1), paged_kv_indices_buffer=i32(max_pages),
-                   paged_kv_last_page_len_buffer=i32(batch), backend=self.library_backend)
+            return cls(
+                ws,
+                kv_layout,
+                use_cuda_graph=True,
+                qo_indptr_buf=i32(batch + 1),
+                kv_indptr_buf=i32(batch + 1),
+                custom_mask_buf=torch.zeros(max_mask_bytes, dtype=torch.uint8, device=dev) if masked else None,
+                mask_indptr_buf=i32(batch + 1) if masked else None,
+                backend=self.library_backend,
+            )
+        return cls(
+            ws,
+            kv_layout,
+            use_cuda_graph=True,
+            use_tensor_cores=self._decode_tensor_cores(),
+            paged_kv_indptr_buffer=i32(batch + 1),
+            paged_kv_indices_buffer=i32(max_pages),
+            paged_kv_last_page_len_buffer=i32(batch),
+            backend=self.library_backend,
+        )
 
     def _graph_slot(self, inputs: Inputs) -> _GraphSlot:
         """The graph wrapper for this case; a new one (recorded) when the case outgrows the old."""
@@ -430,8 +486,9 @@ class FlashInferKernel:
             # docs/evidence/2026-12-01-flashinfer-h200-session-4.md)
             table = getattr(slot.wrapper, "_cudnn_block_tables", None) if c.layout == "paged" else None
             if table is not None and (widest := _widest_request_pages(inputs)) > table.shape[1]:
-                why.append(f"a request of {widest} pages > the cuDNN block table's {table.shape[1]} "
-                           "the first plan fixed")
+                why.append(
+                    f"a request of {widest} pages > the cuDNN block table's {table.shape[1]} the first plan fixed"
+                )
         if slot is None or why:
             max_pages = max(self.options.graph_max_pages, slot.max_pages if slot else 0)
             max_mask = max(self.options.graph_max_mask_bytes, slot.max_mask_bytes if slot else 0)
@@ -445,8 +502,10 @@ class FlashInferKernel:
             else:
                 self.graph_events.append(f"graph wrapper for {key}: {max_pages} pages, {max_mask} mask bytes")
             self._graph_wrappers_made += 1
-            name = (f"graph:{c.layout}/{c.kv_layout}/b{c.batch_size}/{'masked' if masked else 'unmasked'}"
-                    f"#{self._graph_wrappers_made}")
+            name = (
+                f"graph:{c.layout}/{c.kv_layout}/b{c.batch_size}/{'masked' if masked else 'unmasked'}"
+                f"#{self._graph_wrappers_made}"
+            )
             slot = _GraphSlot(key=key, wrapper=wrapper, name=name, max_pages=max_pages, max_mask_bytes=max_mask)
             self._slots[key] = slot
         return slot
@@ -456,8 +515,12 @@ class FlashInferKernel:
         want = torch.device(self.device)
         got = inputs.device
         if got.type != want.type or (want.index is not None and got.index != want.index):
-            raise InvalidInputs("inputs.device", str(got), f"tensors on {self.device}, the adapter's device",
-                                f"materialise the case with device={self.device!r} or make the adapter for {got}")
+            raise InvalidInputs(
+                "inputs.device",
+                str(got),
+                f"tensors on {self.device}, the adapter's device",
+                f"materialise the case with device={self.device!r} or make the adapter for {got}",
+            )
         validate_inputs(inputs)
 
     def _i32(self, t: Optional[torch.Tensor]) -> torch.Tensor:
@@ -491,33 +554,77 @@ class FlashInferKernel:
             self._plan_wrapper(wrapper, inputs, mask_kw)
         self._sync()
         plan_s = time.perf_counter() - t0
-        self._planned = _Planned(inputs=inputs, variant=variant, first_use=first, plan_s=plan_s, wrapper=wrapper,
-                                 slot=slot, mask_kwargs=mask_kw,
-                                 resolved_after_plan=resolved_backend_of(c.layout, wrapper) if wrapper is not None
-                                 else "")
+        self._planned = _Planned(
+            inputs=inputs,
+            variant=variant,
+            first_use=first,
+            plan_s=plan_s,
+            wrapper=wrapper,
+            slot=slot,
+            mask_kwargs=mask_kw,
+            resolved_after_plan=resolved_backend_of(c.layout, wrapper) if wrapper is not None else "",
+        )
 
     def _plan_wrapper(self, w: Any, inputs: Inputs, mask_kw: dict[str, Any]) -> None:
         c = inputs.case
+
         def plan(*args: Any, **kwargs: Any) -> Any:
             if self._logging():
                 self._log_call(w, "plan", args, kwargs)
             return w.plan(*args, **kwargs)
+
         dts = dict(q_data_type=to_torch(c.q_dtype), kv_data_type=to_torch(c.kv_dtype), o_data_type=to_torch(c.o_dtype))
         cap = c.logits_soft_cap if c.logits_soft_cap > 0 else None
         if c.layout == "paged":
-            plan(self._i32(inputs.qo_indptr), self._i32(inputs.kv_page_indptr), self._i32(inputs.kv_page_indices),
-                 self._i32(inputs.kv_last_page_len), c.num_qo_heads, c.num_kv_heads, c.head_dim_qk, c.page_size,
-                 **fl.kwargs_for(w.plan, head_dim_vo=c.head_dim_vo, causal=c.causal, sm_scale=c.scale,
-                                 window_left=c.window_left, logits_soft_cap=cap, **mask_kw, **dts))
+            plan(
+                self._i32(inputs.qo_indptr),
+                self._i32(inputs.kv_page_indptr),
+                self._i32(inputs.kv_page_indices),
+                self._i32(inputs.kv_last_page_len),
+                c.num_qo_heads,
+                c.num_kv_heads,
+                c.head_dim_qk,
+                c.page_size,
+                **fl.kwargs_for(
+                    w.plan,
+                    head_dim_vo=c.head_dim_vo,
+                    causal=c.causal,
+                    sm_scale=c.scale,
+                    window_left=c.window_left,
+                    logits_soft_cap=cap,
+                    **mask_kw,
+                    **dts,
+                ),
+            )
         elif c.layout == "ragged":
-            plan(self._i32(inputs.qo_indptr), self._i32(inputs.kv_indptr), c.num_qo_heads, c.num_kv_heads,
-                 c.head_dim_qk,
-                 **fl.kwargs_for(w.plan, head_dim_vo=c.head_dim_vo, causal=c.causal, sm_scale=c.scale,
-                                 window_left=c.window_left, logits_soft_cap=cap, **mask_kw, **dts))
+            plan(
+                self._i32(inputs.qo_indptr),
+                self._i32(inputs.kv_indptr),
+                c.num_qo_heads,
+                c.num_kv_heads,
+                c.head_dim_qk,
+                **fl.kwargs_for(
+                    w.plan,
+                    head_dim_vo=c.head_dim_vo,
+                    causal=c.causal,
+                    sm_scale=c.scale,
+                    window_left=c.window_left,
+                    logits_soft_cap=cap,
+                    **mask_kw,
+                    **dts,
+                ),
+            )
         else:  # decode: no causal (one query row: bottom-right causal is a no-op), no mask, one head_dim
-            plan(self._i32(inputs.kv_page_indptr), self._i32(inputs.kv_page_indices),
-                 self._i32(inputs.kv_last_page_len), c.num_qo_heads, c.num_kv_heads, c.head_dim_qk, c.page_size,
-                 **fl.kwargs_for(w.plan, window_left=c.window_left, logits_soft_cap=cap, sm_scale=c.scale, **dts))
+            plan(
+                self._i32(inputs.kv_page_indptr),
+                self._i32(inputs.kv_page_indices),
+                self._i32(inputs.kv_last_page_len),
+                c.num_qo_heads,
+                c.num_kv_heads,
+                c.head_dim_qk,
+                c.page_size,
+                **fl.kwargs_for(w.plan, window_left=c.window_left, logits_soft_cap=cap, sm_scale=c.scale, **dts),
+            )
 
     # ---- run ----------------------------------------------------------------------------------
     def _lse_base(self, api: str, facts: fl.LibFacts) -> tuple[Optional[str], float]:
@@ -562,13 +669,23 @@ class FlashInferKernel:
             resolved = resolved_backend_of(c.layout, p.wrapper)
             reason = fallback_reason_of(p.wrapper)
         mark_used(p.variant)
-        self.timings.append(RunTiming(variant=p.variant, first_use=p.first_use, plan_s=p.plan_s, run_s=run_s,
-                                      capture_s=capture_s, captured=captured, replayed=replayed))
+        self.timings.append(
+            RunTiming(
+                variant=p.variant,
+                first_use=p.first_use,
+                plan_s=p.plan_s,
+                run_s=run_s,
+                capture_s=capture_s,
+                captured=captured,
+                replayed=replayed,
+            )
+        )
         self.last_run.update(resolved=resolved, reason=reason, lse_base=lse_base)
         # The plan is used up for timing purposes: a second run() of the same plan is not a first use.
         self._planned = replace(p, first_use=False, plan_s=0.0)
-        return KernelOutput(out=out, lse=lse if want_lse else None, lse_base=lse_base, resolved_backend=resolved,
-                            fallback_reason=reason)
+        return KernelOutput(
+            out=out, lse=lse if want_lse else None, lse_base=lse_base, resolved_backend=resolved, fallback_reason=reason
+        )
 
     def route_after_failed_run(self, inputs: Inputs) -> Optional[tuple[str, Reason]]:
         """What plan() resolved `inputs` to, when plan() returned and run() then raised; None otherwise.
@@ -603,26 +720,43 @@ class FlashInferKernel:
         return lambda: self._call_run(w, c, inputs.q, inputs.k, inputs.v, args, kw, out, None, False)
 
     def _buffers(self, case: Case, rows: int, want_lse: bool) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
-        out = poison(torch.empty((rows, case.num_qo_heads, case.head_dim_vo), dtype=to_torch(case.o_dtype),
-                                 device=self.device))
-        lse = poison(torch.empty((rows, case.num_qo_heads), dtype=torch.float32, device=self.device)) if want_lse \
+        out = poison(
+            torch.empty((rows, case.num_qo_heads, case.head_dim_vo), dtype=to_torch(case.o_dtype), device=self.device)
+        )
+        lse = (
+            poison(torch.empty((rows, case.num_qo_heads), dtype=torch.float32, device=self.device))
+            if want_lse
             else None
+        )
         return out, lse
 
-    def _call_run(self, w: Any, case: Case, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, args: tuple,
-                  kw: dict[str, Any], out: torch.Tensor, lse: Optional[torch.Tensor], want_lse: bool) -> Any:
+    def _call_run(
+        self,
+        w: Any,
+        case: Case,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        args: tuple,
+        kw: dict[str, Any],
+        out: torch.Tensor,
+        lse: Optional[torch.Tensor],
+        want_lse: bool,
+    ) -> Any:
         kw = dict(kw, out=out, return_lse=want_lse)
         if want_lse:
             kw["lse"] = lse
         kw = fl.kwargs_for(w.run, **kw)
         pos = (q, k, v, *args) if case.layout == "ragged" else (q, (k, v), *args)
         if self._logging():
-            self._log_call(w, "run", pos, dict(kw, out=as_poisoned(out), **({"lse": as_poisoned(lse)} if want_lse
-                                                                              else {})))
+            self._log_call(
+                w, "run", pos, dict(kw, out=as_poisoned(out), **({"lse": as_poisoned(lse)} if want_lse else {}))
+            )
         return w.run(*pos, **kw)
 
-    def _run_eager(self, inputs: Inputs, w: Any, args: tuple, kw: dict[str, Any], want_lse: bool
-                   ) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+    def _run_eager(
+        self, inputs: Inputs, w: Any, args: tuple, kw: dict[str, Any], want_lse: bool
+    ) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
         c = inputs.case
         out, lse = self._buffers(c, c.total_qo, want_lse)
         res = self._call_run(w, c, inputs.q, inputs.k, inputs.v, args, kw, out, lse, want_lse)
@@ -630,17 +764,34 @@ class FlashInferKernel:
         self.last_run["poison_effective"] = out_r is out and (lse_r is lse)
         return out_r, lse_r
 
-    def _run_graph(self, inputs: Inputs, p: _Planned, args: tuple, kw: dict[str, Any], want_lse: bool
-                   ) -> tuple[torch.Tensor, Optional[torch.Tensor], float, float, bool]:
+    def _run_graph(
+        self, inputs: Inputs, p: _Planned, args: tuple, kw: dict[str, Any], want_lse: bool
+    ) -> tuple[torch.Tensor, Optional[torch.Tensor], float, float, bool]:
         c = inputs.case
         slot = p.slot
         assert slot is not None
-        sig = (p.variant, c.causal, c.window_left, c.logits_soft_cap, c.scale, c.num_qo_heads, c.num_kv_heads,
-               c.page_size, want_lse, kw.get("lse_base"), _descales(c), self.options.mask_form)
+        sig = (
+            p.variant,
+            c.causal,
+            c.window_left,
+            c.logits_soft_cap,
+            c.scale,
+            c.num_qo_heads,
+            c.num_kv_heads,
+            c.page_size,
+            want_lse,
+            kw.get("lse_base"),
+            _descales(c),
+            self.options.mask_form,
+        )
         cap = slot.captures.get(sig)
         rows = c.total_qo
-        fits = (cap is not None and rows <= cap.q.shape[0]
-                and _kv_rows(inputs.k, c) <= _kv_rows(cap.k, c) and _kv_rows(inputs.v, c) <= _kv_rows(cap.v, c))
+        fits = (
+            cap is not None
+            and rows <= cap.q.shape[0]
+            and _kv_rows(inputs.k, c) <= _kv_rows(cap.k, c)
+            and _kv_rows(inputs.v, c) <= _kv_rows(cap.v, c)
+        )
         capture_s, captured = 0.0, False
         if not fits:
             if cap is not None:
@@ -664,8 +815,9 @@ class FlashInferKernel:
         lse = cap.lse[:rows].clone() if cap.lse is not None else None
         return out, lse, run_s, capture_s, captured
 
-    def _capture(self, slot: _GraphSlot, inputs: Inputs, sig: tuple, args: tuple, kw: dict[str, Any],
-                 want_lse: bool) -> _Capture:
+    def _capture(
+        self, slot: _GraphSlot, inputs: Inputs, sig: tuple, args: tuple, kw: dict[str, Any], want_lse: bool
+    ) -> _Capture:
         c = inputs.case
         q, k, v = inputs.q.clone(), inputs.k.clone(), inputs.v.clone()
         out, lse = self._buffers(c, c.total_qo, want_lse)
@@ -681,8 +833,9 @@ class FlashInferKernel:
         self.graph_events.append(f"captured {slot.key} for {c.id}")
         return cap
 
-    def _run_single(self, inputs: Inputs, p: _Planned, want_lse: bool
-                    ) -> tuple[torch.Tensor, Optional[torch.Tensor], str, float]:
+    def _run_single(
+        self, inputs: Inputs, p: _Planned, want_lse: bool
+    ) -> tuple[torch.Tensor, Optional[torch.Tensor], str, float]:
         """single_prefill_with_kv_cache, observing the backend it resolves to; (out, lse, backend, call s).
 
         It allocates its own output (torch.empty, prefill.py single_prefill_with_kv_cache) and takes
@@ -698,9 +851,18 @@ class FlashInferKernel:
         fn = getattr(lib, fl.SINGLE_FUNCTION)
         facts = self._facts()
         _, fp8_kw = fp8_arguments(c, self.library_backend, facts, inputs.device)
-        kw = dict(p.mask_kwargs, causal=c.causal, kv_layout=c.kv_layout, sm_scale=c.scale,
-                  window_left=c.window_left, logits_soft_cap=c.logits_soft_cap if c.logits_soft_cap > 0 else None,
-                  backend=self.library_backend, return_lse=want_lse, o_dtype=to_torch(c.o_dtype), **fp8_kw)
+        kw = dict(
+            p.mask_kwargs,
+            causal=c.causal,
+            kv_layout=c.kv_layout,
+            sm_scale=c.scale,
+            window_left=c.window_left,
+            logits_soft_cap=c.logits_soft_cap if c.logits_soft_cap > 0 else None,
+            backend=self.library_backend,
+            return_lse=want_lse,
+            o_dtype=to_torch(c.o_dtype),
+            **fp8_kw,
+        )
         if c.o_dtype == c.q_dtype and not fl.accepts(fn, "o_dtype"):
             kw.pop("o_dtype")
         kw = fl.kwargs_for(fn, **kw)
@@ -742,8 +904,15 @@ def _same_inputs(a: Optional[Inputs], b: Inputs) -> bool:
     """Whether a plan made for `a` serves `b`: the same case and the very same index tensors."""
     if a is None or a.case != b.case:
         return False
-    names = ("qo_indptr", "kv_indptr", "kv_page_indptr", "kv_page_indices", "kv_last_page_len", "custom_mask",
-             "mask_indptr")
+    names = (
+        "qo_indptr",
+        "kv_indptr",
+        "kv_page_indptr",
+        "kv_page_indices",
+        "kv_last_page_len",
+        "custom_mask",
+        "mask_indptr",
+    )
     return all(getattr(a, n) is getattr(b, n) for n in names)
 
 
@@ -756,8 +925,9 @@ class FlashInferTarget:
         kind = _env.device_type(device)
         cpu_standin = kind == "cpu" and fl.loaded_standin() is not None  # kernels/standins/: runs on a CPU
         if kind != "cuda" and not cpu_standin:
-            return Support.no(skips.detail(skips.DEVICE_BACKEND, f"{device}: flashinfer runs on CUDA (or ROCm) "
-                                                                 "devices only"))
+            return Support.no(
+                skips.detail(skips.DEVICE_BACKEND, f"{device}: flashinfer runs on CUDA (or ROCm) devices only")
+            )
         if not fl.installed():
             return Support.no(skips.detail(skips.DEVICE_BACKEND, "the flashinfer package is not installed"))
         if kind == "cuda" and not _env.cuda_available():
@@ -795,8 +965,9 @@ class FlashInferTarget:
 
         return flashinfer_matrix.build(budget, seed)
 
-    def stages(self, cases: list[Case], backends: list[str], device: str,
-               options: Optional[dict] = None) -> list[Stage]:
+    def stages(
+        self, cases: list[Case], backends: list[str], device: str, options: Optional[dict] = None
+    ) -> list[Stage]:
         """One stage per library backend family (fa2, fa3, auto, others), each with a parallel prebuild.
 
         fa2 first (cheapest modules, so results start early), then fa3, then auto (whose modules
@@ -815,8 +986,9 @@ class FlashInferTarget:
         out = []
         for fam in sorted(families, key=lambda f: (order.get(f, 3), f)):
             reqs = pb.requests_for(cases, families[fam], device, supports, decode_tensor_cores=tc) if jit else []
-            out.append(Stage(fam, tuple(families[fam]),
-                             prepare=(lambda r=reqs: pb.prebuild(r).to_json()) if jit else None))
+            out.append(
+                Stage(fam, tuple(families[fam]), prepare=(lambda r=reqs: pb.prebuild(r).to_json()) if jit else None)
+            )
         return out
 
 

@@ -9,6 +9,7 @@ the workspace (zeros of a size) and the poisoned out=/lse= buffers (NaN of a sha
 script makes itself. Graph-mode adapters log nothing: a capture cannot copy tensors to the host,
 and their reproductions go through the adapter (conformance/explore/repro.py "library").
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -15,6 +15,7 @@ labelled wherever it shows: LibFacts.standin, and versions() says "stand-in: <na
 
 Which backends exist is decided by the library's own checks, cited per backend in `LibFacts`.
 """
+
 from __future__ import annotations
 
 import functools
@@ -97,8 +98,10 @@ def kwargs_for(fn: Callable[..., Any], **kwargs: Any) -> dict[str, Any]:
         if k in params:
             out[k] = v
         elif v is not None:
-            raise TypeError(f"this flashinfer's {getattr(fn, '__qualname__', fn)} takes no {k!r} argument, "
-                            f"which this case needs ({k}={v!r})")
+            raise TypeError(
+                f"this flashinfer's {getattr(fn, '__qualname__', fn)} takes no {k!r} argument, "
+                f"which this case needs ({k}={v!r})"
+            )
     return out
 
 
@@ -218,10 +221,17 @@ def _compute_facts(device: str) -> LibFacts:
                     native = name_of(nd) if nd is not None else None
                 except Exception:
                     native = None
-        return LibFacts(version=version, fork=True, lse_base_kw=lse_kw,
-                        fork_scale_kw=accepts(getattr(lib, PAGED_WRAPPER).run, "scale_q"),
-                        aiter=aiter, softcap_defect=defect, native_fp8=native, notes=tuple(notes),
-                        standin=standin_of(lib))
+        return LibFacts(
+            version=version,
+            fork=True,
+            lse_base_kw=lse_kw,
+            fork_scale_kw=accepts(getattr(lib, PAGED_WRAPPER).run, "scale_q"),
+            aiter=aiter,
+            softcap_defect=defect,
+            native_fp8=native,
+            notes=tuple(notes),
+            standin=standin_of(lib),
+        )
     utils = _submodule("flashinfer.utils")
     fa3 = False
     if utils is not None and hasattr(utils, "is_sm90a_supported"):
@@ -233,8 +243,16 @@ def _compute_facts(device: str) -> LibFacts:
     cudnn = bool(getattr(cudnn_mod, "CUDNN_AVAILABLE", False)) if cudnn_mod is not None else False
     cap = _env.device_capability(device)
     trtllm = cap is not None and cap[0] == 10
-    return LibFacts(version=version, fork=False, lse_base_kw=lse_kw, fa3=fa3, cudnn=cudnn, trtllm_gen=trtllm,
-                    notes=tuple(notes), standin=standin_of(lib))
+    return LibFacts(
+        version=version,
+        fork=False,
+        lse_base_kw=lse_kw,
+        fa3=fa3,
+        cudnn=cudnn,
+        trtllm_gen=trtllm,
+        notes=tuple(notes),
+        standin=standin_of(lib),
+    )
 
 
 @functools.lru_cache(maxsize=None)
@@ -243,8 +261,9 @@ def lib_facts(device: str) -> LibFacts:
     return _compute_facts(device)
 
 
-def determine_auto(device: str, *, has_mask: bool, q_dtype: Any, kv_dtype: Any, head_dim_qk: int,
-                   head_dim_vo: int) -> Optional[str]:
+def determine_auto(
+    device: str, *, has_mask: bool, q_dtype: Any, kv_dtype: Any, head_dim_qk: int, head_dim_vo: int
+) -> Optional[str]:
     """What upstream's own selector picks for a prefill plan, or None when it cannot be asked.
 
     flashinfer.utils.determine_attention_backend (utils.py:574) with the arguments the paged and
@@ -256,8 +275,18 @@ def determine_auto(device: str, *, has_mask: bool, q_dtype: Any, kv_dtype: Any, 
     if fn is None:
         return None
     try:
-        return str(fn(_torch_device(device), 0, False, has_mask, q_dtype, kv_dtype,
-                      head_dim_qk=head_dim_qk, head_dim_vo=head_dim_vo))
+        return str(
+            fn(
+                _torch_device(device),
+                0,
+                False,
+                has_mask,
+                q_dtype,
+                kv_dtype,
+                head_dim_qk=head_dim_qk,
+                head_dim_vo=head_dim_vo,
+            )
+        )
     except TypeError:  # an older selector without the head-dim keywords
         return str(fn(_torch_device(device), 0, False, has_mask, q_dtype, kv_dtype))
     except Exception:

@@ -16,6 +16,7 @@ rows, qo > kv under causal ...) run without adding modules.
 
     build("quick", seed=0) -> list[Case]     # same (budget, seed) -> same cases
 """
+
 from __future__ import annotations
 
 import random
@@ -70,9 +71,15 @@ MAX_BATCH = {"quick": 4, "standard": 7, "full": 16}
 def profile_of(case: Case) -> Profile | None:
     """The profile whose module `case` selects, or None when it would need another module."""
     for p in PROFILES:
-        if (case.q_dtype, case.kv_dtype, case.o_dtype, case.head_dim_qk, case.head_dim_vo,
-                case.window_left >= 0, case.logits_soft_cap > 0) == (
-                p.q_dtype, p.kv_dtype, p.o_dtype, p.head_dim_qk, p.head_dim_vo, p.window, p.soft_cap):
+        if (
+            case.q_dtype,
+            case.kv_dtype,
+            case.o_dtype,
+            case.head_dim_qk,
+            case.head_dim_vo,
+            case.window_left >= 0,
+            case.logits_soft_cap > 0,
+        ) == (p.q_dtype, p.kv_dtype, p.o_dtype, p.head_dim_qk, p.head_dim_vo, p.window, p.soft_cap):
             return p if case.layout in p.layouts else None
     return None
 
@@ -95,8 +102,15 @@ def rehome(case: Case) -> Case:
         name = "bf16-128"
     p = next(p for p in PROFILES if p.name == name)
     fp8_scales = {} if p.q_dtype.startswith("e") or not case.is_fp8 else {"q_scale": None}
-    moved = replace(case, q_dtype=p.q_dtype, kv_dtype=p.kv_dtype, o_dtype=p.o_dtype,
-                    head_dim_qk=p.head_dim_qk, head_dim_vo=p.head_dim_vo, **fp8_scales)
+    moved = replace(
+        case,
+        q_dtype=p.q_dtype,
+        kv_dtype=p.kv_dtype,
+        o_dtype=p.o_dtype,
+        head_dim_qk=p.head_dim_qk,
+        head_dim_vo=p.head_dim_vo,
+        **fp8_scales,
+    )
     assert profile_of(moved) is not None, (case, p)
     return moved
 
@@ -114,20 +128,33 @@ def _draw(rng: random.Random, p: Profile, layout: str, max_batch: int) -> Case:
     if layout == "single":  # one request: both lengths positive, the API has no empty request
         qo_lens, kv_lens = (max(qo_lens[0], 1),), (max(kv_lens[0], 1),)
     fp8_q, fp8_kv = p.q_dtype.startswith("e"), p.kv_dtype.startswith("e")
-    scales = dict(q_scale=rng.choice((0.5, 1.0, 2.0)) if fp8_q else None,
-                  k_scale=rng.choice((0.5, 1.0, 2.0)) if fp8_kv else None,
-                  v_scale=rng.choice((0.5, 1.0, 2.0)) if fp8_kv else None)
+    scales = dict(
+        q_scale=rng.choice((0.5, 1.0, 2.0)) if fp8_q else None,
+        k_scale=rng.choice((0.5, 1.0, 2.0)) if fp8_kv else None,
+        v_scale=rng.choice((0.5, 1.0, 2.0)) if fp8_kv else None,
+    )
     return Case(
-        layout=layout, qo_lens=qo_lens, kv_lens=kv_lens, num_qo_heads=kv_heads * ratio, num_kv_heads=kv_heads,
-        head_dim_qk=p.head_dim_qk, head_dim_vo=p.head_dim_vo, q_dtype=p.q_dtype, kv_dtype=p.kv_dtype,
-        o_dtype=p.o_dtype, page_size=rng.choice(axes.PAGE_SIZES) if layout in ("paged", "decode") else 1,
-        kv_layout=rng.choice(axes.KV_LAYOUTS), causal=layout != "decode" and rng.random() < 0.5,
+        layout=layout,
+        qo_lens=qo_lens,
+        kv_lens=kv_lens,
+        num_qo_heads=kv_heads * ratio,
+        num_kv_heads=kv_heads,
+        head_dim_qk=p.head_dim_qk,
+        head_dim_vo=p.head_dim_vo,
+        q_dtype=p.q_dtype,
+        kv_dtype=p.kv_dtype,
+        o_dtype=p.o_dtype,
+        page_size=rng.choice(axes.PAGE_SIZES) if layout in ("paged", "decode") else 1,
+        kv_layout=rng.choice(axes.KV_LAYOUTS),
+        causal=layout != "decode" and rng.random() < 0.5,
         mask="custom" if layout != "decode" and rng.random() < 0.3 else "none",
         window_left=rng.choice([w for w in axes.WINDOWS if w >= 0]) if p.window else -1,
         logits_soft_cap=rng.choice(axes.SOFT_CAPS[1:]) if p.soft_cap else 0.0,
         sm_scale=0.1 if rng.random() < 0.1 else None,
         input_scale=rng.choice(axes.INPUT_SCALES) if rng.random() < 0.3 else 1.0,
-        label=f"profile {p.name}", **scales)
+        label=f"profile {p.name}",
+        **scales,
+    )
 
 
 def build(budget: str, seed: int = 0) -> list[Case]:

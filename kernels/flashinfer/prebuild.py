@@ -22,6 +22,7 @@ Which generator the wrappers call, read from 0.7.2.post1:
 the library's own `determine_attention_backend`); a paged wrapper's sticky resolution can differ
 from it, and anything not prebuilt is simply compiled on first use (and timed as compile by the adapter).
 """
+
 from __future__ import annotations
 
 import os
@@ -67,13 +68,13 @@ class BuildResult:
         return {"requested": self.requested, "seconds": self.seconds, "error": self.error}
 
 
-def module_request(case: Case, backend: str, device: str, *, decode_tensor_cores: bool = False
-                   ) -> Optional[ModuleRequest]:
+def module_request(
+    case: Case, backend: str, device: str, *, decode_tensor_cores: bool = False
+) -> Optional[ModuleRequest]:
     """The module `case` loads under `backend` ("+graph" allowed); None for backends without JIT."""
     lib_backend, _ = split_backend(backend)
     tc = decode_tensor_cores or lib_backend == "fa3"
-    resolved = lib_backend if lib_backend != "auto" else auto_resolution(
-        case, lambda c: case_auto_pick(device, c), tc)
+    resolved = lib_backend if lib_backend != "auto" else auto_resolution(case, lambda c: case_auto_pick(device, c), tc)
     if resolved not in ("fa2", "fa3"):
         return None  # cudnn, trtllm-gen, aiter: no per-case JIT module of this kind
     window, cap = case.window_left >= 0, case.logits_soft_cap > 0
@@ -81,8 +82,7 @@ def module_request(case: Case, backend: str, device: str, *, decode_tensor_cores
     if case.layout == "single":
         return ModuleRequest("single_prefill", resolved, (*dt, case.head_dim_qk, case.head_dim_vo, window, cap))
     if case.layout == "decode" and not tc:
-        return ModuleRequest("batch_decode", resolved, (*dt, "int32", case.head_dim_qk, case.head_dim_qk,
-                                                        window, cap))
+        return ModuleRequest("batch_decode", resolved, (*dt, "int32", case.head_dim_qk, case.head_dim_qk, window, cap))
     gen = "batch_prefill_fa2" if resolved == "fa2" else "batch_prefill"
     return ModuleRequest(gen, resolved, (*dt, "int32", case.head_dim_qk, case.head_dim_vo, window, cap))
 
@@ -91,8 +91,12 @@ def module_request(case: Case, backend: str, device: str, *, decode_tensor_cores
 # (docs/evidence/2026-12-01-flashinfer-h200-session-3.md), while every fa2 module of the quick matrix
 # built in ~110 s together (2026-11-30-flashinfer-h200-matrix.md). Queued last, as the matrix's
 # first-seen order put them, the fa3 modules alone decided when a prebuild ended, the other cores idle.
-BUILD_ORDER: tuple[tuple[str, str], ...] = (("batch_prefill", "fa3"), ("single_prefill", "fa3"),
-                                            ("batch_prefill_fa2", "fa2"), ("single_prefill", "fa2"))
+BUILD_ORDER: tuple[tuple[str, str], ...] = (
+    ("batch_prefill", "fa3"),
+    ("single_prefill", "fa3"),
+    ("batch_prefill_fa2", "fa2"),
+    ("single_prefill", "fa2"),
+)
 
 
 def build_rank(req: ModuleRequest) -> int:
@@ -106,9 +110,14 @@ def build_rank(req: ModuleRequest) -> int:
 QUANTIZATION = ModuleRequest("quantization", "", ())
 
 
-def requests_for(cases: Iterable[Case], backends: Iterable[str], device: str,
-                 supports: Callable[[Case, str], bool], *, decode_tensor_cores: bool = False
-                 ) -> list[ModuleRequest]:
+def requests_for(
+    cases: Iterable[Case],
+    backends: Iterable[str],
+    device: str,
+    supports: Callable[[Case, str], bool],
+    *,
+    decode_tensor_cores: bool = False,
+) -> list[ModuleRequest]:
     """Unique module requests of every (case, backend) the adapter supports, in first-seen order;
     `decode_tensor_cores` as the adapters' option of that name (decode then loads a prefill module)."""
     out: dict[ModuleRequest, None] = {}
@@ -141,8 +150,7 @@ def jit_spec(req: ModuleRequest) -> Any:
     q, kv, o, *rest = _torch_args(req.args)
     if req.generator == "single_prefill":
         hd_qk, hd_vo, window, cap = rest
-        return m.gen_single_prefill_module(req.backend, q, kv, o, hd_qk, hd_vo, POS_ENCODING_NONE, window, cap,
-                                           False)
+        return m.gen_single_prefill_module(req.backend, q, kv, o, hd_qk, hd_vo, POS_ENCODING_NONE, window, cap, False)
     _idx, hd_qk, hd_vo, window, cap = rest
     idx = torch.int32
     if req.generator == "batch_decode":

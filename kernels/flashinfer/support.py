@@ -10,6 +10,7 @@ docs/flashinfer-adapter.md, section "`kernels/flashinfer/support.py`: every decl
 (flashinfer.utils.determine_attention_backend, passed in as `auto_pick`), never as the sticky
 choice of a reused wrapper: that difference is what the lifecycle checks are for.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Optional
@@ -26,9 +27,11 @@ FORK_FP8 = ("e4m3fn", "e4m3fnuz")  # fork FP8_PREFILL_DTYPES (rocm_fork.md secti
 FA3_HEAD_DIMS = {(64, 64), (128, 128), (256, 256), (192, 128)}  # utils.py:504
 # cuDNN's fp8 SDPA forward: Blackwell on (the H200's cudnnGraphNotSupportedError, cuDNN 9.19, frontend 1.32)
 CUDNN_FP8_FROM = (10, 0)
-CUDNN_BLOCK_SIZE = ("cuDNN's paged SDPA takes a power-of-2 block size (cudnnGraphNotSupportedError 'block size needs "
-                    "to be non-zero and a power of 2' for pages of 5 and 12 on the H200, decode and paged prefill "
-                    "alike: docs/evidence/probe_flashinfer_cudnn_limits.py)")
+CUDNN_BLOCK_SIZE = (
+    "cuDNN's paged SDPA takes a power-of-2 block size (cudnnGraphNotSupportedError 'block size needs "
+    "to be non-zero and a power of 2' for pages of 5 and 12 on the H200, decode and paged prefill "
+    "alike: docs/evidence/probe_flashinfer_cudnn_limits.py)"
+)
 
 # Which APIs each library backend serves (adapter layouts).
 SERVES = {
@@ -47,14 +50,25 @@ def _no(constant: str, text: str) -> Support:
     return Support.no(skips.detail(constant, text))
 
 
-def decide(case: Case, backend: str, *, graph: bool, facts: LibFacts, auto_pick: AutoPick,
-           decode_tensor_cores: bool = False, capability: Optional[tuple[int, int]] = None) -> Support:
+def decide(
+    case: Case,
+    backend: str,
+    *,
+    graph: bool,
+    facts: LibFacts,
+    auto_pick: AutoPick,
+    decode_tensor_cores: bool = False,
+    capability: Optional[tuple[int, int]] = None,
+) -> Support:
     """Support for `case` on library backend `backend` ("fa2", "auto", ...; no "+graph" suffix);
     `capability`: the GPU's (major, minor), for limits of one architecture (None: not known, none applied)."""
     api = case.layout
     if graph and api == "single":
-        return _no(skips.GRAPH_MODE, "single_prefill_with_kv_cache has no plan() and no fixed buffers to capture "
-                                     "against; the flashinfer adapter offers graph mode for paged/ragged/decode")
+        return _no(
+            skips.GRAPH_MODE,
+            "single_prefill_with_kv_cache has no plan() and no fixed buffers to capture "
+            "against; the flashinfer adapter offers graph mode for paged/ragged/decode",
+        )
     if backend not in SERVES:
         return _no(skips.DEVICE_BACKEND, f"flashinfer backend {backend!r} is not driven by this adapter")
     if api not in SERVES[backend]:
@@ -80,9 +94,14 @@ def decide(case: Case, backend: str, *, graph: bool, facts: LibFacts, auto_pick:
 
 def case_auto_pick(device: str, case: Case) -> Optional[str]:
     """Upstream's selector asked about `case` the way plan() asks it (kernels.flashinfer.lib.determine_auto)."""
-    return determine_auto(device, has_mask=case.mask == "custom", q_dtype=to_torch(case.q_dtype),
-                          kv_dtype=to_torch(case.kv_dtype), head_dim_qk=case.head_dim_qk,
-                          head_dim_vo=case.head_dim_vo)
+    return determine_auto(
+        device,
+        has_mask=case.mask == "custom",
+        q_dtype=to_torch(case.q_dtype),
+        kv_dtype=to_torch(case.kv_dtype),
+        head_dim_qk=case.head_dim_qk,
+        head_dim_vo=case.head_dim_vo,
+    )
 
 
 def auto_resolution(case: Case, auto_pick: AutoPick, decode_tensor_cores: bool) -> str:
@@ -109,11 +128,16 @@ def _dtype_rules(case: Case, facts: LibFacts) -> Optional[Support]:
         if dt not in allowed:
             return _no(skips.DTYPE, f"{name} {dt}: {src}")
     if o not in SIXTEEN_BIT:
-        return _no(skips.OUTPUT_DTYPE, f"o {o}: flashinfer writes fp16/bf16 output (no fp32 in jit/utils.py "
-                                       "dtype_map; fp8 output asserted away in modules.py:1037)")
+        return _no(
+            skips.OUTPUT_DTYPE,
+            f"o {o}: flashinfer writes fp16/bf16 output (no fp32 in jit/utils.py "
+            "dtype_map; fp8 output asserted away in modules.py:1037)",
+        )
     if q != kv and not (q in SIXTEEN_BIT and is_fp8(kv)):
-        return _no(skips.MIXED_QKV_DTYPE, f"q {q}, kv {kv}: only a 16-bit query over fp8 KV (KV-only "
-                                          "quantisation, modules.py:1029) mixes dtypes")
+        return _no(
+            skips.MIXED_QKV_DTYPE,
+            f"q {q}, kv {kv}: only a 16-bit query over fp8 KV (KV-only quantisation, modules.py:1029) mixes dtypes",
+        )
     return None
 
 
@@ -127,32 +151,48 @@ def _backend_rules(case: Case, backend: str, capability: Optional[tuple[int, int
     window = case.window_left >= 0
     if backend == "fa2":
         if fp8_q:
-            return _no(skips.NO_FP8, "fa2 has no fp8 query path (modules.py:1042/:555 'fp8 tensor core is not "
-                                     "supported in fa2 backend')")
+            return _no(
+                skips.NO_FP8,
+                "fa2 has no fp8 query path (modules.py:1042/:555 'fp8 tensor core is not supported in fa2 backend')",
+            )
         if api == "single" and case.causal and not custom and case.qo_lens[0] > case.kv_lens[0]:
-            return _no(skips.LIBRARY_REFUSED, "fa2 single prefill refuses causal with qo_len > kv_len "
-                                              "(include/flashinfer/attention/prefill.cuh:2735 'kv_len must be "
-                                              "greater than or equal to qo_len'); the batch APIs take it")
+            return _no(
+                skips.LIBRARY_REFUSED,
+                "fa2 single prefill refuses causal with qo_len > kv_len "
+                "(include/flashinfer/attention/prefill.cuh:2735 'kv_len must be "
+                "greater than or equal to qo_len'); the batch APIs take it",
+            )
     elif backend == "fa3":
         if kv_only_fp8:
-            return _no(skips.MIXED_QKV_DTYPE, f"q {q}, kv {kv}: 'FA3 FP8 KV cache currently requires FP8 query' "
-                                              "(utils.py:456 is_fa3_backend_supported)")
+            return _no(
+                skips.MIXED_QKV_DTYPE,
+                f"q {q}, kv {kv}: 'FA3 FP8 KV cache currently requires FP8 query' "
+                "(utils.py:456 is_fa3_backend_supported)",
+            )
         if custom:
-            return _no(skips.MASK, "fa3 takes no custom mask (is_fa3_backend_supported; cudaErrorNotSupported "
-                                   "under MaskMode.CUSTOM per the wrapper __init__ docstring)")
+            return _no(
+                skips.MASK,
+                "fa3 takes no custom mask (is_fa3_backend_supported; cudaErrorNotSupported "
+                "under MaskMode.CUSTOM per the wrapper __init__ docstring)",
+            )
         if (case.head_dim_qk, case.head_dim_vo) not in FA3_HEAD_DIMS:
-            return _no(skips.HEAD_DIM, f"fa3 instantiates head dims {sorted(FA3_HEAD_DIMS)} "
-                                       "(utils.py:504 is_fa3_prefill_head_dim_supported)")
+            return _no(
+                skips.HEAD_DIM,
+                f"fa3 instantiates head dims {sorted(FA3_HEAD_DIMS)} (utils.py:504 is_fa3_prefill_head_dim_supported)",
+            )
         if fp8_q and cap:
-            return _no(skips.NO_SOFT_CAP, "fa3's fp8 variant DefaultFP8Attention has no logits_soft_cap "
-                                          "(modules.py:1092-1105)")
+            return _no(
+                skips.NO_SOFT_CAP, "fa3's fp8 variant DefaultFP8Attention has no logits_soft_cap (modules.py:1092-1105)"
+            )
     elif backend == "cudnn":
         if api in ("paged", "ragged"):
             if window or cap or custom:
                 what = "window_left" if window else "logits_soft_cap" if cap else "a custom mask"
-                return _no(skips.MASK if custom or window else skips.NO_SOFT_CAP,
-                           f"cuDNN {api} prefill supports only causal or full attention, not {what} (plan() "
-                           "NotImplementedError)")
+                return _no(
+                    skips.MASK if custom or window else skips.NO_SOFT_CAP,
+                    f"cuDNN {api} prefill supports only causal or full attention, not {what} (plan() "
+                    "NotImplementedError)",
+                )
             if api == "ragged" and case.kv_layout != "NHD":
                 return _no(skips.LAYOUT, "cuDNN ragged prefill requires kv_layout='NHD' (run() NotImplementedError)")
             if q != kv:
@@ -160,14 +200,24 @@ def _backend_rules(case: Case, backend: str, capability: Optional[tuple[int, int
             if api == "paged" and case.page_size & (case.page_size - 1):
                 return _no(skips.PAGE_SIZE, f"page size {case.page_size}: {CUDNN_BLOCK_SIZE}")
             if fp8_q and capability is not None and capability < CUDNN_FP8_FROM:
-                return _no(skips.NO_FP8, f"cuDNN's fp8 SDPA forward runs from sm{CUDNN_FP8_FROM[0]}0 on, this GPU is "
-                                         f"sm{capability[0]}{capability[1]} (cudnnGraphNotSupportedError 'only "
-                                         "supported on Blackwell architecture and newer' on the H200: "
-                                         "docs/evidence/probe_flashinfer_cudnn_limits.py)")
-            if (case.return_lse and case.batch_size > 0 and max(case.qo_lens) == 1
-                    and case.num_qo_heads != case.num_kv_heads):
-                return _no(skips.LSE, "cuDNN single-token GQA prefill does not write every LSE head (run() "
-                                      "NotImplementedError, NVBug 6783545)")
+                return _no(
+                    skips.NO_FP8,
+                    f"cuDNN's fp8 SDPA forward runs from sm{CUDNN_FP8_FROM[0]}0 on, this GPU is "
+                    f"sm{capability[0]}{capability[1]} (cudnnGraphNotSupportedError 'only "
+                    "supported on Blackwell architecture and newer' on the H200: "
+                    "docs/evidence/probe_flashinfer_cudnn_limits.py)",
+                )
+            if (
+                case.return_lse
+                and case.batch_size > 0
+                and max(case.qo_lens) == 1
+                and case.num_qo_heads != case.num_kv_heads
+            ):
+                return _no(
+                    skips.LSE,
+                    "cuDNN single-token GQA prefill does not write every LSE head (run() "
+                    "NotImplementedError, NVBug 6783545)",
+                )
         elif api == "decode":
             if is_fp8(q) or is_fp8(kv):
                 return _no(skips.NO_FP8, "cudnn decode takes no fp8 (BatchDecode __init__ docstring)")
@@ -181,11 +231,11 @@ def _backend_rules(case: Case, backend: str, capability: Optional[tuple[int, int
                 return _no(skips.PAGE_SIZE, f"page size {case.page_size}: {CUDNN_BLOCK_SIZE}")
     elif backend == "trtllm-gen":
         if cap:
-            return _no(skips.NO_SOFT_CAP, "trtllm-gen takes no logits_soft_cap (paged plan() ValueError, decode "
-                                          "assert)")
+            return _no(
+                skips.NO_SOFT_CAP, "trtllm-gen takes no logits_soft_cap (paged plan() ValueError, decode assert)"
+            )
         if api == "paged" and window and not case.causal:
-            return _no(skips.MASK, "trtllm-gen paged KV has no non-causal sliding window (plan() "
-                                   "NotImplementedError)")
+            return _no(skips.MASK, "trtllm-gen paged KV has no non-causal sliding window (plan() NotImplementedError)")
         if custom:
             return _no(skips.MASK, "trtllm-gen's paged run takes only is_causal; a custom mask would be ignored")
     if api == "single" and fp8_q:
@@ -210,24 +260,37 @@ def _fork_rules(case: Case, backend: str, facts: LibFacts, *, graph: bool = Fals
         if case.o_dtype != "bf16":
             return _no(skips.OUTPUT_DTYPE, "fork fp8 prefill writes bf16 output only (plan() NotImplementedError)")
         if facts.native_fp8 is not None and case.q_dtype != facts.native_fp8:
-            return _no(skips.DTYPE, f"{case.q_dtype} is not this GPU's fp8 encoding {facts.native_fp8} "
-                                    "(NotImplementedError 'wrong exponent bias')")
+            return _no(
+                skips.DTYPE,
+                f"{case.q_dtype} is not this GPU's fp8 encoding {facts.native_fp8} "
+                "(NotImplementedError 'wrong exponent bias')",
+            )
     elif case.q_dtype != case.kv_dtype:
         return _no(skips.MIXED_QKV_DTYPE, f"q {case.q_dtype}, kv {case.kv_dtype}")
     elif case.o_dtype != case.q_dtype:
         return _no(skips.OUTPUT_DTYPE, "the fork writes the output in the query dtype (plan() NotImplementedError)")
     if backend == "aiter":
         if graph and api == "decode" and case.return_lse:
-            return _no(skips.LSE, "AITER decode cannot return LSE under CUDA-graph capture (decode run() "
-                                  "ValueError; rocm_fork.md section 4, rule 32)")
+            return _no(
+                skips.LSE,
+                "AITER decode cannot return LSE under CUDA-graph capture (decode run() "
+                "ValueError; rocm_fork.md section 4, rule 32)",
+            )
         if case.kv_layout != "NHD":
             return _no(skips.LAYOUT, "AITER requires NHD (plan() ValueError)")
         if case.mask == "custom":
             return _no(skips.MASK, "custom mask (not supported by AITER)")
         if case.head_dim_qk != case.head_dim_vo:
             return _no(skips.HEAD_DIM, "AITER requires equal head dims")
-        if (facts.softcap_defect and case.causal and case.logits_soft_cap > 0 and case.head_dim_qk == 128
-                and api in ("ragged", "single")):
-            return _no(skips.NO_SOFT_CAP, "AITER miscomputes logits_soft_cap for causal head_dim=128 on this "
-                                          "GPU (plan() ValueError)")
+        if (
+            facts.softcap_defect
+            and case.causal
+            and case.logits_soft_cap > 0
+            and case.head_dim_qk == 128
+            and api in ("ragged", "single")
+        ):
+            return _no(
+                skips.NO_SOFT_CAP,
+                "AITER miscomputes logits_soft_cap for causal head_dim=128 on this GPU (plan() ValueError)",
+            )
     return Support.yes()

@@ -22,6 +22,7 @@ case of one module together.
     RunTiming.first_use / .compile_s      -> the first plan+run of a variant in this process (compile
                                              or cache load) apart from later runs
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -57,7 +58,7 @@ class VariantKey(NamedTuple):
 
 
 def split_backend(backend: str) -> tuple[str, bool]:
-    """"fa2+graph" -> ("fa2", True); "fa2" -> ("fa2", False)."""
+    """ "fa2+graph" -> ("fa2", True); "fa2" -> ("fa2", False)."""
     if backend.endswith(GRAPH_SUFFIX):
         return backend[: -len(GRAPH_SUFFIX)], True
     return backend, False
@@ -78,10 +79,19 @@ def variant_key(case: Case, backend: str, *, decode_tensor_cores: bool = False) 
     return VariantKey(
         backend=lib_backend,
         module=module_of(case.layout, decode_tensor_cores=decode_tensor_cores, backend=lib_backend),
-        q_dtype=case.q_dtype, kv_dtype=case.kv_dtype, o_dtype=case.o_dtype,
-        head_dim_qk=case.head_dim_qk, head_dim_vo=case.head_dim_vo,
-        pos_encoding=POS_ENCODING, soft_cap=case.logits_soft_cap > 0, window=case.window_left >= 0,
-        api=case.layout, mask=mask, kv_layout=case.kv_layout, graph=graph)
+        q_dtype=case.q_dtype,
+        kv_dtype=case.kv_dtype,
+        o_dtype=case.o_dtype,
+        head_dim_qk=case.head_dim_qk,
+        head_dim_vo=case.head_dim_vo,
+        pos_encoding=POS_ENCODING,
+        soft_cap=case.logits_soft_cap > 0,
+        window=case.window_left >= 0,
+        api=case.layout,
+        mask=mask,
+        kv_layout=case.kv_layout,
+        graph=graph,
+    )
 
 
 def order_by_variant(cases: Iterable[Case], backend: str, *, decode_tensor_cores: bool = False) -> list[Case]:
@@ -101,8 +111,9 @@ def order_by_variant(cases: Iterable[Case], backend: str, *, decode_tensor_cores
     return [cases[i] for i in order]
 
 
-def group_by_variant(cases: Iterable[Case], backend: str, *,
-                     decode_tensor_cores: bool = False) -> dict[VariantKey, list[Case]]:
+def group_by_variant(
+    cases: Iterable[Case], backend: str, *, decode_tensor_cores: bool = False
+) -> dict[VariantKey, list[Case]]:
     out: dict[VariantKey, list[Case]] = {}
     for c in order_by_variant(cases, backend, decode_tensor_cores=decode_tensor_cores):
         out.setdefault(variant_key(c, backend, decode_tensor_cores=decode_tensor_cores), []).append(c)
@@ -150,6 +161,13 @@ class RunTiming:
         return self.plan_s + self.run_s + self.capture_s if self.first_use else 0.0
 
     def to_json(self) -> dict:
-        return {"variant": list(self.variant), "first_use": self.first_use, "plan_s": self.plan_s,
-                "run_s": self.run_s, "capture_s": self.capture_s, "captured": self.captured,
-                "replayed": self.replayed, "compile_s": self.compile_s}
+        return {
+            "variant": list(self.variant),
+            "first_use": self.first_use,
+            "plan_s": self.plan_s,
+            "run_s": self.run_s,
+            "capture_s": self.capture_s,
+            "captured": self.captured,
+            "replayed": self.replayed,
+            "compile_s": self.compile_s,
+        }

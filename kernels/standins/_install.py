@@ -4,6 +4,7 @@ install(monkeypatch=None, ...) of kernels/standins/upstream.py and rocm_fork.py 
 change on the monkeypatch given, or on an Undo kept here for uninstall(); installed(...) is the
 `with` form. The adapter's cached library facts are forgotten whenever the library changes.
 """
+
 from __future__ import annotations
 
 import contextlib

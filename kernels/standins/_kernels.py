@@ -10,6 +10,7 @@ causal, window_left counted back from the diagonal, soft cap before masking, bas
 kernels (the caller converts the natural log returned here), packed masks in "little" bit order
 (bit b of byte n is element 8n + b).
 """
+
 from __future__ import annotations
 
 from typing import List, Optional, Tuple
@@ -34,11 +35,12 @@ def pack_bits(x: torch.Tensor, bitorder: str = "big") -> torch.Tensor:
     return (bits.view(-1, 8).to(torch.int32) * w).sum(1).to(torch.uint8)
 
 
-def segment_pack_bits(x: torch.Tensor, indptr: torch.Tensor, bitorder: str = "big"
-                      ) -> Tuple[torch.Tensor, torch.Tensor]:
+def segment_pack_bits(
+    x: torch.Tensor, indptr: torch.Tensor, bitorder: str = "big"
+) -> Tuple[torch.Tensor, torch.Tensor]:
     """Each segment packed on its own; returns (packed, byte indptr)."""
     ip = indptr.cpu().tolist()
-    parts = [pack_bits(x[ip[i]:ip[i + 1]], bitorder) for i in range(len(ip) - 1)]
+    parts = [pack_bits(x[ip[i] : ip[i + 1]], bitorder) for i in range(len(ip) - 1)]
     packed = torch.cat(parts) if parts else torch.zeros(0, dtype=torch.uint8, device=x.device)
     sizes = torch.tensor([(ip[i + 1] - ip[i] + 7) // 8 for i in range(len(ip) - 1)], dtype=torch.int64)
     new = torch.zeros(len(ip), dtype=indptr.dtype)
@@ -52,7 +54,7 @@ def unpack_bits(packed: torch.Tensor, byte_off: int, n: int) -> torch.Tensor:
     if n == 0:
         return torch.zeros(0, dtype=torch.bool)
     nbytes = (n + 7) // 8
-    chunk = packed[byte_off:byte_off + nbytes].to(torch.int32).cpu()
+    chunk = packed[byte_off : byte_off + nbytes].to(torch.int32).cpu()
     if chunk.numel() < nbytes:
         chunk = torch.cat([chunk, torch.zeros(nbytes - chunk.numel(), dtype=torch.int32)])
     return (((chunk.view(-1, 1) >> torch.arange(8)) & 1).reshape(-1)[:n]).to(torch.bool)
@@ -73,9 +75,16 @@ def keep_mask(qo: int, kv: int, mask_mode: int, window_left: int, custom: Option
     return keep
 
 
-def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, keep: Optional[torch.Tensor], sm_scale: float,
-           cap: float, q_head_scale: Optional[torch.Tensor] = None,
-           v_head_scale: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+def attend(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    keep: Optional[torch.Tensor],
+    sm_scale: float,
+    cap: float,
+    q_head_scale: Optional[torch.Tensor] = None,
+    v_head_scale: Optional[torch.Tensor] = None,
+) -> Tuple[torch.Tensor, torch.Tensor]:
     """q [qo, Hq, D], k [kv, Hk, D], v [kv, Hk, Dv] -> (out [qo, Hq, Dv] fp32, natural-log lse [qo, Hq])."""
     hq, hk = q.shape[1], k.shape[1]
     g = hq // hk
@@ -113,13 +122,17 @@ def seq_lens(indptr: torch.Tensor, last_page_len: torch.Tensor, page_size: int) 
     return ((n - 1).clamp(min=0) * page_size + last_page_len).to(torch.int32)
 
 
-def page_mask_indptr(qo_indptr: torch.Tensor, paged_kv_indptr: torch.Tensor, paged_kv_last_page_len: torch.Tensor,
-                     page_size: int) -> torch.Tensor:
+def page_mask_indptr(
+    qo_indptr: torch.Tensor, paged_kv_indptr: torch.Tensor, paged_kv_last_page_len: torch.Tensor, page_size: int
+) -> torch.Tensor:
     """Element offsets of each request's [qo, kv] mask block, kv read from the page table."""
     mask_indptr = torch.empty_like(qo_indptr)
     mask_indptr[0] = 0
-    mask_indptr[1:] = torch.cumsum((qo_indptr[1:] - qo_indptr[:-1]) * (
-        (paged_kv_indptr[1:] - paged_kv_indptr[:-1] - 1) * page_size + paged_kv_last_page_len), 0)
+    mask_indptr[1:] = torch.cumsum(
+        (qo_indptr[1:] - qo_indptr[:-1])
+        * ((paged_kv_indptr[1:] - paged_kv_indptr[:-1] - 1) * page_size + paged_kv_last_page_len),
+        0,
+    )
     return mask_indptr
 
 

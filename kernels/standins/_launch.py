@@ -7,6 +7,7 @@ rule 14; upstream's fixed buffers). So every stand-in run() hands its kernel to 
 now, or, while a `RecordedGraphs.capture` is under way, recorded with the Python scalars bound at
 capture and the wrapper's buffers read at replay -- which is what a captured graph does.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Optional

@@ -6,6 +6,7 @@ The adapter, the oracle and the machines then run unchanged against a library wi
 which is how the stateful machines are shown to catch it on the CPU. `FAULTS` is the catalogue
 (data): name, the seed's account, the graph mode the defect needs, and its patch.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,8 +22,10 @@ Patch = Callable[[Any], None]  # given a monkeypatch-like object (setattr), swit
 
 def _gate_first_plan_only(mp: Any) -> None:
     """The ragged gate armed only while the wrapper is still unresolved (`if self._backend == "auto"`)."""
+
     def gate_len(self: Any) -> Optional[int]:
         return self._max_q_len if self._backend == "auto" else None
+
     mp.setattr(prefill.BatchPrefillWithRaggedKVCacheWrapper, "_ragged_gate_len", gate_len)
 
 
@@ -33,18 +36,25 @@ def _mask_not_cleared(mp: Any) -> None:
     def keep(self: Any, packed: Optional[torch.Tensor], m_indptr: Optional[torch.Tensor]) -> None:
         if packed is not None or self._use_cuda_graph:
             original(self, packed, m_indptr)
+
     mp.setattr(prefill._Wrapper, "_set_mask", keep)
 
 
 def _empty_is_short(mp: Any) -> None:
     """A longest query of 0 (an empty batch, or only empty requests) reads as short and is demoted."""
+
     def short(table: Callable[[str], Optional[int]], form: str) -> Callable[[str, Optional[int]], Optional[str]]:
         def gate(arch: str, q_len: Optional[int]) -> Optional[str]:
             t = table(arch)
             return form.format(T=t) if t is not None and q_len is not None and q_len <= t else None
+
         return gate
-    mp.setattr(prefill, "_aiter_flat_gather_short_query",
-               short(arch_caps.aiter_flat_gather_gated_q_len, text.PAGED_SHORT_QUERY))
+
+    mp.setattr(
+        prefill,
+        "_aiter_flat_gather_short_query",
+        short(arch_caps.aiter_flat_gather_gated_q_len, text.PAGED_SHORT_QUERY),
+    )
     mp.setattr(prefill, "_aiter_ragged_short_query", short(arch_caps.aiter_ragged_gated_q_len, text.RAGGED_SHORT_QUERY))
 
 
@@ -55,11 +65,13 @@ def _graph_repromote(mp: Any) -> None:
 
 def _reason_collision(mp: Any) -> None:
     """The ragged gate reports the paged flat-gather text: the two gates' reasons collide."""
+
     def gate(arch: str, q_len: Optional[int]) -> Optional[str]:
         t = arch_caps.aiter_ragged_gated_q_len(arch)
         if t is None or q_len is None or not 1 <= q_len <= t:
             return None
         return text.PAGED_SHORT_QUERY.format(T=t)
+
     mp.setattr(prefill, "_aiter_ragged_short_query", gate)
 
 
@@ -71,28 +83,46 @@ class Fault:
     patch: Patch
 
 
-FAULTS: dict[str, Fault] = {f.name: f for f in (
-    Fault("gate_first_plan_only",
-          "PR #373: the ragged gate sat inside `if self._backend == 'auto'`, so it fired at most once per "
-          "wrapper; long-then-short went to AITER ungated",
-          graph=False, patch=_gate_first_plan_only),
-    Fault("mask_not_cleared",
-          "PR #373: a maskless plan after a masked one must drop the mask (the buffer decides MaskMode.CUSTOM "
-          "and the selector's custom-mask check)",
-          graph=False, patch=_mask_not_cleared),
-    Fault("empty_is_short",
-          "PR #373: max_q_len <= 0 is an empty batch, not a short query; it read as short and demoted on a "
-          "reason describing no query at all",
-          graph=False, patch=_empty_is_short),
-    Fault("graph_repromote",
-          "PRs #367/#373: re-promoting under CUDA graphs swaps the module a captured graph still points at; "
-          "under capture the first plan decides",
-          graph=True, patch=_graph_repromote),
-    Fault("reason_collision",
-          "PR #373: reusing the flat-gather reason for the ragged gate misreports the cause and collides with "
-          "the paged demotion site, which matches its own string by equality",
-          graph=False, patch=_reason_collision),
-)}
+FAULTS: dict[str, Fault] = {
+    f.name: f
+    for f in (
+        Fault(
+            "gate_first_plan_only",
+            "PR #373: the ragged gate sat inside `if self._backend == 'auto'`, so it fired at most once per "
+            "wrapper; long-then-short went to AITER ungated",
+            graph=False,
+            patch=_gate_first_plan_only,
+        ),
+        Fault(
+            "mask_not_cleared",
+            "PR #373: a maskless plan after a masked one must drop the mask (the buffer decides MaskMode.CUSTOM "
+            "and the selector's custom-mask check)",
+            graph=False,
+            patch=_mask_not_cleared,
+        ),
+        Fault(
+            "empty_is_short",
+            "PR #373: max_q_len <= 0 is an empty batch, not a short query; it read as short and demoted on a "
+            "reason describing no query at all",
+            graph=False,
+            patch=_empty_is_short,
+        ),
+        Fault(
+            "graph_repromote",
+            "PRs #367/#373: re-promoting under CUDA graphs swaps the module a captured graph still points at; "
+            "under capture the first plan decides",
+            graph=True,
+            patch=_graph_repromote,
+        ),
+        Fault(
+            "reason_collision",
+            "PR #373: reusing the flat-gather reason for the ragged gate misreports the cause and collides with "
+            "the paged demotion site, which matches its own string by equality",
+            graph=False,
+            patch=_reason_collision,
+        ),
+    )
+}
 
 
 def fault(name: str) -> Fault:

@@ -25,6 +25,7 @@ While installed, the adapter's default CUDA-graph driver (kernels.flashinfer.ada
 `RecordedGraphs`, which records the stand-in's launches at capture and runs them at replay: graph
 mode ("+graph" backends) on a CPU.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -67,12 +68,21 @@ def _bootstrap(ok: bool, missing: str) -> Callable[..., bool]:
         if not ok:
             raise ModuleNotFoundError(missing)
         return True
+
     return probe
 
 
-def install(monkeypatch: Any = None, *, arch: str = "gfx942", aiter: str = "importable",
-            aiter_version: Optional[str] = None, bootstrap_ok: bool = True, native_paging_ok: bool = True,
-            strict: bool = False, fault: Optional[str] = None) -> Any:
+def install(
+    monkeypatch: Any = None,
+    *,
+    arch: str = "gfx942",
+    aiter: str = "importable",
+    aiter_version: Optional[str] = None,
+    bootstrap_ok: bool = True,
+    native_paging_ok: bool = True,
+    strict: bool = False,
+    fault: Optional[str] = None,
+) -> Any:
     """Install the stand-in as `flashinfer`; returns that module. Without a monkeypatch, uninstall() undoes it."""
     if aiter not in AITER_STATES:
         raise ValueError(f"aiter={aiter!r}: expected one of {AITER_STATES}")
@@ -82,8 +92,9 @@ def install(monkeypatch: Any = None, *, arch: str = "gfx942", aiter: str = "impo
     if aiter_version is None and aiter != "not_installed":
         aiter_version = VALIDATED_AITER if importable else BELOW_FLOOR_AITER
     bootstrap_ok = bootstrap_ok and importable
-    missing = ("No module named 'aiter'" if not importable
-               else "No module named 'aiter.jit' (stand-in: bootstrap_ok=False)")
+    missing = (
+        "No module named 'aiter'" if not importable else "No module named 'aiter.jit' (stand-in: bootstrap_ok=False)"
+    )
     for name, module in MODULES.items():
         mp.setitem(sys.modules, name, module)
     normal = arch_caps.normalize_arch(arch)

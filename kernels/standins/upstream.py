@@ -14,6 +14,7 @@ kernels/flashinfer/lib.py looks for upstream. The probes a CPU cannot answer are
 Installing clears the model's call log (upstream_flashinfer/_state.py). While installed, the
 adapter's default CUDA-graph driver is `RecordedGraphs`: graph mode on a CPU.
 """
+
 from __future__ import annotations
 
 import contextlib

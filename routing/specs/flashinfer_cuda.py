@@ -10,6 +10,7 @@ fallback reason, so every row expects NOT_REPORTED (never None), the raise rows 
 `auto` is resolved per API, the selector's checks in order, and the CUDA toolkit the tables assume:
 docs/routing-specs.md, section "`routing/specs/flashinfer_cuda.py`: how auto resolves".
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -29,15 +30,26 @@ CUTLASS_QO_TILE = 256  # prefill.py:2428 _CUTLASS_PLAN_QO_TILE_SIZE
 FMHA_V2_MIN_KV = 256  # prefill.py:5561 max_seq_in_batch >= 256
 
 # --- per-architecture tables ----------------------------------------------------------------------
-FA3_CAPABLE = ThresholdTable("fa3_capable", {"sm80": False, "sm90": True, "sm100": False, "sm120": False},
-                             "is_sm90a_supported, utils.py:663-665: major == 9")
-FMHA_V2 = ThresholdTable("fmha_v2", {"sm80": False, "sm90": False, "sm100": False, "sm120": True},
-                         "_should_use_fmha_v2_sm120, utils.py:565-566: is_sm120a or is_sm121a")
-BLACKWELL_CUDNN = ThresholdTable("blackwell_cudnn", {"sm80": False, "sm90": False, "sm100": True, "sm120": False},
-                                 "_blackwell_ragged_auto_upgrade cudnn leg, prefill.py:2523: is_sm100a_supported")
-BLACKWELL_CUTLASS = ThresholdTable("blackwell_cutlass",
-                                   {"sm80": False, "sm90": False, "sm100": True, "sm120": False},
-                                   "cutlass leg, prefill.py:2544: is_sm100a_supported or is_sm110a_supported")
+FA3_CAPABLE = ThresholdTable(
+    "fa3_capable",
+    {"sm80": False, "sm90": True, "sm100": False, "sm120": False},
+    "is_sm90a_supported, utils.py:663-665: major == 9",
+)
+FMHA_V2 = ThresholdTable(
+    "fmha_v2",
+    {"sm80": False, "sm90": False, "sm100": False, "sm120": True},
+    "_should_use_fmha_v2_sm120, utils.py:565-566: is_sm120a or is_sm121a",
+)
+BLACKWELL_CUDNN = ThresholdTable(
+    "blackwell_cudnn",
+    {"sm80": False, "sm90": False, "sm100": True, "sm120": False},
+    "_blackwell_ragged_auto_upgrade cudnn leg, prefill.py:2523: is_sm100a_supported",
+)
+BLACKWELL_CUTLASS = ThresholdTable(
+    "blackwell_cutlass",
+    {"sm80": False, "sm90": False, "sm100": True, "sm120": False},
+    "cutlass leg, prefill.py:2544: is_sm100a_supported or is_sm110a_supported",
+)
 
 # Rows no plan of kernels/flashinfer/adapter.py reaches: it never passes pos_encoding_mode or
 # use_fp16_qk_reduction (plan() defaults "NONE" and False), and fmha_v2 needs the latter.
@@ -76,8 +88,11 @@ _FA3_DECLINES: tuple[tuple[str, Callable[[RoutingQuery], bool], str], ...] = (
     ("fa3_pos_encoding", lambda q: q.pos_encoding != "NONE", "utils.py:488-489 pos_encoding_mode != NONE"),
     ("fa3_fp16_qk_reduction", _sel_fp16_qk_reduction, "utils.py:490-491 use_fp16_qk_reductions"),
     ("fa3_fp8_kv_needs_fp8_q", _kv_only_fp8, "utils.py:492-497 'FA3 FP8 KV cache currently requires FP8 query'"),
-    ("fa3_head_dims", lambda q: _sel_head_dims(q) not in FA3_HEAD_DIMS,
-     "utils.py:623-629 is_fa3_prefill_head_dim_supported (utils.py:504-508) false -> fa2"),
+    (
+        "fa3_head_dims",
+        lambda q: _sel_head_dims(q) not in FA3_HEAD_DIMS,
+        "utils.py:623-629 is_fa3_prefill_head_dim_supported (utils.py:504-508) false -> fa2",
+    ),
 )
 
 
@@ -94,28 +109,53 @@ def _selector_picks_fa2(q: RoutingQuery, c: Ctx) -> bool:
 # --- the ragged upgrades of an fa2 answer ---------------------------------------------------------
 def _fmha_v2(q: RoutingQuery, c: Ctx) -> bool:
     """prefill.py:5547-5575 (qo_indptr == kv_indptr, :5547), _should_use_fmha_v2_sm120 (utils.py:565-571) last."""
-    return (q.api == "ragged" and _selector_picks_fa2(q, c) and q.kv_layout == "NHD"
-            and q.num_qo_heads == q.num_kv_heads and q.qo_lens == q.kv_lens
-            and q.head_dim_qk == q.head_dim_vo and q.head_dim_qk in FMHA_V2_HEAD_DIMS
-            and q.q_dtype == q.kv_dtype and q.use_fp16_qk_reduction and q.max_kv_len >= FMHA_V2_MIN_KV
-            and q.window_left < 0 and q.logits_soft_cap == 0.0 and bool(c.table("fmha_v2"))
-            and not q.custom_mask and q.pos_encoding == "NONE"
-            and q.q_dtype in SIXTEEN_BIT and q.kv_dtype in SIXTEEN_BIT)
+    return (
+        q.api == "ragged"
+        and _selector_picks_fa2(q, c)
+        and q.kv_layout == "NHD"
+        and q.num_qo_heads == q.num_kv_heads
+        and q.qo_lens == q.kv_lens
+        and q.head_dim_qk == q.head_dim_vo
+        and q.head_dim_qk in FMHA_V2_HEAD_DIMS
+        and q.q_dtype == q.kv_dtype
+        and q.use_fp16_qk_reduction
+        and q.max_kv_len >= FMHA_V2_MIN_KV
+        and q.window_left < 0
+        and q.logits_soft_cap == 0.0
+        and bool(c.table("fmha_v2"))
+        and not q.custom_mask
+        and q.pos_encoding == "NONE"
+        and q.q_dtype in SIXTEEN_BIT
+        and q.kv_dtype in SIXTEEN_BIT
+    )
 
 
 def _blackwell_candidate(q: RoutingQuery, c: Ctx) -> bool:
     """The upgrade is tried on an fa2 answer (prefill.py:5583) unless a feature rules every leg out (:2509-2519)."""
-    return (q.api == "ragged" and _selector_picks_fa2(q, c) and not _fmha_v2(q, c) and q.kv_layout == "NHD"
-            and q.q_dtype == q.kv_dtype and q.pos_encoding == "NONE" and not q.custom_mask
-            and q.window_left < 0 and q.logits_soft_cap == 0.0)
+    return (
+        q.api == "ragged"
+        and _selector_picks_fa2(q, c)
+        and not _fmha_v2(q, c)
+        and q.kv_layout == "NHD"
+        and q.q_dtype == q.kv_dtype
+        and q.pos_encoding == "NONE"
+        and not q.custom_mask
+        and q.window_left < 0
+        and q.logits_soft_cap == 0.0
+    )
 
 
 def _cudnn_leg(q: RoutingQuery, c: Ctx) -> bool:
     """prefill.py:2521-2541 (indptrs are int32: the adapter passes int32, so that check holds)."""
     single_token_gqa = q.max_q_len == 1 and q.num_qo_heads != q.num_kv_heads  # prefill.py:5626-5628
-    return (_blackwell_candidate(q, c) and bool(c.table("blackwell_cudnn")) and q.q_dtype in SIXTEEN_BIT
-            and q.cudnn_direct_seqlens and (q.head_dim_qk, q.head_dim_vo) in CUDNN_RAGGED_HEAD_DIMS
-            and not single_token_gqa)
+    return (
+        _blackwell_candidate(q, c)
+        and bool(c.table("blackwell_cudnn"))
+        and q.q_dtype in SIXTEEN_BIT
+        and q.cudnn_direct_seqlens
+        and (q.head_dim_qk, q.head_dim_vo) in CUDNN_RAGGED_HEAD_DIMS
+        and not single_token_gqa
+    )
 
 
 def _cutlass_work_items(q: RoutingQuery) -> int:
@@ -125,9 +165,15 @@ def _cutlass_work_items(q: RoutingQuery) -> int:
 
 def _cutlass_leg(q: RoutingQuery, c: Ctx) -> bool:
     """prefill.py:2542-2566."""
-    return (_blackwell_candidate(q, c) and bool(c.table("blackwell_cutlass")) and q.q_dtype in SIXTEEN_BIT
-            and q.o_dtype == q.q_dtype and (q.head_dim_qk, q.head_dim_vo) in CUTLASS_RAGGED_HEAD_DIMS
-            and _cutlass_work_items(q) <= CUTLASS_WORK_CAPACITY and not q.graph_mode)
+    return (
+        _blackwell_candidate(q, c)
+        and bool(c.table("blackwell_cutlass"))
+        and q.q_dtype in SIXTEEN_BIT
+        and q.o_dtype == q.q_dtype
+        and (q.head_dim_qk, q.head_dim_vo) in CUTLASS_RAGGED_HEAD_DIMS
+        and _cutlass_work_items(q) <= CUTLASS_WORK_CAPACITY
+        and not q.graph_mode
+    )
 
 
 def _decode_tc_fp8(q: RoutingQuery) -> bool:
@@ -137,43 +183,99 @@ def _decode_tc_fp8(q: RoutingQuery) -> bool:
 RULES: tuple[RouteRule, ...] = (
     # -- plan() fails before auto is looked at --
     # (any requested backend: these raises precede every use of it)
-    RouteRule("empty_batch", lambda q, c: q.api in ("paged", "ragged") and q.batch_size == 0,
-              None, NOT_REPORTED, expect_raises="RuntimeError",
-              source="prefill.py:3449 paged `(qo_indptr[1:] - qo_indptr[:-1]).max()`, :5336 ragged "
-                     "`kv_len_arr.max()` on an empty batch, before the resolution (:3669, :5527)"),
-    RouteRule("decode_tensor_cores_empty_batch",
-              lambda q, c: q.api == "decode" and q.use_tensor_cores and q.batch_size == 0,
-              None, NOT_REPORTED, expect_raises="RuntimeError",
-              source="decode.py:2371 `kv_lens_arr_host.max()` before the tensor-core resolution (:2375)"),
+    RouteRule(
+        "empty_batch",
+        lambda q, c: q.api in ("paged", "ragged") and q.batch_size == 0,
+        None,
+        NOT_REPORTED,
+        expect_raises="RuntimeError",
+        source="prefill.py:3449 paged `(qo_indptr[1:] - qo_indptr[:-1]).max()`, :5336 ragged "
+        "`kv_len_arr.max()` on an empty batch, before the resolution (:3669, :5527)",
+    ),
+    RouteRule(
+        "decode_tensor_cores_empty_batch",
+        lambda q, c: q.api == "decode" and q.use_tensor_cores and q.batch_size == 0,
+        None,
+        NOT_REPORTED,
+        expect_raises="RuntimeError",
+        source="decode.py:2371 `kv_lens_arr_host.max()` before the tensor-core resolution (:2375)",
+    ),
     # -- an explicit backend is what runs: upstream never redirects one (no performance gates) --
-    RouteRule("explicit_fa2", lambda q, c: q.requested == "fa2", "fa2", NOT_REPORTED,
-              source="prefill.py:3669, :5527, decode.py:2375 resolve only `auto`"),
-    RouteRule("explicit_fa3", lambda q, c: q.requested == "fa3", "fa3", NOT_REPORTED,
-              source="prefill.py:3669, :5527, decode.py:2375 resolve only `auto`"),
-    RouteRule("explicit_cudnn", lambda q, c: q.requested == "cudnn", "cudnn", NOT_REPORTED,
-              source="prefill.py:3669, :5527, decode.py:2375 resolve only `auto`"),
+    RouteRule(
+        "explicit_fa2",
+        lambda q, c: q.requested == "fa2",
+        "fa2",
+        NOT_REPORTED,
+        source="prefill.py:3669, :5527, decode.py:2375 resolve only `auto`",
+    ),
+    RouteRule(
+        "explicit_fa3",
+        lambda q, c: q.requested == "fa3",
+        "fa3",
+        NOT_REPORTED,
+        source="prefill.py:3669, :5527, decode.py:2375 resolve only `auto`",
+    ),
+    RouteRule(
+        "explicit_cudnn",
+        lambda q, c: q.requested == "cudnn",
+        "cudnn",
+        NOT_REPORTED,
+        source="prefill.py:3669, :5527, decode.py:2375 resolve only `auto`",
+    ),
     # -- decode: which kernel family, before any selector call --
-    RouteRule("decode_cuda_cores", _auto(lambda q, c: q.api == "decode" and not q.use_tensor_cores),
-              "fa2", NOT_REPORTED,
-              source="decode.py:1507-1508 resolved_backend reads fa2 for auto without tensor cores "
-                     "(batch_decode module, :2436-2448); cuDNN auto needs q_len_per_req 2..4 (:807)"),
-    RouteRule("decode_tensor_cores_16bit",
-              _auto(lambda q, c: q.api == "decode" and q.use_tensor_cores and not _decode_tc_fp8(q)),
-              "fa2", NOT_REPORTED, source="decode.py:2375-2391: no fp8 in q or kv -> fa2"),
+    RouteRule(
+        "decode_cuda_cores",
+        _auto(lambda q, c: q.api == "decode" and not q.use_tensor_cores),
+        "fa2",
+        NOT_REPORTED,
+        source="decode.py:1507-1508 resolved_backend reads fa2 for auto without tensor cores "
+        "(batch_decode module, :2436-2448); cuDNN auto needs q_len_per_req 2..4 (:807)",
+    ),
+    RouteRule(
+        "decode_tensor_cores_16bit",
+        _auto(lambda q, c: q.api == "decode" and q.use_tensor_cores and not _decode_tc_fp8(q)),
+        "fa2",
+        NOT_REPORTED,
+        source="decode.py:2375-2391: no fp8 in q or kv -> fa2",
+    ),
     # -- ragged: an fa2 answer upgraded (the selector's own rows follow) --
-    RouteRule("ragged_fmha_v2", _auto(_fmha_v2), "fmha_v2", NOT_REPORTED, tables=("fmha_v2", "fa3_capable"),
-              source="prefill.py:5538-5575; utils.py:552-571 _should_use_fmha_v2_sm120"),
-    RouteRule("ragged_blackwell_cudnn", _auto(_cudnn_leg), "cudnn", NOT_REPORTED,
-              tables=("blackwell_cudnn", "fa3_capable", "fmha_v2"),
-              source="prefill.py:5583-5631 -> _blackwell_ragged_auto_upgrade :2509-2541 (order :2372 cudnn first)"),
-    RouteRule("ragged_blackwell_cutlass", _auto(_cutlass_leg), "cutlass", NOT_REPORTED,
-              tables=("blackwell_cutlass", "fa3_capable", "fmha_v2"),
-              source="prefill.py:2542-2566 (cutlass second; never under CUDA graphs :2564)"),
+    RouteRule(
+        "ragged_fmha_v2",
+        _auto(_fmha_v2),
+        "fmha_v2",
+        NOT_REPORTED,
+        tables=("fmha_v2", "fa3_capable"),
+        source="prefill.py:5538-5575; utils.py:552-571 _should_use_fmha_v2_sm120",
+    ),
+    RouteRule(
+        "ragged_blackwell_cudnn",
+        _auto(_cudnn_leg),
+        "cudnn",
+        NOT_REPORTED,
+        tables=("blackwell_cudnn", "fa3_capable", "fmha_v2"),
+        source="prefill.py:5583-5631 -> _blackwell_ragged_auto_upgrade :2509-2541 (order :2372 cudnn first)",
+    ),
+    RouteRule(
+        "ragged_blackwell_cutlass",
+        _auto(_cutlass_leg),
+        "cutlass",
+        NOT_REPORTED,
+        tables=("blackwell_cutlass", "fa3_capable", "fmha_v2"),
+        source="prefill.py:2542-2566 (cutlass second; never under CUDA graphs :2564)",
+    ),
     # -- determine_attention_backend (paged, ragged, single, tensor-core fp8 decode) --
-    RouteRule("not_sm90a", _auto(lambda q, c: not c.table("fa3_capable")), "fa2", NOT_REPORTED,
-              tables=("fa3_capable",), source="utils.py:616, :627-628: is_sm90a_supported (utils.py:663-665) first"),
-    *(RouteRule(name, _auto(_declined_by(declines)), "fa2", NOT_REPORTED, source=src)
-      for name, declines, src in _FA3_DECLINES),
+    RouteRule(
+        "not_sm90a",
+        _auto(lambda q, c: not c.table("fa3_capable")),
+        "fa2",
+        NOT_REPORTED,
+        tables=("fa3_capable",),
+        source="utils.py:616, :627-628: is_sm90a_supported (utils.py:663-665) first",
+    ),
+    *(
+        RouteRule(name, _auto(_declined_by(declines)), "fa2", NOT_REPORTED, source=src)
+        for name, declines, src in _FA3_DECLINES
+    ),
     RouteRule("fa3", _auto(lambda q, c: True), "fa3", NOT_REPORTED, source="utils.py:616-626"),
 )
 

@@ -11,6 +11,7 @@ which would claim "no fallback happened"). The CUDA rows (`cuda_*`) describe ONE
 in `cuda_rows`, a spec gap. Where each rule was read and how it was checked: docs/routing-specs.md,
 section "`routing/specs/torch_sdpa.py`: where the rules come from".
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -33,11 +34,16 @@ FLASH_MAX_HEAD_DIM = 256  # check_head_dim_size_flash, sdp_utils.cpp:171-178
 CUDNN_HEAD_DIM_MULTIPLE = 8  # check_cudnn_tensor_shapes, sdp_utils.cpp:550-555
 
 # What the CUDA rows were read and measured against, per arch: an arch absent is a gap.
-CUDA_ROWS = ThresholdTable("cuda_rows", {"sm90": "torch 2.11.0+cu130, cuDNN 9.19 (91900), NVIDIA H200"},
-                           "CUDA SDPA selection written for these archs only")
-CUDNN_MAX_HEAD_DIM = ThresholdTable("cudnn_max_head_dim", {"sm90": 256},
-                                    "check_cudnn_tensor_shapes, sdp_utils.cpp:528-535: 128; 256 on sm90 with "
-                                    "cuDNN >= 9.10")
+CUDA_ROWS = ThresholdTable(
+    "cuda_rows",
+    {"sm90": "torch 2.11.0+cu130, cuDNN 9.19 (91900), NVIDIA H200"},
+    "CUDA SDPA selection written for these archs only",
+)
+CUDNN_MAX_HEAD_DIM = ThresholdTable(
+    "cudnn_max_head_dim",
+    {"sm90": 256},
+    "check_cudnn_tensor_shapes, sdp_utils.cpp:528-535: 128; 256 on sm90 with cuDNN >= 9.10",
+)
 
 
 Pred = Callable[[RoutingQuery, Ctx], bool]
@@ -51,8 +57,10 @@ def _cuda(p: Pred) -> Pred:
 def _request(q: RoutingQuery) -> tuple[int, int]:
     """(qo_len, kv_len) of the one request a CUDA query describes."""
     if q.batch_size != 1:
-        raise ValueError(f"torch CUDA rows describe one request, got qo_lens={q.qo_lens}: split the batch "
-                         "with routing.per_request.batch_route")
+        raise ValueError(
+            f"torch CUDA rows describe one request, got qo_lens={q.qo_lens}: split the batch "
+            "with routing.per_request.batch_route"
+        )
     return q.qo_lens[0], q.kv_lens[0]
 
 
@@ -76,15 +84,24 @@ def _cudnn_takes(q: RoutingQuery, c: Ctx) -> bool:
     """can_use_cudnn_attention, sdp_utils.cpp:752-809."""
     limit = c.table("cudnn_max_head_dim")
     _, kv = _request(q)
-    return (q.q_dtype in CUDA_SIXTEEN_BIT and q.head_dim_qk <= limit and q.head_dim_vo <= limit
-            and q.head_dim_qk % CUDNN_HEAD_DIM_MULTIPLE == 0 and q.head_dim_vo % CUDNN_HEAD_DIM_MULTIPLE == 0
-            and kv != 1)
+    return (
+        q.q_dtype in CUDA_SIXTEEN_BIT
+        and q.head_dim_qk <= limit
+        and q.head_dim_vo <= limit
+        and q.head_dim_qk % CUDNN_HEAD_DIM_MULTIPLE == 0
+        and q.head_dim_vo % CUDNN_HEAD_DIM_MULTIPLE == 0
+        and kv != 1
+    )
 
 
 def _flash_takes(q: RoutingQuery, masked: bool) -> bool:
     """can_use_flash_attention, sdp_utils.cpp:819-869."""
-    return (not masked and q.q_dtype in CUDA_SIXTEEN_BIT and q.head_dim_qk == q.head_dim_vo
-            and q.head_dim_qk <= FLASH_MAX_HEAD_DIM)
+    return (
+        not masked
+        and q.q_dtype in CUDA_SIXTEEN_BIT
+        and q.head_dim_qk == q.head_dim_vo
+        and q.head_dim_qk <= FLASH_MAX_HEAD_DIM
+    )
 
 
 def _efficient_takes(q: RoutingQuery) -> bool:
@@ -92,58 +109,111 @@ def _efficient_takes(q: RoutingQuery) -> bool:
     if q.q_dtype not in EFFICIENT_DTYPES:
         return False
     m = EFFICIENT_HEAD_DIM_MULTIPLE[q.q_dtype]
-    return (q.head_dim_qk % m == 0 and q.head_dim_vo % m == 0 and not _gqa(q))
+    return q.head_dim_qk % m == 0 and q.head_dim_vo % m == 0 and not _gqa(q)
 
 
 CUDA_RULES: tuple[RouteRule, ...] = (
-    RouteRule("cuda_no_requests", _cuda(lambda q, c: q.batch_size == 0), EMPTY, NOT_REPORTED,
-              tables=("cuda_rows",),
-              source="kernels/torch_sdpa.py:335: no request, no SDPA call: EMPTY_PATH"),
-    RouteRule("cuda_zero_length", _cuda(lambda q, c: 0 in _request(q)), "math", NOT_REPORTED,
-              tables=("cuda_rows",),
-              source="torch 2.11: no empty-input shortcut (kernels/torch_sdpa.py:329 routes the request); "
-                     "check_nonzero_sequence_lengths_dense in cudnn, flash, efficient (sdp_utils.cpp:795, "
-                     ":859, :924) -> math (:989-991)"),
-    RouteRule("cuda_lower_right_flash", _cuda(lambda q, c: _lower_right(q) and _flash_takes(q, masked=False)),
-              "flash", NOT_REPORTED, tables=("cuda_rows",),
-              source="torch.nn.attention.bias.CausalBias._dispatch (kernels/torch_sdpa.py:142-148): "
-                     "can_use_flash_attention with no mask, sdp_utils.cpp:819-869"),
-    RouteRule("cuda_lower_right_efficient", _cuda(lambda q, c: _lower_right(q) and _efficient_takes(q)),
-              "efficient", NOT_REPORTED, tables=("cuda_rows",),
-              source="CausalBias._dispatch (kernels/torch_sdpa.py:149-150): then can_use_efficient_attention, "
-                     "sdp_utils.cpp:871-954"),
-    RouteRule("cuda_cudnn", _cuda(_cudnn_takes), "cudnn", NOT_REPORTED, tables=("cuda_rows", "cudnn_max_head_dim"),
-              source="select_sdp_backend sdp_utils.cpp:956-991, priority_order :104-116 cudnn first "
-                     "(check_prefer_cudnn_attention :78-101: cuDNN > 9.15, sm90); can_use_cudnn_attention "
-                     ":752-809: fp16/bf16 :783, head dims <= 256 :528-549 and % 8 :550-555, kv_len != 1 "
-                     ":577-582; masks :784 and GQA :797 taken"),
-    RouteRule("cuda_flash", _cuda(lambda q, c: _flash_takes(q, masked=_masked(q))), "flash", NOT_REPORTED,
-              tables=("cuda_rows",),
-              source="second in priority_order; can_use_flash_attention sdp_utils.cpp:819-869: no attn_mask "
-                     "(check_for_attn_mask :832), equal head dims <= 256 (:833, :171-178), fp16/bf16 (:837, "
-                     ":714-723); GQA taken (:855-858)"),
-    RouteRule("cuda_efficient", _cuda(lambda q, c: _efficient_takes(q)), "efficient", NOT_REPORTED,
-              tables=("cuda_rows",),
-              source="third; can_use_mem_efficient_attention sdp_utils.cpp:871-954: fp16/bf16/fp32 (:885-886, "
-                     ":948-950), head dims multiples of 8 / 4 (:247-270, :127-141), no GQA (:926); masks taken"),
-    RouteRule("cuda_math", _cuda(lambda q, c: True), "math", NOT_REPORTED, tables=("cuda_rows",),
-              source="select_sdp_backend sdp_utils.cpp:989-991: math when no fused backend takes the request"),
+    RouteRule(
+        "cuda_no_requests",
+        _cuda(lambda q, c: q.batch_size == 0),
+        EMPTY,
+        NOT_REPORTED,
+        tables=("cuda_rows",),
+        source="kernels/torch_sdpa.py:335: no request, no SDPA call: EMPTY_PATH",
+    ),
+    RouteRule(
+        "cuda_zero_length",
+        _cuda(lambda q, c: 0 in _request(q)),
+        "math",
+        NOT_REPORTED,
+        tables=("cuda_rows",),
+        source="torch 2.11: no empty-input shortcut (kernels/torch_sdpa.py:329 routes the request); "
+        "check_nonzero_sequence_lengths_dense in cudnn, flash, efficient (sdp_utils.cpp:795, "
+        ":859, :924) -> math (:989-991)",
+    ),
+    RouteRule(
+        "cuda_lower_right_flash",
+        _cuda(lambda q, c: _lower_right(q) and _flash_takes(q, masked=False)),
+        "flash",
+        NOT_REPORTED,
+        tables=("cuda_rows",),
+        source="torch.nn.attention.bias.CausalBias._dispatch (kernels/torch_sdpa.py:142-148): "
+        "can_use_flash_attention with no mask, sdp_utils.cpp:819-869",
+    ),
+    RouteRule(
+        "cuda_lower_right_efficient",
+        _cuda(lambda q, c: _lower_right(q) and _efficient_takes(q)),
+        "efficient",
+        NOT_REPORTED,
+        tables=("cuda_rows",),
+        source="CausalBias._dispatch (kernels/torch_sdpa.py:149-150): then can_use_efficient_attention, "
+        "sdp_utils.cpp:871-954",
+    ),
+    RouteRule(
+        "cuda_cudnn",
+        _cuda(_cudnn_takes),
+        "cudnn",
+        NOT_REPORTED,
+        tables=("cuda_rows", "cudnn_max_head_dim"),
+        source="select_sdp_backend sdp_utils.cpp:956-991, priority_order :104-116 cudnn first "
+        "(check_prefer_cudnn_attention :78-101: cuDNN > 9.15, sm90); can_use_cudnn_attention "
+        ":752-809: fp16/bf16 :783, head dims <= 256 :528-549 and % 8 :550-555, kv_len != 1 "
+        ":577-582; masks :784 and GQA :797 taken",
+    ),
+    RouteRule(
+        "cuda_flash",
+        _cuda(lambda q, c: _flash_takes(q, masked=_masked(q))),
+        "flash",
+        NOT_REPORTED,
+        tables=("cuda_rows",),
+        source="second in priority_order; can_use_flash_attention sdp_utils.cpp:819-869: no attn_mask "
+        "(check_for_attn_mask :832), equal head dims <= 256 (:833, :171-178), fp16/bf16 (:837, "
+        ":714-723); GQA taken (:855-858)",
+    ),
+    RouteRule(
+        "cuda_efficient",
+        _cuda(lambda q, c: _efficient_takes(q)),
+        "efficient",
+        NOT_REPORTED,
+        tables=("cuda_rows",),
+        source="third; can_use_mem_efficient_attention sdp_utils.cpp:871-954: fp16/bf16/fp32 (:885-886, "
+        ":948-950), head dims multiples of 8 / 4 (:247-270, :127-141), no GQA (:926); masks taken",
+    ),
+    RouteRule(
+        "cuda_math",
+        _cuda(lambda q, c: True),
+        "math",
+        NOT_REPORTED,
+        tables=("cuda_rows",),
+        source="select_sdp_backend sdp_utils.cpp:989-991: math when no fused backend takes the request",
+    ),
 )
 
 # Rows that no CPU run can reach, by design; coverage on CPU must leave exactly these unreached.
 GAP_ROWS: tuple[str, ...] = tuple(r.name for r in CUDA_RULES)
 
 RULES: tuple[RouteRule, ...] = CUDA_RULES + (
-    RouteRule("cpu_all_requests_empty", lambda q, c: q.all_requests_empty,
-              EMPTY, NOT_REPORTED,
-              source="torch 2.13 empty-input shortcut: zero-length q or k answered before any backend"),
-    RouteRule("cpu_head_dims_differ", lambda q, c: q.head_dim_qk != q.head_dim_vo,
-              "math", NOT_REPORTED,
-              source="sdp_utils_cpp.cpp use_flash_attention_cpp: check_head_dim_size_cpp"),
-    RouteRule("cpu_flash",
-              lambda q, c: q.q_dtype in CPU_FLASH_DTYPES and q.kv_dtype == q.q_dtype,
-              "flash", NOT_REPORTED,
-              source="sdp_utils_cpp.cpp select_sdp_backend_cpp: flash first, then math"),
+    RouteRule(
+        "cpu_all_requests_empty",
+        lambda q, c: q.all_requests_empty,
+        EMPTY,
+        NOT_REPORTED,
+        source="torch 2.13 empty-input shortcut: zero-length q or k answered before any backend",
+    ),
+    RouteRule(
+        "cpu_head_dims_differ",
+        lambda q, c: q.head_dim_qk != q.head_dim_vo,
+        "math",
+        NOT_REPORTED,
+        source="sdp_utils_cpp.cpp use_flash_attention_cpp: check_head_dim_size_cpp",
+    ),
+    RouteRule(
+        "cpu_flash",
+        lambda q, c: q.q_dtype in CPU_FLASH_DTYPES and q.kv_dtype == q.q_dtype,
+        "flash",
+        NOT_REPORTED,
+        source="sdp_utils_cpp.cpp select_sdp_backend_cpp: flash first, then math",
+    ),
 )
 
 SPEC = RoutingSpec(
@@ -152,9 +222,12 @@ SPEC = RoutingSpec(
     rules=RULES,
     thresholds={CUDA_ROWS.name: CUDA_ROWS, CUDNN_MAX_HEAD_DIM.name: CUDNN_MAX_HEAD_DIM},
     # torch has no plan stage: every call chooses afresh.
-    lifecycle=Lifecycle(re_resolve_every_eager_plan=frozenset({"paged", "ragged", "single", "decode"}),
-                        graph_mode_first_plan_decides=False, nonpositive_length_never_short=True,
-                        before_plan=("auto", NOT_REPORTED)),
+    lifecycle=Lifecycle(
+        re_resolve_every_eager_plan=frozenset({"paged", "ragged", "single", "decode"}),
+        graph_mode_first_plan_decides=False,
+        nonpositive_length_never_short=True,
+        before_plan=("auto", NOT_REPORTED),
+    ),
 )
 
 validate(SPEC)

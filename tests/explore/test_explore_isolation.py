@@ -5,6 +5,7 @@ dead context (Flaky), and the next subject died in its warm-up. Now a lost conte
 subject, unshrunk, with the calls that led there and a script; on a GPU every subject runs in a
 process of its own, and one that dies leaves the calls it was making in its flight record.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,19 +42,29 @@ class _DiesOnThirdPlan:
         return self._inner.fresh()
 
 
-def test_a_lost_context_ends_the_subject_unshrunk_with_its_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                                                 ) -> None:
+def test_a_lost_context_ends_the_subject_unshrunk_with_its_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     counter = [0]
     target = get_target("torch")
     # Decode only: no directed sequences (those are ragged and paged), so after the warm-up's one plan the
     # third plan is Hypothesis's, where shrinking would replay in the dead context.
-    subject = Subject(name="dies", target="torch", backend="math",
-                      make=lambda b: _DiesOnThirdPlan(target.make(b, "cpu"), counter),
-                      specs={}, env=RoutingEnv(arch="unknown", device="cpu"), recipe=Recipe("torch"),
-                      exclude_layouts={x: "decode only" for x in ("ragged", "paged", "single")})
+    subject = Subject(
+        name="dies",
+        target="torch",
+        backend="math",
+        make=lambda b: _DiesOnThirdPlan(target.make(b, "cpu"), counter),
+        specs={},
+        env=RoutingEnv(arch="unknown", device="cpu"),
+        recipe=Recipe("torch"),
+        exclude_layouts={x: "decode only" for x in ("ragged", "paged", "single")},
+    )
     monkeypatch.setattr(machines, "device_type", lambda device: "cuda")  # the checks a GPU subject makes
-    monkeypatch.setattr(machines, "context_after_error",
-                        lambda device: (False, "AcceleratorError: an illegal memory access was encountered"))
+    monkeypatch.setattr(
+        machines,
+        "context_after_error",
+        lambda device: (False, "AcceleratorError: an illegal memory access was encountered"),
+    )
     r = explore_subject(subject, BUDGETS["ci"], tmp_path)
     assert r.failure is not None and r.failure["context_lost"] and r.failure["invariant"] == "no_unexpected_error"
     assert "not shrunk" in r.failure["details"]["no_unexpected_error"]
@@ -66,16 +77,33 @@ def test_a_lost_context_ends_the_subject_unshrunk_with_its_calls(tmp_path: Path,
 def test_a_warm_up_that_raises_is_the_subjects_failure(tmp_path: Path) -> None:
     counter = [2]  # the very first plan is the third
     target = get_target("torch")
-    subject = Subject(name="warm", target="torch", backend="math",
-                      make=lambda b: _DiesOnThirdPlan(target.make(b, "cpu"), counter), specs={},
-                      env=RoutingEnv(arch="unknown", device="cpu"), recipe=Recipe("torch"))
+    subject = Subject(
+        name="warm",
+        target="torch",
+        backend="math",
+        make=lambda b: _DiesOnThirdPlan(target.make(b, "cpu"), counter),
+        specs={},
+        env=RoutingEnv(arch="unknown", device="cpu"),
+        recipe=Recipe("torch"),
+    )
     r = explore_subject(subject, BUDGETS["ci"], tmp_path)
     assert r.failure["phase"] == "warm-up" and "illegal memory access" in r.failure["details"]["no_unexpected_error"]
 
 
 def _args(out: Path, **kw: Any) -> argparse.Namespace:
-    return argparse.Namespace(**{"target": "torch", "budget": "ci", "out": str(out), "device": "cpu", "seed": 0,
-                                 "examples": 2, "steps": 3, "jobs": 1, **kw})
+    return argparse.Namespace(
+        **{
+            "target": "torch",
+            "budget": "ci",
+            "out": str(out),
+            "device": "cpu",
+            "seed": 0,
+            "examples": 2,
+            "steps": 3,
+            "jobs": 1,
+            **kw,
+        }
+    )
 
 
 def test_each_subject_in_its_own_process_merges_into_one_summary(tmp_path: Path) -> None:
@@ -86,8 +114,9 @@ def test_each_subject_in_its_own_process_merges_into_one_summary(tmp_path: Path)
     assert summary["totals"]["runs"] > 0
 
 
-def test_a_subject_whose_process_dies_reports_the_calls_it_was_making(tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_subject_whose_process_dies_reports_the_calls_it_was_making(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(machines.FAULT_ABORT_STEP, "2")
     assert explore_in_children(_args(tmp_path), ["torch-auto-cpu"]) == 1
     (s,) = json.loads((tmp_path / SUMMARY_NAME).read_text())["subjects"]
@@ -115,18 +144,36 @@ class _FakeChild:
     def poll(self) -> Any:
         self.left -= 1
         if self.left <= 0 and self.returncode is None and self.subject in self.dies:
-            self.partial.write_text(json.dumps({"subject": self.subject, "directed": [
-                {"name": "masked_then_unmasked", "status": "failed"}]}))
+            self.partial.write_text(
+                json.dumps(
+                    {"subject": self.subject, "directed": [{"name": "masked_then_unmasked", "status": "failed"}]}
+                )
+            )
             self.returncode, _FakeChild.live = -6, _FakeChild.live - 1
         if self.left <= 0 and self.returncode is None:
-            self.summary.write_text(json.dumps({"subjects": [{"subject": self.subject, "examples": 1, "steps": 1,
-                                                              "runs": 1, "failure": None, "directed": []}]}))
+            self.summary.write_text(
+                json.dumps(
+                    {
+                        "subjects": [
+                            {
+                                "subject": self.subject,
+                                "examples": 1,
+                                "steps": 1,
+                                "runs": 1,
+                                "failure": None,
+                                "directed": [],
+                            }
+                        ]
+                    }
+                )
+            )
             self.returncode, _FakeChild.live = 0, _FakeChild.live - 1
         return self.returncode
 
 
-def test_jobs_children_run_at_once_and_merge_in_the_subjects_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_jobs_children_run_at_once_and_merge_in_the_subjects_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     import subprocess
 
     monkeypatch.setattr(subprocess, "Popen", _FakeChild)
@@ -140,8 +187,9 @@ def test_jobs_children_run_at_once_and_merge_in_the_subjects_order(tmp_path: Pat
     assert capsys.readouterr().out.count(": ran") == 3  # each child's log is printed when it ends
 
 
-def test_a_subject_killed_in_its_exploration_keeps_its_directed_results(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_subject_killed_in_its_exploration_keeps_its_directed_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Seen on the H200: six subjects interrupted in their exploration lost the directed results they had
     (their scripts stayed on disk, the summary said nothing of them). A child writes them as soon as
     they are known; the parent puts them in a dead child's record."""
@@ -154,7 +202,8 @@ def test_a_subject_killed_in_its_exploration_keeps_its_directed_results(tmp_path
     assert explore_in_children(_args(tmp_path, jobs=2), ["s1", "s2"]) == 1
     s1, s2 = json.loads((tmp_path / SUMMARY_NAME).read_text())["subjects"]
     assert s1["failure"]["invariant"] == "process_crashed" and s1["directed"] == [
-        {"name": "masked_then_unmasked", "status": "failed"}]
+        {"name": "masked_then_unmasked", "status": "failed"}
+    ]
     assert s2["failure"] is None
 
 
@@ -168,11 +217,18 @@ def test_an_in_process_run_writes_each_subjects_directed_results_before_its_expl
     assert any(d["status"] == "passed" for d in partial["directed"])
 
 
-@pytest.mark.parametrize("argv, needle", [(["--examples", "0"], "--examples=0"), (["--steps", "-1"], "--steps=-1"),
-                                          (["--subject", "nope"], "--subject nope"),
-                                          (["--jobs", "0"], "--jobs=0")])
-def test_bad_counts_and_unknown_subjects_exit_2_naming_them(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                           argv: list[str], needle: str) -> None:
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["--examples", "0"], "--examples=0"),
+        (["--steps", "-1"], "--steps=-1"),
+        (["--subject", "nope"], "--subject nope"),
+        (["--jobs", "0"], "--jobs=0"),
+    ],
+)
+def test_bad_counts_and_unknown_subjects_exit_2_naming_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], needle: str
+) -> None:
     from conformance.explore.loop import main
 
     assert main(["--target", "torch", "--out", str(tmp_path / "o"), *argv]) == 2

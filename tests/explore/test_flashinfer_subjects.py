@@ -7,6 +7,7 @@ mask) on its own; each is written as a script of plain flashinfer calls that rep
 raise the known-failure ledger explains is logged as known, not reported again. The numerics are
 the fake's, so nothing here is a verdict on FlashInfer.
 """
+
 from __future__ import annotations
 
 import os
@@ -33,8 +34,11 @@ from fake_flashinfer import fake  # noqa: E402,F401  (the fixture)
 
 def _subjects() -> dict[str, Any]:
     # A small workspace: the fake never reads it, and 128 MiB zeroed per wrapper would dominate.
-    make = lambda b, g: fi.FlashInferKernel(b, "cpu", graph=g, graphs=ff.FakeGraphs(),  # noqa: E731
-                                            options=fi.AdapterOptions(workspace_bytes=1024))
+    def make(b: str, g: bool) -> fi.FlashInferKernel:
+        return fi.FlashInferKernel(
+            b, "cpu", graph=g, graphs=ff.FakeGraphs(), options=fi.AdapterOptions(workspace_bytes=1024)
+        )
+
     subs = flashinfer_subjects("cpu", make=make, offered=("fa2", "fa3", "auto"), arch="sm90")
     return {s.name: s for s in subs}
 
@@ -56,8 +60,9 @@ def _run_script(path: str) -> tuple[int, str]:
 
 def test_one_subject_per_api_and_mode_inside_the_built_modules(fake: Any) -> None:
     subs = _subjects()
-    assert sorted(subs) == sorted(f"flashinfer-sm90-{api}{g}" for api in ("paged", "ragged", "decode")
-                                  for g in ("", "-graph"))
+    assert sorted(subs) == sorted(
+        f"flashinfer-sm90-{api}{g}" for api in ("paged", "ragged", "decode") for g in ("", "-graph")
+    )
     s = subs["flashinfer-sm90-ragged"]
     assert s.backend == "auto" and s.explicit == ("fa2", "fa3") and s.recipe.kind == "flashinfer"
     assert subs["flashinfer-sm90-ragged-graph"].recipe.kind == "library"  # capture is the adapter's choreography
@@ -69,12 +74,16 @@ def test_one_subject_per_api_and_mode_inside_the_built_modules(fake: Any) -> Non
     assert cases and {(c.q_dtype, c.head_dim_qk, c.head_dim_vo) for c in cases} == {("bf16", 128, 128)}
 
 
-@pytest.mark.parametrize("api,catchers", [
-    ("paged", {"history_independent", "no_unexpected_error"}),  # sticky auto: the first plan's backend
-    ("ragged", {"history_independent", "output_matches_oracle"}),  # the stale custom mask
-])
-def test_exploration_finds_the_lifecycle_defect_and_writes_a_plain_script(fake: Any, tmp_path: Path, api: str,
-                                                                          catchers: set[str]) -> None:
+@pytest.mark.parametrize(
+    "api,catchers",
+    [
+        ("paged", {"history_independent", "no_unexpected_error"}),  # sticky auto: the first plan's backend
+        ("ragged", {"history_independent", "output_matches_oracle"}),  # the stale custom mask
+    ],
+)
+def test_exploration_finds_the_lifecycle_defect_and_writes_a_plain_script(
+    fake: Any, tmp_path: Path, api: str, catchers: set[str]
+) -> None:
     s = _subjects()[f"flashinfer-sm90-{api}"]
     r = explore_subject(s, BUDGETS["ci"], tmp_path)
     assert r.failure is not None, f"{s.name}: the exploration missed the defect"
@@ -89,7 +98,8 @@ def test_exploration_finds_the_lifecycle_defect_and_writes_a_plain_script(fake: 
 
 
 def test_a_run_that_raised_in_the_machine_is_judged_where_the_script_does_not_raise(
-        fake: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """On the H200 the ragged subject lost its CUDA context on a run reading a stale mask at address 0; the
     plain script of those calls printed "every call held": it neither synchronised after the run (the fault
     surfaced at the next sync, which never came) nor judged it.
@@ -118,8 +128,8 @@ def test_a_run_that_raised_in_the_machine_is_judged_where_the_script_does_not_ra
     script = write_repro(failure, s, tmp_path, "directed")
     # The run is synchronised inside its try: on the H200 its fault surfaced only at a later sync, or never.
     text = script.read_text()
-    step = text[text.index(f"    # step {failure.steps[-1].n}: run"):]
-    assert "torch.cuda.synchronize()" in step[step.index("    try:"):step.index("    except Exception")], step
+    step = text[text.index(f"    # step {failure.steps[-1].n}: run") :]
+    assert "torch.cuda.synchronize()" in step[step.index("    try:") : step.index("    except Exception")], step
     monkeypatch.setattr(W, "run", run)  # the fresh process: the same calls do not fault
     code, out = _run_script(str(script))
     assert code == 1 and f"REPRODUCED at step {failure.steps[-1].n}" in out and "did not raise here" in out, out
@@ -143,6 +153,7 @@ def _with_ledger_at(subject: Any, version: str) -> Any:
     def known(case: Any, backend: str) -> Any:
         e = entry_for("flashinfer", case.to_json(), backend, version, "sm90")
         return (e.id, e.status) if e is not None else None
+
     return replace(subject, known=known)
 
 
@@ -197,8 +208,10 @@ def test_a_graph_subject_asks_the_ledger_about_its_graph_backend(fake: Any) -> N
         inst.plan_case("plan", inst.profile.probe("ragged").replace(qo_lens=(0,), kv_lens=(0,)), 0)
         assert asked == ["auto" + suffix], name
     no_rows = Case("ragged", (0,), (0,), 4, 1, mask="custom")
-    assert entry_for("flashinfer", no_rows.to_json(), "fa2+graph", "0.7.2.post1", "sm90").id == \
-        "flashinfer-graph-no-query-rows"
+    assert (
+        entry_for("flashinfer", no_rows.to_json(), "fa2+graph", "0.7.2.post1", "sm90").id
+        == "flashinfer-graph-no-query-rows"
+    )
     assert entry_for("flashinfer", no_rows.to_json(), "fa2", "0.7.2.post1", "sm90") is None
 
 
@@ -206,8 +219,9 @@ def test_a_case_the_ledger_says_crashes_is_not_launched(fake: Any) -> None:
     """fa3 ragged over HND kills the process on 0.7.2.post1 (SIGFPE): the machine logs it as known, unplanned."""
     s = _subjects()["flashinfer-sm90-ragged"]
     calls_before = len(ff.STATE.calls)
-    crashing = replace(s, known=lambda case, b: ("flashinfer-fa3-hnd-kv-heads-sigfpe", "crash")
-                       if case.kv_layout == "HND" else None)
+    crashing = replace(
+        s, known=lambda case, b: ("flashinfer-fa3-hnd-kv-heads-sigfpe", "crash") if case.kv_layout == "HND" else None
+    )
     inst = machine_for(crashing)()
     case = inst.profile.probe("ragged").replace(kv_layout="HND")
     inst.plan_case("plan", case, 0)
@@ -216,9 +230,11 @@ def test_a_case_the_ledger_says_crashes_is_not_launched(fake: Any) -> None:
     assert len(ff.STATE.calls) == calls_before and "auto" not in inst.planned  # the library was never called
 
 
-CUDA_ERROR = ("AcceleratorError: CUDA error: an illegal memory access was encountered\n"
-              "Search for `cudaErrorIllegalAddress' in https://docs.nvidia.com/cuda/ for more information.\n"
-              "For debugging consider passing CUDA_LAUNCH_BLOCKING=1")
+CUDA_ERROR = (
+    "AcceleratorError: CUDA error: an illegal memory access was encountered\n"
+    "Search for `cudaErrorIllegalAddress' in https://docs.nvidia.com/cuda/ for more information.\n"
+    "For debugging consider passing CUDA_LAUNCH_BLOCKING=1"
+)
 
 
 def test_scripts_of_a_many_line_raise_parse_and_replay_on_the_subjects_device(fake: Any, tmp_path: Path) -> None:
@@ -237,8 +253,10 @@ def test_scripts_of_a_many_line_raise_parse_and_replay_on_the_subjects_device(fa
     assert planned.library_calls  # the eager script writes its comment from a step with library calls
     raised = replace(planned, outcome="raise", note=CUDA_ERROR)
     assert "\n" not in raised.line() and "Search for" in raised.line()
-    for name, step in (("flashinfer-sm90-ragged", raised),
-                       ("flashinfer-sm90-ragged-graph", replace(raised, library_calls=[]))):
+    for name, step in (
+        ("flashinfer-sm90-ragged", raised),
+        ("flashinfer-sm90-ragged-graph", replace(raised, library_calls=[])),
+    ):
         subject = replace(subs[name], device="cuda:1") if name.endswith("graph") else subs[name]
         failure = ScenarioFailure(name, [step], [Violation("no_unexpected_error", CUDA_ERROR)])
         text = write_repro(failure, subject, tmp_path / name).read_text()

@@ -8,6 +8,7 @@ driven through the flashinfer adapter. Scripts run here in-process (runpy, as `p
 would); tests/explore/test_scenario_repro.py runs both script kinds in a fresh interpreter.
 The shrunk sequences are printed (`pytest -rP` shows them); docs/scenario-machines.md records them.
 """
+
 from __future__ import annotations
 
 import json
@@ -91,8 +92,9 @@ def test_each_fault_is_caught_shrunk_and_reproduced(subject: Subject, tmp_path: 
 
     # The same calls against the correct stand-in: the script must not claim a defect.
     failure = _rerun(subject, f)
-    correct = next(s for s in standin_subjects() if s.name == ("standin-gfx942-graph" if FAULTS[fault].graph
-                                                                else "standin-gfx942"))
+    correct = next(
+        s for s in standin_subjects() if s.name == ("standin-gfx942-graph" if FAULTS[fault].graph else "standin-gfx942")
+    )
     assert run_script(write_repro(failure, correct, tmp_path / "control")) == 0
 
 

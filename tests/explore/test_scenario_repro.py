@@ -5,6 +5,7 @@ Both kinds of scripts/repro.py are run here as `python script.py`:
 * a torch-only script, for a torch adapter wrapped with a defect of its own. Plain torch does not
   show that defect, so the script exits 0; under a torch whose SDPA loses a row it exits 1.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -29,7 +30,7 @@ from conformance.explore.repro import write_repro
 from scenarios.tensors import Inputs
 
 # Loaded at interpreter start through PYTHONPATH: SDPA's last query row comes back NaN.
-BROKEN_SDPA = '''
+BROKEN_SDPA = """
 import torch.nn.functional as F
 _sdpa = F.scaled_dot_product_attention
 def _broken(*args, **kwargs):
@@ -38,7 +39,7 @@ def _broken(*args, **kwargs):
         out[..., -1, :] = float("nan")
     return out
 F.scaled_dot_product_attention = _broken
-'''
+"""
 
 
 class DropsARowAfterItsFirstRun:
@@ -79,8 +80,9 @@ def directed_failure(subject: Subject, name: str) -> ScenarioFailure:
 def standalone(script: Path, cwd: Path, **env: str) -> subprocess.CompletedProcess:
     """`python script` in a fresh interpreter, from a directory outside the checkout."""
     clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    return subprocess.run([sys.executable, str(script)], cwd=cwd, env={**clean, **env}, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, str(script)], cwd=cwd, env={**clean, **env}, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_a_library_script_reproduces_standalone(tmp_path: Path) -> None:
@@ -104,14 +106,20 @@ def test_a_library_scripts_run_is_synchronised_inside_its_try(tmp_path: Path) ->
     subject = next(s for s in fault_subjects() if s.name == "fault-mask_not_cleared")
     script = write_repro(directed_failure(subject, "paged: masked then unmasked"), subject, tmp_path, "directed")
     text = script.read_text()
-    body = text[text.index("got = adapter.run(inputs)"):]
-    assert "torch.cuda.synchronize()" in body[:body.index("except Exception")], body[:300]
+    body = text[text.index("got = adapter.run(inputs)") :]
+    assert "torch.cuda.synchronize()" in body[: body.index("except Exception")], body[:300]
 
 
 def test_a_torch_script_uses_only_torch_and_blames_torch_only_when_torch_is_wrong(tmp_path: Path) -> None:
-    subject = Subject(name="torch-drops-a-row", target="torch", backend="auto",
-                      make=lambda b: DropsARowAfterItsFirstRun(b), specs={"auto": TORCH_SDPA},
-                      env=RoutingEnv(arch="unknown", device="cpu"), recipe=Recipe("torch"))
+    subject = Subject(
+        name="torch-drops-a-row",
+        target="torch",
+        backend="auto",
+        make=lambda b: DropsARowAfterItsFirstRun(b),
+        specs={"auto": TORCH_SDPA},
+        env=RoutingEnv(arch="unknown", device="cpu"),
+        recipe=Recipe("torch"),
+    )
     failure = directed_failure(subject, "ragged: long then short")
     assert failure.invariant == "every_element_written"
     script = write_repro(failure, subject, tmp_path / "failures", "directed")
@@ -130,24 +138,63 @@ def test_a_torch_script_uses_only_torch_and_blames_torch_only_when_torch_is_wron
     assert "REPRODUCED at step 2" in done.stdout and "NaN or never written" in done.stdout
 
 
-
 CASES = [
     Case("ragged", (5, 0, 17), (9, 4, 0), 4, 2, head_dim_qk=64, head_dim_vo=64, causal=True),
-    Case("paged", (6, 4), (40, 13), 4, 1, head_dim_qk=64, head_dim_vo=64, page_size=5, mask="custom",
-         kv_layout="HND", window_left=7),
-    Case("decode", (1, 1, 1), (3, 0, 30), 8, 2, head_dim_qk=64, head_dim_vo=64, page_size=16, q_dtype="fp32",
-         kv_dtype="fp32", o_dtype="fp32"),
-    Case("single", (9,), (4,), 2, 2, head_dim_qk=192, head_dim_vo=128, causal=True, q_dtype="fp16", kv_dtype="fp16",
-         o_dtype="fp16"),
+    Case(
+        "paged",
+        (6, 4),
+        (40, 13),
+        4,
+        1,
+        head_dim_qk=64,
+        head_dim_vo=64,
+        page_size=5,
+        mask="custom",
+        kv_layout="HND",
+        window_left=7,
+    ),
+    Case(
+        "decode",
+        (1, 1, 1),
+        (3, 0, 30),
+        8,
+        2,
+        head_dim_qk=64,
+        head_dim_vo=64,
+        page_size=16,
+        q_dtype="fp32",
+        kv_dtype="fp32",
+        o_dtype="fp32",
+    ),
+    Case(
+        "single",
+        (9,),
+        (4,),
+        2,
+        2,
+        head_dim_qk=192,
+        head_dim_vo=128,
+        causal=True,
+        q_dtype="fp16",
+        kv_dtype="fp16",
+        o_dtype="fp16",
+    ),
     Case("ragged", (), (), 4, 1, head_dim_qk=64, head_dim_vo=64),
 ]
 
 
 def test_a_torch_script_replays_what_the_adapters_ran(tmp_path: Path) -> None:
     """Every layout, mask, window, GQA, empty request and backend: real torch gives what the adapters gave."""
-    subject = Subject(name="torch-every-call", target="torch", backend="auto",
-                      make=lambda b: get_target("torch").make(b, "cpu"), explicit=("math", "flash", "flex"),
-                      specs={"auto": TORCH_SDPA}, env=RoutingEnv(arch="unknown", device="cpu"), recipe=Recipe("torch"))
+    subject = Subject(
+        name="torch-every-call",
+        target="torch",
+        backend="auto",
+        make=lambda b: get_target("torch").make(b, "cpu"),
+        explicit=("math", "flash", "flex"),
+        specs={"auto": TORCH_SDPA},
+        env=RoutingEnv(arch="unknown", device="cpu"),
+        recipe=Recipe("torch"),
+    )
     m = machine_for(subject)()
     for i, case in enumerate(CASES):
         m.plan_case("plan", case, 0)

@@ -1,4 +1,5 @@
 """The gate's decisions as values: ledger outcomes, not-launched and crash records, required skips."""
+
 from __future__ import annotations
 
 from kernels import skips
@@ -11,8 +12,17 @@ from scenarios.case import Case
 CASE = Case("ragged", (2,), (3,), 2, 1, head_dim_qk=8, head_dim_vo=8)
 BASE = dict(run_id="r", target="torch", device="cpu", seed=0)
 ENTRY = KnownFailure("e1", "torch", ("2.0",), "a defect", "fail", "docs/evidence/x.py", False, "nowhere")
-CRASH = KnownFailure("c1", "torch", ("2.0",), "kills the context", "crash", "docs/evidence/x.py", False, "nowhere",
-                     upstream="https://github.com/org/lib/issues/9")
+CRASH = KnownFailure(
+    "c1",
+    "torch",
+    ("2.0",),
+    "kills the context",
+    "crash",
+    "docs/evidence/x.py",
+    False,
+    "nowhere",
+    upstream="https://github.com/org/lib/issues/9",
+)
 
 
 def _rec(status: str) -> ParityRecord:

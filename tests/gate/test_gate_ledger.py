@@ -1,4 +1,5 @@
 """The parity grid under the gate: ledger outcomes, crash entries not launched, crashes isolated, records written."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -6,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+
 # The inner run (in process) makes the torch target's adapters, which import torch._dynamo; pytester
 # drops every module a run imported, and a second import of torch._dynamo registers torch's
 # `_inductor_test` operator library twice (RuntimeError in any later FlexAttention test).
@@ -20,17 +22,27 @@ from scenarios.case import Case
 
 pytest_plugins = ["pytester"]
 
-C1 = Case("ragged", (3, 2), (7, 4), 4, 2, head_dim_qk=16, head_dim_vo=16, q_dtype="fp32", kv_dtype="fp32",
-          o_dtype="fp32")
+C1 = Case(
+    "ragged", (3, 2), (7, 4), 4, 2, head_dim_qk=16, head_dim_vo=16, q_dtype="fp32", kv_dtype="fp32", o_dtype="fp32"
+)
 C2 = C1.replace(causal=True)
 SUITE = "from conformance.test_parity_grid import test_backend_matches_the_oracle\n"
 TORCH_VERSION = __import__("torch").__version__
 
 
 def _entry(id_: str, status: str, case: Case, backend: str) -> kf.KnownFailure:
-    return kf.KnownFailure(id_, "torch", (TORCH_VERSION,), f"{id_} summary", status, "docs/evidence/none.py",
-                           confirmed=False, seen="test", applies=lambda c, b: c == case.to_json() and b == backend,
-                           upstream="https://example.invalid/issues/1" if status == "fail" else None)
+    return kf.KnownFailure(
+        id_,
+        "torch",
+        (TORCH_VERSION,),
+        f"{id_} summary",
+        status,
+        "docs/evidence/none.py",
+        confirmed=False,
+        seen="test",
+        applies=lambda c, b: c == case.to_json() and b == backend,
+        upstream="https://example.invalid/issues/1" if status == "fail" else None,
+    )
 
 
 @pytest.fixture
@@ -40,9 +52,24 @@ def small_grid(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     pytester.makepyfile(test_grid=SUITE)
-    return pytester.runpytest_inprocess("-p", "conformance.plugin", "-p", "conformance.gate_plugin",
-                                        "-p", "no:cacheprovider", "-p", "no:benchmark", "-k", "math or flash", "-rxs",
-                                        "--junitxml", "out/junit.xml", "--results", "out/results", *args)
+    return pytester.runpytest_inprocess(
+        "-p",
+        "conformance.plugin",
+        "-p",
+        "conformance.gate_plugin",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:benchmark",
+        "-k",
+        "math or flash",
+        "-rxs",
+        "--junitxml",
+        "out/junit.xml",
+        "--results",
+        "out/results",
+        *args,
+    )
 
 
 def _tests(pytester: pytest.Pytester) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -51,13 +78,20 @@ def _tests(pytester: pytest.Pytester) -> tuple[dict[str, Any], dict[str, Any]]:
     return side, {t["nodeid"].split("[")[-1].rstrip("]"): t for t in side["tests"]}
 
 
-def test_ledger_outcomes_under_the_gate(pytester: pytest.Pytester, small_grid: None,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ledger_outcomes_under_the_gate(
+    pytester: pytest.Pytester, small_grid: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Expected failure xfails naming its unfiled issue, an entry's pass fails, a crash entry is not launched;
     the records the grid writes carry the fresh control and the gate's exit status."""
-    monkeypatch.setattr(kf, "LEDGER", (_entry("fake-error", "error", C1, "flash"),
-                                       _entry("fake-fixed", "fail", C2, "math"),
-                                       _entry("fake-crash", "crash", C2, "flash")))
+    monkeypatch.setattr(
+        kf,
+        "LEDGER",
+        (
+            _entry("fake-error", "error", C1, "flash"),
+            _entry("fake-fixed", "fail", C2, "math"),
+            _entry("fake-crash", "crash", C2, "flash"),
+        ),
+    )
     real = ev.evaluate
 
     def failing_flash(adapter: Any, case: Case, *a: Any) -> Any:
@@ -88,8 +122,9 @@ def test_ledger_outcomes_under_the_gate(pytester: pytest.Pytester, small_grid: N
     assert run.footer.exit_status == 1  # the gate's verdict: fake-fixed's pass is unexpected
 
 
-def test_a_crashing_case_is_isolated_and_named(pytester: pytest.Pytester, small_grid: None,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_crashing_case_is_isolated_and_named(
+    pytester: pytest.Pytester, small_grid: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Under --isolate a case that aborts its process fails alone, named as a crash in the summary and the sidecar.
 
     (The last case crashes, so one child process serves the test; tests/gate/test_isolated_run.py shows the run

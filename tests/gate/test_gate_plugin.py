@@ -1,4 +1,5 @@
 """The pytest gate, run in-process on small generated suites: --require, markers, skips by reason, JUnit + sidecar."""
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,9 @@ def test_plain_skip():
 
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     pytester.makepyfile(test_suite=SUITE)
-    return pytester.runpytest_inprocess("-p", "conformance.gate_plugin", "-p", "no:cacheprovider", "-p", "no:benchmark",
-                                        *args)
+    return pytester.runpytest_inprocess(
+        "-p", "conformance.gate_plugin", "-p", "no:cacheprovider", "-p", "no:benchmark", *args
+    )
 
 
 def test_without_require_hardware_skips_pass_and_are_grouped_by_reason(pytester: pytest.Pytester) -> None:
@@ -57,6 +59,7 @@ def test_require_spares_decisions_about_a_case(pytester: pytest.Pytester, monkey
     """A declined case may skip on any runner: with cuda met and required, only the hardware skip counts."""
     monkeypatch.setattr(markers, "detect_here", lambda: frozenset({"cuda"}))
     import conformance.gate_plugin as gp
+
     monkeypatch.setattr(gp, "detect_here", lambda: frozenset({"cuda"}))
     res = _run(pytester, "--require", "cuda")
     res.assert_outcomes(passed=1, skipped=4)

@@ -1,4 +1,5 @@
 """`attncheck run --isolate` and the ledger's crash entries: a crashing case is one record, and the run goes on."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -18,15 +19,28 @@ from kernels import skips
 from reports.records import ParityRecord, RunFooter, read_jsonl
 from scenarios.case import Case
 
-C1 = Case("ragged", (3, 2), (7, 4), 4, 2, head_dim_qk=16, head_dim_vo=16, q_dtype="fp32", kv_dtype="fp32",
-          o_dtype="fp32")
+C1 = Case(
+    "ragged", (3, 2), (7, 4), 4, 2, head_dim_qk=16, head_dim_vo=16, q_dtype="fp32", kv_dtype="fp32", o_dtype="fp32"
+)
 C2 = C1.replace(causal=True)
-ARGS = ["run", "--device", "cpu", "--backend", "math", "--backend", "flash", "--case", json.dumps(C1.to_json()),
-        "--case", json.dumps(C2.to_json())]
+ARGS = [
+    "run",
+    "--device",
+    "cpu",
+    "--backend",
+    "math",
+    "--backend",
+    "flash",
+    "--case",
+    json.dumps(C1.to_json()),
+    "--case",
+    json.dumps(C2.to_json()),
+]
 
 
-def test_a_case_that_aborts_its_process_is_named_and_the_run_finishes(tmp_path: Any, capsys: pytest.CaptureFixture[str],
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_case_that_aborts_its_process_is_named_and_the_run_finishes(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(FAULT_ENV, f"flash:{C1.id}")
     code = cli.main([*ARGS, "--isolate", "--out", str(tmp_path)])
     assert code == 1
@@ -44,24 +58,35 @@ def test_isolation_cannot_replay_a_captured_batch(tmp_path: Any, capsys: pytest.
     from scenarios.tensors import materialize, save
 
     save(materialize(C1, 0), str(tmp_path / "b.pt"))
-    code = cli.main(["run", "--device", "cpu", "--inputs", str(tmp_path / "b.pt"), "--isolate", "--out",
-                     str(tmp_path / "o")])
+    code = cli.main(
+        ["run", "--device", "cpu", "--inputs", str(tmp_path / "b.pt"), "--isolate", "--out", str(tmp_path / "o")]
+    )
     assert code == 2 and "--isolate=True" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 
 
-def test_a_crash_entry_is_not_launched(tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_crash_entry_is_not_launched(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The ledger's crash entry keeps its case from running at all: a skip naming the entry (no --isolate needed)."""
     import torch
 
-    entry = kf.KnownFailure("torch-fake-crash", "torch", (torch.__version__,), "kills the process", "crash",
-                            "docs/evidence/none.py", False, "test",
-                            applies=lambda c, b: c == C1.to_json() and b == "flash")
+    entry = kf.KnownFailure(
+        "torch-fake-crash",
+        "torch",
+        (torch.__version__,),
+        "kills the process",
+        "crash",
+        "docs/evidence/none.py",
+        False,
+        "test",
+        applies=lambda c, b: c == C1.to_json() and b == "flash",
+    )
     monkeypatch.setattr(kf, "LEDGER", (entry,))
     assert cli.main([*ARGS, "--out", str(tmp_path)]) == 0  # launched, the case would run here and pass
-    parity = {(r.backend, r.case_id): r for r in read_jsonl(str(tmp_path / "results.jsonl"))
-              if isinstance(r, ParityRecord)}
+    parity = {
+        (r.backend, r.case_id): r for r in read_jsonl(str(tmp_path / "results.jsonl")) if isinstance(r, ParityRecord)
+    }
     held = parity[("flash", C1.id)]
     assert held.status == "skip" and held.known == "torch-fake-crash"
     assert skips.constant_of(held.reason) == NOT_LAUNCHED and "not filed upstream yet" in held.reason
@@ -77,9 +102,13 @@ def test_a_dead_cuda_context_moves_the_rest_of_a_gate_run_to_child_processes(mon
     monkeypatch.setattr(ev, "context_after_error", lambda device: next(probes))
     base = run.base
 
-    monkeypatch.setattr(ev, "evaluate", lambda *a: ParityRecord(backend="math", case_id=C1.id, case=C1.to_json(),
-                                                                 status="error", reason="RuntimeError: illegal",
-                                                                 **base))
+    monkeypatch.setattr(
+        ev,
+        "evaluate",
+        lambda *a: ParityRecord(
+            backend="math", case_id=C1.id, case=C1.to_json(), status="error", reason="RuntimeError: illegal", **base
+        ),
+    )
 
     def error() -> tuple[ParityRecord, bool]:  # as the grid's test evaluates in process
         return ev.evaluate_with_control(object(), C1, None, lambda: None, base, "cpu", CONTEXT_LOST)
@@ -94,7 +123,8 @@ def test_a_dead_cuda_context_moves_the_rest_of_a_gate_run_to_child_processes(mon
 
 
 def test_a_lost_context_in_process_hands_the_rest_of_the_run_to_child_processes(
-        tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Without --isolate: a library error that leaves a pending CUDA error is annotated (and the run goes on in
     process); one that leaves the context dead is named, and every later pair runs in a child process."""
     import conformance.parity_run as pr
@@ -126,8 +156,9 @@ def test_a_lost_context_in_process_hands_the_rest_of_the_run_to_child_processes(
     monkeypatch.setattr(pr, "IsolatedEvaluator", counted)
     code = cli.main([*ARGS, "--case", json.dumps(C3.to_json()), "--out", str(tmp_path)])
     assert code == 1
-    parity = {(r.backend, r.case_id): r for r in read_jsonl(str(tmp_path / "results.jsonl"))
-              if isinstance(r, ParityRecord)}
+    parity = {
+        (r.backend, r.case_id): r for r in read_jsonl(str(tmp_path / "results.jsonl")) if isinstance(r, ParityRecord)
+    }
     assert PENDING_CLEARED in parity[("math", C1.id)].reason
     assert parity[("math", C1.id)].fresh == "pass"  # the case again on a fresh adapter (here: it passes)
     assert parity[("math", C2.id)].fresh is None  # no control in a lost context
@@ -149,8 +180,14 @@ def test_the_child_clears_the_pending_error_its_fresh_control_leaves(monkeypatch
 
     def failing(adapter: Any, case: Case, inputs: Any, get_truth: Any, base: dict) -> ParityRecord:
         pending[0] = True
-        return ParityRecord(backend="math", case_id=case.id, case=case.to_json(), status="error",
-                            reason="RuntimeError: invalid argument", **base)
+        return ParityRecord(
+            backend="math",
+            case_id=case.id,
+            case=case.to_json(),
+            status="error",
+            reason="RuntimeError: invalid argument",
+            **base,
+        )
 
     def failing_control(adapter: Any, case: Case, inputs: Any, get_truth: Any, rec: ParityRecord) -> ParityRecord:
         pending[0] = True
@@ -168,8 +205,9 @@ def test_the_child_clears_the_pending_error_its_fresh_control_leaves(monkeypatch
     monkeypatch.setattr(ev, "note_context", probe)
     monkeypatch.setattr("scenarios.tensors.validate_inputs", validate)
     base = {"run_id": "r", "target": "torch", "device": "cpu", "seed": 0, "standin": None}
-    requests = io.StringIO("".join(json.dumps({"case": c.to_json(), "backend": "math", "base": base}) + "\n"
-                                   for c in (C1, C2)))
+    requests = io.StringIO(
+        "".join(json.dumps({"case": c.to_json(), "backend": "math", "base": base}) + "\n" for c in (C1, C2))
+    )
     answers = io.StringIO()
     isolate._serve({"target": "torch", "device": "cpu", "seed": 0, "options": {}}, requests, answers)
     got = [json.loads(line) for line in answers.getvalue().splitlines()]

@@ -1,4 +1,5 @@
 """The ledger asked about the kernel an `auto` record ran: the parity run's annotation and the gate's verdict."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -12,17 +13,36 @@ from conformance.grid_run import GridRun
 from reports.records import ParityRecord
 from scenarios.case import Case
 
-CASE = Case("ragged", (3, 2), (7, 4), 4, 2, head_dim_qk=16, head_dim_vo=16, q_dtype="fp32", kv_dtype="fp32",
-            o_dtype="fp32")
+CASE = Case(
+    "ragged", (3, 2), (7, 4), 4, 2, head_dim_qk=16, head_dim_vo=16, q_dtype="fp32", kv_dtype="fp32", o_dtype="fp32"
+)
 TORCH_VERSION = __import__("torch").__version__
 # A defect of fa3 that a fresh auto wrapper would run into here (as the FlashInfer entries model it).
-FA3_ONLY = kf.KnownFailure("fake-fa3-defect", "torch", (TORCH_VERSION,), "fa3 only", "fail", "docs/evidence/none.py",
-                           confirmed=False, seen="test", applies=lambda c, b: b in ("fa3", "auto"))
+FA3_ONLY = kf.KnownFailure(
+    "fake-fa3-defect",
+    "torch",
+    (TORCH_VERSION,),
+    "fa3 only",
+    "fail",
+    "docs/evidence/none.py",
+    confirmed=False,
+    seen="test",
+    applies=lambda c, b: b in ("fa3", "auto"),
+)
 
 
 def _record(status: str, resolved: str) -> ParityRecord:
-    return ParityRecord(run_id="r", target="torch", backend="auto", device="cpu", case_id=CASE.id, case=CASE.to_json(),
-                        seed=0, status=status, resolved_backend=resolved)
+    return ParityRecord(
+        run_id="r",
+        target="torch",
+        backend="auto",
+        device="cpu",
+        case_id=CASE.id,
+        case=CASE.to_json(),
+        seed=0,
+        status=status,
+        resolved_backend=resolved,
+    )
 
 
 def test_an_auto_record_that_ran_another_kernel_is_not_claimed() -> None:
@@ -47,8 +67,9 @@ def test_the_gate_does_not_call_a_pass_on_the_held_kernel_unexpected(monkeypatch
     assert rec.known == "fake-fa3-defect" and verdict.outcome == "expected_failure"
 
 
-def test_the_parity_run_annotates_a_failing_record_by_the_kernel_it_ran(monkeypatch: pytest.MonkeyPatch,
-                                                                        tmp_path: Any) -> None:
+def test_the_parity_run_annotates_a_failing_record_by_the_kernel_it_ran(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
     monkeypatch.setattr(kf, "LEDGER", (FA3_ONLY,))
     ran = iter(["fa2", "fa3"])
 
@@ -56,8 +77,9 @@ def test_the_parity_run_annotates_a_failing_record_by_the_kernel_it_ran(monkeypa
         return replace(_record("fail", next(ran)), backend=adapter.backend), True
 
     monkeypatch.setattr(pr, "evaluate_with_control", failing)
-    out = pr.run_parity("torch", "cpu", "quick", str(tmp_path / "a"), cases=[CASE, CASE.replace(causal=True)],
-                        backends=["auto"])
+    out = pr.run_parity(
+        "torch", "cpu", "quick", str(tmp_path / "a"), cases=[CASE, CASE.replace(causal=True)], backends=["auto"]
+    )
     assert [r.known for r in out.records] == [None, "fake-fa3-defect"]
 
 
@@ -70,7 +92,7 @@ def _run_ran(monkeypatch: pytest.MonkeyPatch, tmp_path: Any, *ran: tuple[str, st
         return replace(_record(status, kernel), backend=adapter.backend, case_id=case.id, case=case.to_json()), True
 
     monkeypatch.setattr(pr, "evaluate_with_control", recorded)
-    cases = [CASE, CASE.replace(causal=True)][:len(ran)]
+    cases = [CASE, CASE.replace(causal=True)][: len(ran)]
     return pr.run_parity("torch", "cpu", "quick", str(tmp_path), cases=cases, backends=["auto"])
 
 

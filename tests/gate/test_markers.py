@@ -1,4 +1,5 @@
 """Which markers a machine meets, from patched GPU facts; the architecture stamp; the grid's markers."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,16 +14,19 @@ MI355X = GpuFacts(8, True, (9, 5), "gfx950")
 A100 = GpuFacts(1, False, (8, 0), None)
 
 
-@pytest.mark.parametrize("facts,libs,want", [
-    (NO_GPU, frozenset(), set()),
-    (NO_GPU, frozenset({"flashinfer"}), {"flashinfer"}),
-    (H200, frozenset(), {"cuda", "sm90"}),
-    (TWO_H200, frozenset({"flashinfer"}), {"cuda", "sm90", "multi_gpu", "flashinfer"}),
-    (A100, frozenset(), {"cuda"}),
-    (MI300X, frozenset({"aiter"}), {"cuda", "rocm", "gfx942", "aiter"}),
-    (MI355X, frozenset(), {"cuda", "rocm", "gfx950", "multi_gpu"}),
-    (GpuFacts(1, True, (9, 0), "gfx90a"), frozenset(), {"cuda", "rocm"}),
-])
+@pytest.mark.parametrize(
+    "facts,libs,want",
+    [
+        (NO_GPU, frozenset(), set()),
+        (NO_GPU, frozenset({"flashinfer"}), {"flashinfer"}),
+        (H200, frozenset(), {"cuda", "sm90"}),
+        (TWO_H200, frozenset({"flashinfer"}), {"cuda", "sm90", "multi_gpu", "flashinfer"}),
+        (A100, frozenset(), {"cuda"}),
+        (MI300X, frozenset({"aiter"}), {"cuda", "rocm", "gfx942", "aiter"}),
+        (MI355X, frozenset(), {"cuda", "rocm", "gfx950", "multi_gpu"}),
+        (GpuFacts(1, True, (9, 0), "gfx90a"), frozenset(), {"cuda", "rocm"}),
+    ],
+)
 def test_detect_meets_exactly_what_the_facts_show(facts: GpuFacts, libs: frozenset[str], want: set[str]) -> None:
     """An sm90 number on ROCm is not Hopper, an MI250 is no gfx942, one GPU is not multi-GPU."""
     assert detect(facts, libs) == want
@@ -54,8 +58,14 @@ def test_every_hardware_marker_is_declared_once() -> None:
 
     root = Path(__file__).resolve().parents[2]
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_DISABLE_PLUGIN_AUTOLOAD"}
-    r = subprocess.run([sys.executable, "-m", "pytest", "--markers", "-p", "no:cacheprovider"], cwd=root, env=env,
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "--markers", "-p", "no:cacheprovider"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     names = [line.split(":")[0] for line in r.stdout.splitlines() if line.startswith("@pytest.mark.")]
     ours = [n for n in names if n.split(".")[-1].split("(")[0] in {m.name for m in markers.MARKERS} | {"slow"}]

@@ -1,4 +1,5 @@
 """One pytest-xdist worker per GPU: the device lists, the refusals, the vendor variable, and a real -n 2 run."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def test_auto_lists_what_the_controller_sees() -> None:
     assert pinning.device_list("auto", {}, 2, rocm=False) == ["0", "1"]
     assert pinning.device_list("auto", {"CUDA_VISIBLE_DEVICES": "2,3"}, 2, rocm=False) == ["2", "3"]
-    assert pinning.device_list("auto", {"HIP_VISIBLE_DEVICES": "5", "CUDA_VISIBLE_DEVICES": "1,2"}, 1,
-                               rocm=True) == ["5"]
+    assert pinning.device_list("auto", {"HIP_VISIBLE_DEVICES": "5", "CUDA_VISIBLE_DEVICES": "1,2"}, 1, rocm=True) == [
+        "5"
+    ]
     assert pinning.device_list("1,0", {}, 0, rocm=False) == ["1", "0"]
 
 
@@ -62,8 +64,20 @@ def test_two_workers_are_pinned_to_two_devices(pytester: pytest.Pytester, monkey
     monkeypatch.setenv("PIN_OUT", str(pytester.path))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     pytester.makepyfile(test_pin=SUITE)
-    res = pytester.runpytest_inprocess("-p", "conformance.gate_plugin", "-p", "no:cacheprovider", "-p", "no:benchmark",
-                                       "-n", "2", "--gpus", "3,5", "--gate-json", "gate.json")
+    res = pytester.runpytest_inprocess(
+        "-p",
+        "conformance.gate_plugin",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:benchmark",
+        "-n",
+        "2",
+        "--gpus",
+        "3,5",
+        "--gate-json",
+        "gate.json",
+    )
     res.assert_outcomes(passed=4)
     assert (pytester.path / "gw0").read_text() == "3" and (pytester.path / "gw1").read_text() == "5"
     assert json.loads((pytester.path / "gate.json").read_text())["pinning"] == {"gw0": "3", "gw1": "5"}

@@ -1,4 +1,5 @@
 """`attncheck record` and `attncheck diff`: each kind of regression, the statistical timing rule, refusals."""
+
 from __future__ import annotations
 
 import json
@@ -11,30 +12,89 @@ from conformance import cli
 from conformance.parity_run import HARNESS_VERSION
 from reports.records import ParityRecord, RunFooter, RunHeader, StageRecord, TimingRecord, read_jsonl, to_line
 
-CASE = {"layout": "ragged", "qo_lens": [3, 1], "kv_lens": [9, 4], "num_qo_heads": 4, "num_kv_heads": 2,
-        "head_dim_qk": 16, "head_dim_vo": 16, "causal": True, "q_dtype": "fp32", "kv_dtype": "fp32", "o_dtype": "fp32"}
+CASE = {
+    "layout": "ragged",
+    "qo_lens": [3, 1],
+    "kv_lens": [9, 4],
+    "num_qo_heads": 4,
+    "num_kv_heads": 2,
+    "head_dim_qk": 16,
+    "head_dim_vo": 16,
+    "causal": True,
+    "q_dtype": "fp32",
+    "kv_dtype": "fp32",
+    "o_dtype": "fp32",
+}
 
 
 def _cmp(ratio: float) -> dict[str, Any]:
-    return {"max_abs": ratio * 0.01, "bound": 0.01, "nan_count": 0, "unwritten_count": 0, "inf_mismatch_count": 0,
-            "passed": ratio < 1, "worst_index": [0, 0, 0], "max_rel": 0.0}
+    return {
+        "max_abs": ratio * 0.01,
+        "bound": 0.01,
+        "nan_count": 0,
+        "unwritten_count": 0,
+        "inf_mismatch_count": 0,
+        "passed": ratio < 1,
+        "worst_index": [0, 0, 0],
+        "max_rel": 0.0,
+    }
 
 
-def _par(backend: str, case_id: str, status: str, ratio: Optional[float] = 0.1, resolved: Optional[str] = None,
-         reason: str = "", fallback: Optional[str] = None) -> ParityRecord:
-    return ParityRecord(run_id="r", target="torch", backend=backend, device="cuda", case_id=case_id, case=CASE,
-                        seed=0, status=status, reason=reason, resolved_backend=resolved or backend,
-                        fallback_reason=fallback, out=_cmp(ratio) if ratio is not None else None)
+def _par(
+    backend: str,
+    case_id: str,
+    status: str,
+    ratio: Optional[float] = 0.1,
+    resolved: Optional[str] = None,
+    reason: str = "",
+    fallback: Optional[str] = None,
+) -> ParityRecord:
+    return ParityRecord(
+        run_id="r",
+        target="torch",
+        backend=backend,
+        device="cuda",
+        case_id=case_id,
+        case=CASE,
+        seed=0,
+        status=status,
+        reason=reason,
+        resolved_backend=resolved or backend,
+        fallback_reason=fallback,
+        out=_cmp(ratio) if ratio is not None else None,
+    )
 
 
 def _tim(config: str, samples: list[float]) -> TimingRecord:
-    return TimingRecord(run_id="r", target="torch", device="cuda", arch="sm90", config_id=config, layout="paged",
-                        batch=1, kv_len=64, q_len=4, case=CASE, backends=["math"], samples={"math": samples})
+    return TimingRecord(
+        run_id="r",
+        target="torch",
+        device="cuda",
+        arch="sm90",
+        config_id=config,
+        layout="paged",
+        batch=1,
+        kv_len=64,
+        q_len=4,
+        case=CASE,
+        backends=["math"],
+        samples={"math": samples},
+    )
 
 
 def _write(path: str, recs: list[Any], finished: bool = True, **header: Any) -> str:
-    h = dict(run_id="r", target="torch", device="cuda", budget="quick", seed=0, versions={"torch": "2.11"},
-             argv=[], started="t", harness_version=HARNESS_VERSION, arch="sm90")
+    h = dict(
+        run_id="r",
+        target="torch",
+        device="cuda",
+        budget="quick",
+        seed=0,
+        versions={"torch": "2.11"},
+        argv=[],
+        started="t",
+        harness_version=HARNESS_VERSION,
+        arch="sm90",
+    )
     h.update(header)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
@@ -45,20 +105,29 @@ def _write(path: str, recs: list[Any], finished: bool = True, **header: Any) -> 
     return path
 
 
-BASE = [_par("math", "A", "pass"), _par("flash", "B", "pass", 0.1), _par("auto", "C", "pass", resolved="flash"),
-        _par("math", "D", "pass"), _par("math", "E", "fail", 3.0), _par("auto", "F", "pass", resolved="fa2"),
-        _tim("paged/bs1/kv64/q4", [1.00, 1.01, 0.99, 1.00, 1.02, 0.98, 1.00, 1.01]),
-        _tim("paged/bs1/kv64/q8", [1.00, 1.00, 1.00, 1.00, 1.00]),
-        _tim("paged/bs1/kv64/q16", [1.00, 1.01, 0.99, 1.00, 1.02])]
-NEW = [_par("math", "A", "fail", 2.0), _par("flash", "B", "pass", 0.6), _par("auto", "C", "pass", resolved="math"),
-       _par("math", "D", "skip", None, reason="library refused the configuration: no kernel"),
-       _par("math", "E", "pass"),
-       _par("auto", "F", "pass", resolved="fa2",
-            fallback="qo_len=16 <= 16 (fa2 is faster than AITER for short queries)"),
-       _tim("paged/bs1/kv64/q4", [1.30, 1.31, 1.29, 1.30, 1.32, 1.28, 1.30, 1.31]),
-       # median 1.2x, but spread so wide the interval reaches below 1.10: not a regression
-       _tim("paged/bs1/kv64/q8", [0.90, 1.00, 1.20, 1.50, 1.60]),
-       _tim("paged/bs1/kv64/q16", [0.80, 0.81, 0.79, 0.80, 0.82])]
+BASE = [
+    _par("math", "A", "pass"),
+    _par("flash", "B", "pass", 0.1),
+    _par("auto", "C", "pass", resolved="flash"),
+    _par("math", "D", "pass"),
+    _par("math", "E", "fail", 3.0),
+    _par("auto", "F", "pass", resolved="fa2"),
+    _tim("paged/bs1/kv64/q4", [1.00, 1.01, 0.99, 1.00, 1.02, 0.98, 1.00, 1.01]),
+    _tim("paged/bs1/kv64/q8", [1.00, 1.00, 1.00, 1.00, 1.00]),
+    _tim("paged/bs1/kv64/q16", [1.00, 1.01, 0.99, 1.00, 1.02]),
+]
+NEW = [
+    _par("math", "A", "fail", 2.0),
+    _par("flash", "B", "pass", 0.6),
+    _par("auto", "C", "pass", resolved="math"),
+    _par("math", "D", "skip", None, reason="library refused the configuration: no kernel"),
+    _par("math", "E", "pass"),
+    _par("auto", "F", "pass", resolved="fa2", fallback="qo_len=16 <= 16 (fa2 is faster than AITER for short queries)"),
+    _tim("paged/bs1/kv64/q4", [1.30, 1.31, 1.29, 1.30, 1.32, 1.28, 1.30, 1.31]),
+    # median 1.2x, but spread so wide the interval reaches below 1.10: not a regression
+    _tim("paged/bs1/kv64/q8", [0.90, 1.00, 1.20, 1.50, 1.60]),
+    _tim("paged/bs1/kv64/q16", [0.80, 0.81, 0.79, 0.80, 0.82]),
+]
 
 
 def _diff(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -68,21 +137,42 @@ def _diff(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str
 
 
 def test_each_kind_of_regression_is_found_and_exits_1(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    _write(str(tmp_path / "base" / "results.jsonl"), BASE,
-           versions={"torch": "2.11", "flashinfer": "0.7.2.post1", "FLASHINFER_WORKSPACE_BASE": "/j/0.7.2"})
-    new = _write(str(tmp_path / "new" / "results.jsonl"), NEW,
-                 versions={"torch": "2.11", "flashinfer": "0.7.4", "FLASHINFER_WORKSPACE_BASE": "/j/0.7.4"})
+    _write(
+        str(tmp_path / "base" / "results.jsonl"),
+        BASE,
+        versions={"torch": "2.11", "flashinfer": "0.7.2.post1", "FLASHINFER_WORKSPACE_BASE": "/j/0.7.2"},
+    )
+    new = _write(
+        str(tmp_path / "new" / "results.jsonl"),
+        NEW,
+        versions={"torch": "2.11", "flashinfer": "0.7.4", "FLASHINFER_WORKSPACE_BASE": "/j/0.7.4"},
+    )
     with open(new, "a", encoding="utf-8") as f:  # a stage whose build failed: a variant that no longer builds
         f.write(to_line(StageRecord(run_id="r", stage="fa3", backends=["fa3"], prepare={"error": "nvcc: boom"})) + "\n")
     code, out, _ = _diff(capsys, str(tmp_path / "base"), str(tmp_path / "new"), "--out", str(tmp_path / "d"))
     assert code == 1
     rep = json.loads((tmp_path / "d" / "diff.json").read_text())
-    keys = {k: [c["key"] for c in rep[k]] for k in ("newly_failing", "error_growth", "routing_changes",
-                                                    "lost_capabilities", "timing_regressions", "newly_passing",
-                                                    "timing_improvements")}
-    assert keys == {"newly_failing": ["math A"], "error_growth": ["flash B"], "routing_changes": ["auto C", "auto F"],
-                    "lost_capabilities": ["math D", "stage fa3"], "timing_regressions": ["math paged/bs1/kv64/q4"],
-                    "newly_passing": ["math E"], "timing_improvements": ["math paged/bs1/kv64/q16"]}
+    keys = {
+        k: [c["key"] for c in rep[k]]
+        for k in (
+            "newly_failing",
+            "error_growth",
+            "routing_changes",
+            "lost_capabilities",
+            "timing_regressions",
+            "newly_passing",
+            "timing_improvements",
+        )
+    }
+    assert keys == {
+        "newly_failing": ["math A"],
+        "error_growth": ["flash B"],
+        "routing_changes": ["auto C", "auto F"],
+        "lost_capabilities": ["math D", "stage fa3"],
+        "timing_regressions": ["math paged/bs1/kv64/q4"],
+        "newly_passing": ["math E"],
+        "timing_improvements": ["math paged/bs1/kv64/q16"],
+    }
     assert rep["regressions"] == 7 and rep["version_changes"] == ["flashinfer 0.7.2.post1 -> 0.7.4"]
     assert rep["setting_changes"] == ["FLASHINFER_WORKSPACE_BASE /j/0.7.2 -> /j/0.7.4"]  # provenance, apart
     assert "**7 regression(s)**" in out and "flashinfer 0.7.2.post1 -> 0.7.4" in out
@@ -95,15 +185,25 @@ def test_a_baseline_against_itself_has_no_regression(tmp_path: Any, capsys: pyte
     assert code == 0 and "**no regression**" in out
 
 
-@pytest.mark.parametrize("new_recs,finished,why", [
-    pytest.param(BASE, False, "NEW is unfinished (run r: 9 records, no end record)", id="killed-after-its-last-record"),
-    pytest.param(BASE[:3], False, "NEW is unfinished (run r: 3 records, no end record); NEW lacks 6 pair(s) that "
-                 "BASE has", id="cut-off"),
-    pytest.param(BASE[:3], True, "NEW lacks 6 pair(s) that BASE has", id="finished-but-narrower"),
-    pytest.param([*BASE, _par("math", "Z", "pass")], True, "BASE lacks 1 pair(s) that NEW has", id="wider"),
-])
-def test_an_incomplete_comparison_is_said_first_and_exits_1(tmp_path: Any, capsys: pytest.CaptureFixture[str],
-                                                           new_recs: list[Any], finished: bool, why: str) -> None:
+@pytest.mark.parametrize(
+    "new_recs,finished,why",
+    [
+        pytest.param(
+            BASE, False, "NEW is unfinished (run r: 9 records, no end record)", id="killed-after-its-last-record"
+        ),
+        pytest.param(
+            BASE[:3],
+            False,
+            "NEW is unfinished (run r: 3 records, no end record); NEW lacks 6 pair(s) that BASE has",
+            id="cut-off",
+        ),
+        pytest.param(BASE[:3], True, "NEW lacks 6 pair(s) that BASE has", id="finished-but-narrower"),
+        pytest.param([*BASE, _par("math", "Z", "pass")], True, "BASE lacks 1 pair(s) that NEW has", id="wider"),
+    ],
+)
+def test_an_incomplete_comparison_is_said_first_and_exits_1(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str], new_recs: list[Any], finished: bool, why: str
+) -> None:
     """A NEW cut short, killed, or narrower than BASE is never "no regression": the first line says why."""
     base = _write(str(tmp_path / "b.jsonl"), BASE)
     new = _write(str(tmp_path / "n.jsonl"), new_recs, finished=finished)
@@ -124,16 +224,19 @@ def test_two_sides_with_no_pair_in_common_are_refused(tmp_path: Any, capsys: pyt
     assert "pairs=" in err and "rerun the side that stopped early" in err
 
 
-@pytest.mark.parametrize("base_kw,new_kw,needle", [
-    ({}, dict(arch="gfx942"), "arch='sm90 -> gfx942'"),
-    ({}, dict(harness_version="1.0.0"), "re-record BASE with attncheck 1.0.0"),
-    ({}, dict(target="flashinfer"), "target='torch -> flashinfer'"),
-    (dict(arch=None), {}, "re-record BASE with `attncheck record`"),
-    ({}, dict(standin="rocm_flashinfer"), "standin="),
-])
-def test_an_incompatible_baseline_is_refused_in_one_line(tmp_path: Any, capsys: pytest.CaptureFixture[str],
-                                                         base_kw: dict[str, Any], new_kw: dict[str, Any],
-                                                         needle: str) -> None:
+@pytest.mark.parametrize(
+    "base_kw,new_kw,needle",
+    [
+        ({}, dict(arch="gfx942"), "arch='sm90 -> gfx942'"),
+        ({}, dict(harness_version="1.0.0"), "re-record BASE with attncheck 1.0.0"),
+        ({}, dict(target="flashinfer"), "target='torch -> flashinfer'"),
+        (dict(arch=None), {}, "re-record BASE with `attncheck record`"),
+        ({}, dict(standin="rocm_flashinfer"), "standin="),
+    ],
+)
+def test_an_incompatible_baseline_is_refused_in_one_line(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str], base_kw: dict[str, Any], new_kw: dict[str, Any], needle: str
+) -> None:
     """Exit 2, one line naming the mismatch and the fix, and no diff written."""
     base = _write(str(tmp_path / "b.jsonl"), BASE, **base_kw)
     new = _write(str(tmp_path / "n.jsonl"), BASE, **new_kw)
@@ -155,8 +258,21 @@ def test_a_baseline_of_another_schema_is_refused(tmp_path: Any, capsys: pytest.C
 
 def test_a_file_written_before_the_arch_stamp_still_reads(tmp_path: Any) -> None:
     """RunHeader.arch was added within schema 1: an older header without it reads as arch None."""
-    line = json.loads(to_line(RunHeader(run_id="r", target="torch", device="cpu", budget="quick", seed=0, versions={},
-                                        argv=[], started="t", harness_version="0.1.0")))
+    line = json.loads(
+        to_line(
+            RunHeader(
+                run_id="r",
+                target="torch",
+                device="cpu",
+                budget="quick",
+                seed=0,
+                versions={},
+                argv=[],
+                started="t",
+                harness_version="0.1.0",
+            )
+        )
+    )
     del line["arch"]
     (tmp_path / "old.jsonl").write_text(json.dumps(line) + "\n")
     [h] = read_jsonl(str(tmp_path / "old.jsonl"))
@@ -166,14 +282,51 @@ def test_a_file_written_before_the_arch_stamp_still_reads(tmp_path: Any) -> None
 def test_record_writes_a_stamped_baseline_with_timing(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     """attncheck record: parity records and timing samples, stamped with versions, arch and harness version."""
     out = str(tmp_path / "base")
-    code = cli.main(["record", "--device", "cpu", "--backend", "math", "--backend", "flash", "--case", json.dumps(CASE),
-                     "--out", out, "--time", "math", "--rows", "1x32", "--q", "2", "--heads", "2/1", "--head-dim", "8",
-                     "--dtype", "fp32", "--reps", "3", "--warmup", "0"])
+    code = cli.main(
+        [
+            "record",
+            "--device",
+            "cpu",
+            "--backend",
+            "math",
+            "--backend",
+            "flash",
+            "--case",
+            json.dumps(CASE),
+            "--out",
+            out,
+            "--time",
+            "math",
+            "--rows",
+            "1x32",
+            "--q",
+            "2",
+            "--heads",
+            "2/1",
+            "--head-dim",
+            "8",
+            "--dtype",
+            "fp32",
+            "--reps",
+            "3",
+            "--warmup",
+            "0",
+        ]
+    )
     assert code == 0, capsys.readouterr().out
-    heads = [r for f in ("results.jsonl", "timing.jsonl") for r in read_jsonl(os.path.join(out, f))
-             if isinstance(r, RunHeader)]
-    assert all(h.arch and h.arch.startswith("cpu-") and h.harness_version == HARNESS_VERSION and "torch" in h.versions
-               for h in heads) and len(heads) == 2
+    heads = [
+        r
+        for f in ("results.jsonl", "timing.jsonl")
+        for r in read_jsonl(os.path.join(out, f))
+        if isinstance(r, RunHeader)
+    ]
+    assert (
+        all(
+            h.arch and h.arch.startswith("cpu-") and h.harness_version == HARNESS_VERSION and "torch" in h.versions
+            for h in heads
+        )
+        and len(heads) == 2
+    )
     [t] = [r for r in read_jsonl(os.path.join(out, "timing.jsonl")) if isinstance(r, TimingRecord)]
     assert t.backends == ["math"] and len(t.samples["math"]) == 3
     capsys.readouterr()
@@ -182,7 +335,8 @@ def test_record_writes_a_stamped_baseline_with_timing(tmp_path: Any, capsys: pyt
 
 
 def test_record_refuses_a_bad_timing_backend_before_writing(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    code = cli.main(["record", "--device", "cpu", "--case", json.dumps(CASE), "--out", str(tmp_path / "b"),
-                     "--time", "warp"])
+    code = cli.main(
+        ["record", "--device", "cpu", "--case", json.dumps(CASE), "--out", str(tmp_path / "b"), "--time", "warp"]
+    )
     assert code == 2 and "'warp'" in capsys.readouterr().err
     assert not (tmp_path / "b").exists()

@@ -7,6 +7,7 @@ the command line (tables, files, exit statuses 0/1/2). One test writes records t
 does (conformance.evaluate.evaluate) from long-lived auto adapters on the CPU fake, so the
 replay of wrapper history is checked against the adapter's real behaviour.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,15 +52,41 @@ def header(*options: str) -> RunHeader:
     argv = ["attncheck", "run", "--target", "flashinfer"]
     for o in options:
         argv += ["--adapter-option", o]
-    return RunHeader(run_id="r1", target="flashinfer", device="cuda", budget="quick", seed=0, versions={}, argv=argv,
-                     started="", harness_version="0.1.0")
+    return RunHeader(
+        run_id="r1",
+        target="flashinfer",
+        device="cuda",
+        budget="quick",
+        seed=0,
+        versions={},
+        argv=argv,
+        started="",
+        harness_version="0.1.0",
+    )
 
 
-def rec(case: Case, resolved: Optional[str], *, backend: str = "auto", status: str = "pass", reason: str = "",
-        target: str = "flashinfer") -> ParityRecord:
-    return ParityRecord(run_id="r1", target=target, backend=backend, device="cuda:0", case_id=case.id,
-                        case=case.to_json(), seed=0, status=status, reason=reason, resolved_backend=resolved,
-                        fallback_reason=NOT_REPORTED_JSON if resolved is not None else None)
+def rec(
+    case: Case,
+    resolved: Optional[str],
+    *,
+    backend: str = "auto",
+    status: str = "pass",
+    reason: str = "",
+    target: str = "flashinfer",
+) -> ParityRecord:
+    return ParityRecord(
+        run_id="r1",
+        target=target,
+        backend=backend,
+        device="cuda:0",
+        case_id=case.id,
+        case=case.to_json(),
+        seed=0,
+        status=status,
+        reason=reason,
+        resolved_backend=resolved,
+        fallback_reason=NOT_REPORTED_JSON if resolved is not None else None,
+    )
 
 
 def outcomes(report: fr.RecordsReport) -> list[tuple[Optional[str], Optional[str]]]:
@@ -69,12 +96,23 @@ def outcomes(report: fr.RecordsReport) -> list[tuple[Optional[str], Optional[str
 
 # ---- what counts -------------------------------------------------------------------------------
 
+
 def test_fresh_decisions_pass_explicit_requests_are_checked_and_skips_are_left_out():
-    records = [header(), rec(PAGED, "fa3"), rec(PAGED, "fa3", backend="fa3"), rec(RAGGED, None, status="skip"),
-               rec(RAGGED_MASK, "fa2"), rec(PAGED_MASK, "fa2", backend="fa2+graph")]
+    records = [
+        header(),
+        rec(PAGED, "fa3"),
+        rec(PAGED, "fa3", backend="fa3"),
+        rec(RAGGED, None, status="skip"),
+        rec(RAGGED_MASK, "fa2"),
+        rec(PAGED_MASK, "fa2", backend="fa2+graph"),
+    ]
     r = fr.check_records(records, SPEC, "sm90")
-    assert outcomes(r) == [("fa3", "pass"), ("explicit_fa3", "pass"), ("fa3_custom_mask", "pass"),
-                           ("explicit_fa2", "pass")]
+    assert outcomes(r) == [
+        ("fa3", "pass"),
+        ("explicit_fa3", "pass"),
+        ("fa3_custom_mask", "pass"),
+        ("explicit_fa2", "pass"),
+    ]
     assert r.counts["auto records"] == 3 and r.counts["explicit records"] == 2 and r.counts["planned"] == 4 and r.ok
 
 
@@ -101,23 +139,38 @@ def test_paged_is_sticky_across_the_records_of_one_wrapper():
 
 
 def test_ragged_keeps_a_stale_mask_and_a_skip_does_not_plan():
-    records = [header(), rec(RAGGED_MASK.replace(q_dtype="fp32", kv_dtype="fp32", o_dtype="fp32"), None,
-                             status="skip"), rec(RAGGED, "fa3"), rec(RAGGED_MASK, "fa2"), rec(RAGGED, "fa2")]
+    records = [
+        header(),
+        rec(RAGGED_MASK.replace(q_dtype="fp32", kv_dtype="fp32", o_dtype="fp32"), None, status="skip"),
+        rec(RAGGED, "fa3"),
+        rec(RAGGED_MASK, "fa2"),
+        rec(RAGGED, "fa2"),
+    ]
     assert outcomes(fr.check_records(records, SPEC, "sm90")) == [
-        ("fa3", "pass"), ("fa3_custom_mask", "pass"), ("fa3_custom_mask", "pass")]
+        ("fa3", "pass"),
+        ("fa3_custom_mask", "pass"),
+        ("fa3_custom_mask", "pass"),
+    ]
 
 
 def test_errors_observe_only_a_raise_the_spec_expects_and_unobserved_single_is_no_observation():
     empty = Case("paged", (), (), page_size=5, **_H)
     single = Case("single", (6,), (9,), **_H)
-    records = [header(), rec(empty, None, status="error", reason="RuntimeError: max(): Expected reduction dim"),
-               rec(PAGED_MASK, None, status="error", reason="RuntimeError: CUDA error"),
-               rec(PAGED, "fa2"), rec(single, "unobserved")]
+    records = [
+        header(),
+        rec(empty, None, status="error", reason="RuntimeError: max(): Expected reduction dim"),
+        rec(PAGED_MASK, None, status="error", reason="RuntimeError: CUDA error"),
+        rec(PAGED, "fa2"),
+        rec(single, "unobserved"),
+    ]
     r = fr.check_records(records, SPEC, "sm90")
     # The raising plan fixed nothing; the errored plan after it did resolve the wrapper (to fa2), unseen.
-    assert outcomes(r) == [("empty_batch", "pass"), ("fa3_custom_mask", "error before a backend was reported"),
-                           ("fa3_custom_mask", "pass"),
-                           ("fa3", "the library's backend choice was not seen (single prefill's module lookup)")]
+    assert outcomes(r) == [
+        ("empty_batch", "pass"),
+        ("fa3_custom_mask", "error before a backend was reported"),
+        ("fa3_custom_mask", "pass"),
+        ("fa3", "the library's backend choice was not seen (single prefill's module lookup)"),
+    ]
     wrong = fr.check_records([header(), rec(empty, None, status="error", reason="ValueError: x")], SPEC, "sm90")
     assert outcomes(wrong) == [("empty_batch", "expected_raise")]
 
@@ -126,12 +179,21 @@ def test_graph_wrappers_are_per_batch_and_mask_and_replaced_when_outgrown():
     """auto+graph: a paged slot per (layout, batch, masked); more query rows than the first plan -> a new one."""
     small, d96 = PAGED, PAGED.replace(qo_lens=(2, 6), **D96)
     bigger = PAGED.replace(qo_lens=(9, 6), **D96)
-    records = [header(), rec(small, "fa3", backend="auto+graph"), rec(d96, "fa3", backend="auto+graph"),
-               rec(bigger, "fa2", backend="auto+graph"), rec(PAGED_MASK, "fa2", backend="auto+graph"),
-               rec(d96, "fa2", backend="auto")]
+    records = [
+        header(),
+        rec(small, "fa3", backend="auto+graph"),
+        rec(d96, "fa3", backend="auto+graph"),
+        rec(bigger, "fa2", backend="auto+graph"),
+        rec(PAGED_MASK, "fa2", backend="auto+graph"),
+        rec(d96, "fa2", backend="auto"),
+    ]
     assert outcomes(fr.check_records(records, SPEC, "sm90")) == [
-        ("fa3", "pass"), ("fa3", "pass"), ("fa3_head_dims", "pass"), ("fa3_custom_mask", "pass"),
-        ("fa3_head_dims", "pass")]
+        ("fa3", "pass"),
+        ("fa3", "pass"),
+        ("fa3_head_dims", "pass"),
+        ("fa3_custom_mask", "pass"),
+        ("fa3_head_dims", "pass"),
+    ]
 
 
 def test_adapter_options_come_from_the_runs_argv():
@@ -144,6 +206,7 @@ def test_adapter_options_come_from_the_runs_argv():
 
 
 # ---- the command line ---------------------------------------------------------------------------
+
 
 def write(tmp_path: Any, records: list) -> str:
     path = tmp_path / "results.jsonl"
@@ -171,11 +234,14 @@ def test_cli_exits_1_on_a_failing_or_unexplained_observation(tmp_path, capsys):
     assert "wrong_backend (unexplained)" in out and "trtllm-gen" in out
 
 
-@pytest.mark.parametrize("args,field", [
-    (["--spec", "flashinfer_cud", "--arch", "sm90"], "--spec"),
-    (["--spec", "flashinfer_cuda"], "--arch"),
-    (["--spec", "torch_sdpa"], "--spec"),  # flashinfer records, torch spec
-])
+@pytest.mark.parametrize(
+    "args,field",
+    [
+        (["--spec", "flashinfer_cud", "--arch", "sm90"], "--spec"),
+        (["--spec", "flashinfer_cuda"], "--arch"),
+        (["--spec", "torch_sdpa"], "--spec"),  # flashinfer records, torch spec
+    ],
+)
 def test_cli_exits_2_naming_the_bad_value_and_the_fix(tmp_path, capsys, args, field):
     path = write(tmp_path, [header(), rec(PAGED, "fa3")])
     assert fr.main([path, *args]) == 2
@@ -183,9 +249,11 @@ def test_cli_exits_2_naming_the_bad_value_and_the_fix(tmp_path, capsys, args, fi
     assert len(err.splitlines()) == 1 and f"{field}=" in err and "Fix:" in err
 
 
-@pytest.mark.parametrize("content", [None, "not json\n{}\n", json.dumps({"schema": 99, "kind": "run"}) + "\n",
-                                     to_line(header()) + "\n"],
-                         ids=["missing", "garbage", "other-schema", "no-parity-records"])
+@pytest.mark.parametrize(
+    "content",
+    [None, "not json\n{}\n", json.dumps({"schema": 99, "kind": "run"}) + "\n", to_line(header()) + "\n"],
+    ids=["missing", "garbage", "other-schema", "no-parity-records"],
+)
 def test_cli_exits_2_on_a_file_it_cannot_check(tmp_path, capsys, content):
     path = tmp_path / "results.jsonl"
     if content is not None:
@@ -196,6 +264,7 @@ def test_cli_exits_2_on_a_file_it_cannot_check(tmp_path, capsys, content):
 
 
 # ---- records written the way a run writes them, from the fake ----------------------------------
+
 
 def _fake_sm90_judged_passing(monkeypatch) -> None:
     """The fake installed as upstream on an sm90a device, every judged record a pass (the oracle stubbed)."""
@@ -215,10 +284,13 @@ def test_records_of_long_lived_auto_adapters_on_the_fake_pass_and_exercise_the_l
     """
     _fake_sm90_judged_passing(monkeypatch)
     opts = fi.AdapterOptions(workspace_bytes=1024)
-    adapters = [fi.FlashInferKernel("auto", "cpu", graph=g, options=opts, graphs=ff.FakeGraphs())
-                for g in (False, True)]
-    cases = [c.replace(qo_lens=[min(n, 2) for n in c.qo_lens], kv_lens=[min(n, 3) for n in c.kv_lens])
-             for c in build("quick")]
+    adapters = [
+        fi.FlashInferKernel("auto", "cpu", graph=g, options=opts, graphs=ff.FakeGraphs()) for g in (False, True)
+    ]
+    cases = [
+        c.replace(qo_lens=[min(n, 2) for n in c.qo_lens], kv_lens=[min(n, 3) for n in c.kv_lens])
+        for c in build("quick")
+    ]
     cases += [PAGED, PAGED_MASK, PAGED.replace(**D96), RAGGED, RAGGED_MASK, RAGGED]  # lifecycle edges, in order
     records: list[Any] = [header()]
     base = dict(run_id="r1", target="flashinfer", device="cpu", seed=0)
@@ -228,12 +300,16 @@ def test_records_of_long_lived_auto_adapters_on_the_fake_pass_and_exercise_the_l
             records.append(evaluate.evaluate(a, case, inputs, lambda: None, base))
     fl.lib_facts.cache_clear()
     report = fr.check_records(records, SPEC, "sm90")
-    bad = [(v.record.backend, v.record.case_id, v.verdict.status, v.verdict.detail)
-           for v in report.verdicts if v.verdict is not None and not v.verdict.passed]
+    bad = [
+        (v.record.backend, v.record.case_id, v.verdict.status, v.verdict.detail)
+        for v in report.verdicts
+        if v.verdict is not None and not v.verdict.passed
+    ]
     assert not bad and report.ok, bad
     assert report.counts["observed"] >= 100
-    sticky = [v for v in report.verdicts
-              if v.expected.rule != expected_route(SPEC, replace(v.query, graph_mode=False)).rule]
+    sticky = [
+        v for v in report.verdicts if v.expected.rule != expected_route(SPEC, replace(v.query, graph_mode=False)).rule
+    ]
     assert sticky, "no record's expectation differed from its fresh route: the lifecycle was not exercised"
 
 
@@ -276,8 +352,13 @@ def test_on_the_fork_a_failed_run_claims_no_backend(monkeypatch):
         raise RuntimeError("run failed")
 
     monkeypatch.setattr(fork_prefill.BatchPrefillWithPagedKVCacheWrapper, "run", boom)
-    rec = evaluate.evaluate(a, PAGED, materialize(PAGED, 0, "cpu"), lambda: None,
-                              dict(run_id="r1", target="flashinfer", device="cpu", seed=0))
+    rec = evaluate.evaluate(
+        a,
+        PAGED,
+        materialize(PAGED, 0, "cpu"),
+        lambda: None,
+        dict(run_id="r1", target="flashinfer", device="cpu", seed=0),
+    )
     fl.lib_facts.cache_clear()
     assert rec.status == "error" and rec.resolved_backend is None
 
@@ -293,8 +374,11 @@ def test_records_name_the_wrapper_each_plan_used_and_the_check_groups_by_it(monk
     graph = fi.FlashInferKernel("auto", "cpu", graph=True, options=opts, graphs=ff.FakeGraphs())
     wide = PAGED.replace(kv_lens=(40, 6))  # 9 pages: more than the 4 the first graph plan fixed
     base = dict(run_id="r1", target="flashinfer", device="cpu", seed=0)
-    records = [evaluate.evaluate(a, c, materialize(c, 0, "cpu"), lambda: None, base)
-               for c in (PAGED, wide, PAGED, RAGGED) for a in (eager, graph)]
+    records = [
+        evaluate.evaluate(a, c, materialize(c, 0, "cpu"), lambda: None, base)
+        for c in (PAGED, wide, PAGED, RAGGED)
+        for a in (eager, graph)
+    ]
 
     def boom(self, *args, **kwargs):
         raise RuntimeError("plan failed")
@@ -303,9 +387,16 @@ def test_records_name_the_wrapper_each_plan_used_and_the_check_groups_by_it(monk
     records += [evaluate.evaluate(graph, RAGGED, materialize(RAGGED, 0, "cpu"), lambda: None, base)]
     fl.lib_facts.cache_clear()
     assert [r.wrapper for r in records] == [
-        "paged/NHD", "graph:paged/NHD/b2/unmasked#1", "paged/NHD", "graph:paged/NHD/b2/unmasked#2",
-        "paged/NHD", "graph:paged/NHD/b2/unmasked#2", "ragged/NHD", "graph:ragged/NHD/b2/unmasked#3",
-        "graph:ragged/NHD/b2/unmasked#3"]
+        "paged/NHD",
+        "graph:paged/NHD/b2/unmasked#1",
+        "paged/NHD",
+        "graph:paged/NHD/b2/unmasked#2",
+        "paged/NHD",
+        "graph:paged/NHD/b2/unmasked#2",
+        "ragged/NHD",
+        "graph:ragged/NHD/b2/unmasked#3",
+        "graph:ragged/NHD/b2/unmasked#3",
+    ]
     assert records[-1].status == "error"
     seqs = fr.sequences_of(records, opts, "flashinfer")
     assert seqs == [0, 1, 0, 2, 0, 2, 3, 4, 4]
@@ -323,5 +414,6 @@ def test_the_wrappers_the_h200_run_named_are_the_ones_the_legacy_keying_rebuilds
     assert options.graph_max_pages == 8 and all(r.wrapper for r in parity)
     assert "graph:paged/NHD/b2/unmasked#2" in {r.wrapper for r in parity}
     assert fr.sequences_of(parity, options, "flashinfer") == fr.legacy_plan_sequences(
-        [(r.run_id, r.backend, Case.from_json(r.case)) for r in parity], options)
+        [(r.run_id, r.backend, Case.from_json(r.case)) for r in parity], options
+    )
     assert fr.check_records(recs, SPEC, "sm90").ok

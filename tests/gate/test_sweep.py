@@ -1,4 +1,5 @@
 """`attncheck sweep`: interleaved A/B order, configurations a few at a time, records as produced, the CLI on CPU."""
+
 from __future__ import annotations
 
 import os
@@ -20,8 +21,11 @@ class FakeAdapter:
         self.backend, self.log = backend, log
 
     def supports(self, case: Any) -> Support:
-        return Support.no("backend does not serve this layout: test") if case.qo_lens[0] == 8 and \
-            self.backend == "b" else Support.yes()
+        return (
+            Support.no("backend does not serve this layout: test")
+            if case.qo_lens[0] == 8 and self.backend == "b"
+            else Support.yes()
+        )
 
     def plan(self, inputs: Any) -> None:
         self.log.append(f"plan {self.backend}")
@@ -59,27 +63,40 @@ class FakeTarget:
         return {"fake": "1"}
 
 
-def test_order_alternates_and_configs_are_allocated_a_chunk_at_a_time(tmp_path: Any,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_order_alternates_and_configs_are_allocated_a_chunk_at_a_time(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Repetitions run A B, B A, ...; at most `chunk` inputs exist before they are timed; records land as produced."""
     target = FakeTarget()
     monkeypatch.setattr(sweep, "get_target", lambda name: target)
     real = sweep.materialize
-    monkeypatch.setattr(sweep, "materialize", lambda case, seed, device: (target.log.append("alloc"),
-                                                                          real(case, seed, device))[1])
+    monkeypatch.setattr(
+        sweep, "materialize", lambda case, seed, device: (target.log.append("alloc"), real(case, seed, device))[1]
+    )
     seen: list[int] = []
 
     def progress(rec: TimingRecord, i: int, n: int) -> None:  # the file already holds the record
         seen.append(sum(isinstance(r, TimingRecord) for r in read_jsonl(os.path.join(tmp_path, "timing.jsonl"))))
 
-    out = sweep.run_sweep("fake", "cpu", ["a", "b"], GRID, str(tmp_path), reps=4, warmup=1, chunk=4,
-                          progress=progress, timer=FakeTimer())
+    out = sweep.run_sweep(
+        "fake", "cpu", ["a", "b"], GRID, str(tmp_path), reps=4, warmup=1, chunk=4, progress=progress, timer=FakeTimer()
+    )
     assert seen == [1, 2, 3, 4, 5, 6]
     log = target.log
     assert log[:4] == ["alloc"] * 4 and log[4:6] == ["plan a", "plan b"]
     first = [e for e in log[6:] if e.startswith("run") and e.endswith("q2")][:10]
-    assert first == ["run a q2", "run b q2", "run a q2", "run b q2", "run b q2", "run a q2",
-                     "run a q2", "run b q2", "run b q2", "run a q2"]  # 1 warm-up pair, then A B / B A / ...
+    assert first == [
+        "run a q2",
+        "run b q2",
+        "run a q2",
+        "run b q2",
+        "run b q2",
+        "run a q2",
+        "run a q2",
+        "run b q2",
+        "run b q2",
+        "run a q2",
+    ]  # 1 warm-up pair, then A B / B A / ...
     assert log.index("alloc", 4) > max(i for i, e in enumerate(log) if e == "run a q2")
     recs = read_jsonl(out.path)
     assert isinstance(recs[0], RunHeader) and isinstance(recs[-1], RunFooter)
@@ -92,9 +109,37 @@ def test_order_alternates_and_configs_are_allocated_a_chunk_at_a_time(tmp_path: 
 def test_sweep_on_the_cpu_writes_tables_and_a_recommendation(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     """attncheck sweep --target torch --a math --b flash --device cpu: progress, timing.jsonl, a seeds-layout table."""
     out = str(tmp_path / "s")
-    code = cli.main(["sweep", "--target", "torch", "--a", "math", "--b", "flash", "--device", "cpu", "--rows",
-                     "1x32,2x16", "--q", "2,4", "--heads", "2/1", "--head-dim", "8", "--dtype", "fp32", "--reps", "3",
-                     "--warmup", "1", "--chunk", "3", "--out", out])
+    code = cli.main(
+        [
+            "sweep",
+            "--target",
+            "torch",
+            "--a",
+            "math",
+            "--b",
+            "flash",
+            "--device",
+            "cpu",
+            "--rows",
+            "1x32,2x16",
+            "--q",
+            "2,4",
+            "--heads",
+            "2/1",
+            "--head-dim",
+            "8",
+            "--dtype",
+            "fp32",
+            "--reps",
+            "3",
+            "--warmup",
+            "1",
+            "--chunk",
+            "3",
+            "--out",
+            out,
+        ]
+    )
     text = capsys.readouterr().out
     assert code == 0, text
     assert "[1/4] paged/bs1/kv32/q2: math " in text and "[4/4] paged/bs2/kv16/q4" in text
@@ -104,16 +149,20 @@ def test_sweep_on_the_cpu_writes_tables_and_a_recommendation(tmp_path: Any, caps
     assert len([r for r in read_jsonl(os.path.join(out, "timing.jsonl")) if isinstance(r, TimingRecord)]) == 4
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["--a", "math", "--b", "math"], "distinct backends"),
-    (["--a", "math", "--b", "warp"], "'warp'"),
-    (["--a", "math", "--b", "flash", "--reps", "2"], "--reps=2"),
-    (["--a", "math", "--b", "flash", "--rows", "1by32"], "--rows='1by32'"),
-    (["--a", "math", "--b", "flash", "--q", "8,4"], "--q='8,4'"),
-    (["--a", "math", "--b", "flash", "--layout", "decode", "--q", "2"], "qo_lens"),
-])
-def test_bad_sweep_usage_exits_2_and_writes_nothing(tmp_path: Any, capsys: pytest.CaptureFixture[str],
-                                                    args: list[str], needle: str) -> None:
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--a", "math", "--b", "math"], "distinct backends"),
+        (["--a", "math", "--b", "warp"], "'warp'"),
+        (["--a", "math", "--b", "flash", "--reps", "2"], "--reps=2"),
+        (["--a", "math", "--b", "flash", "--rows", "1by32"], "--rows='1by32'"),
+        (["--a", "math", "--b", "flash", "--q", "8,4"], "--q='8,4'"),
+        (["--a", "math", "--b", "flash", "--layout", "decode", "--q", "2"], "qo_lens"),
+    ],
+)
+def test_bad_sweep_usage_exits_2_and_writes_nothing(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str], args: list[str], needle: str
+) -> None:
     code = cli.main(["sweep", "--device", "cpu", "--out", str(tmp_path / "s"), *args])
     assert code == 2
     assert needle in capsys.readouterr().err
@@ -149,5 +198,11 @@ def test_the_cuda_event_interval_starts_on_an_idle_gpu_after_the_flush() -> None
     timer = CudaEventTimer.__new__(CudaEventTimer)
     timer._torch, timer._flush = fake, Flush()
     assert timer(lambda: log.append("call")) == 2.0e-3
-    assert log.index("flush") < log.index("sync") < log.index("record start") < log.index("call") \
-        < log.index("record end") < log.index("wait end")
+    assert (
+        log.index("flush")
+        < log.index("sync")
+        < log.index("record start")
+        < log.index("call")
+        < log.index("record end")
+        < log.index("wait end")
+    )

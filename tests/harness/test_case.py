@@ -1,4 +1,5 @@
 """The Case is a frozen value with a stable id, and refuses impossible batches by field."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -8,8 +9,17 @@ import pytest
 from scenarios.case import Case
 from scenarios.errors import InvalidCase
 
-BASE = dict(layout="paged", qo_lens=(3, 0), kv_lens=(17, 4), num_qo_heads=8, num_kv_heads=2,
-            head_dim_qk=64, head_dim_vo=64, page_size=4, causal=True)
+BASE = dict(
+    layout="paged",
+    qo_lens=(3, 0),
+    kv_lens=(17, 4),
+    num_qo_heads=8,
+    num_kv_heads=2,
+    head_dim_qk=64,
+    head_dim_vo=64,
+    page_size=4,
+    causal=True,
+)
 
 
 def test_case_round_trips_through_json_with_the_same_id():
@@ -35,21 +45,24 @@ def test_case_is_frozen():
         Case(**BASE).causal = False  # type: ignore[misc]
 
 
-@pytest.mark.parametrize("change,field", [
-    (dict(num_kv_heads=3), "num_kv_heads"),
-    (dict(kv_lens=(1,)), "kv_lens"),
-    (dict(qo_lens=(-1, 0)), "qo_lens"),
-    (dict(layout="dense"), "layout"),
-    (dict(q_dtype="int8"), "q_dtype"),
-    (dict(o_dtype="e4m3fn"), "o_dtype"),
-    (dict(window_left=-2), "window_left"),
-    (dict(logits_soft_cap=-1.0), "logits_soft_cap"),
-    (dict(q_scale=2.0), "q_scale"),
-    (dict(layout="ragged"), "page_size"),
-    (dict(layout="decode"), "qo_lens"),
-    (dict(layout="single"), "qo_lens"),
-    (dict(sm_scale=0.0), "sm_scale"),
-])
+@pytest.mark.parametrize(
+    "change,field",
+    [
+        (dict(num_kv_heads=3), "num_kv_heads"),
+        (dict(kv_lens=(1,)), "kv_lens"),
+        (dict(qo_lens=(-1, 0)), "qo_lens"),
+        (dict(layout="dense"), "layout"),
+        (dict(q_dtype="int8"), "q_dtype"),
+        (dict(o_dtype="e4m3fn"), "o_dtype"),
+        (dict(window_left=-2), "window_left"),
+        (dict(logits_soft_cap=-1.0), "logits_soft_cap"),
+        (dict(q_scale=2.0), "q_scale"),
+        (dict(layout="ragged"), "page_size"),
+        (dict(layout="decode"), "qo_lens"),
+        (dict(layout="single"), "qo_lens"),
+        (dict(sm_scale=0.0), "sm_scale"),
+    ],
+)
 def test_invalid_case_names_the_offending_field(change, field):
     """Each impossible value raises InvalidCase carrying that field and a fix."""
     with pytest.raises(InvalidCase) as e:
@@ -95,19 +108,29 @@ def test_features_names_every_feature_a_case_can_have() -> None:
 _GOOD = {"layout": "ragged", "qo_lens": [4, 1], "kv_lens": [9, 3], "num_qo_heads": 4, "num_kv_heads": 2}
 
 
-@pytest.mark.parametrize("field,value", [
-    pytest.param("causal", "false", id="bool-as-string"), pytest.param("causal", 0, id="bool-as-integer"),
-    pytest.param("return_lse", "yes", id="bool-as-word"),
-    pytest.param("qo_lens", [4.5, 1], id="length-as-float"), pytest.param("qo_lens", "abc", id="lengths-as-string"),
-    pytest.param("kv_lens", [9, True], id="length-as-bool"), pytest.param("qo_lens", 4, id="lengths-as-integer"),
-    pytest.param("num_qo_heads", 4.0, id="heads-as-float"), pytest.param("num_kv_heads", True, id="heads-as-bool"),
-    pytest.param("page_size", "16", id="page-size-as-string"), pytest.param("window_left", None, id="window-null"),
-    pytest.param("logits_soft_cap", "30", id="cap-as-string"), pytest.param("logits_soft_cap", False, id="cap-as-bool"),
-    pytest.param("sm_scale", "0.1", id="scale-as-string"), pytest.param("layout", 1, id="layout-as-integer"),
-    pytest.param("q_dtype", None, id="dtype-null"),
-])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        pytest.param("causal", "false", id="bool-as-string"),
+        pytest.param("causal", 0, id="bool-as-integer"),
+        pytest.param("return_lse", "yes", id="bool-as-word"),
+        pytest.param("qo_lens", [4.5, 1], id="length-as-float"),
+        pytest.param("qo_lens", "abc", id="lengths-as-string"),
+        pytest.param("kv_lens", [9, True], id="length-as-bool"),
+        pytest.param("qo_lens", 4, id="lengths-as-integer"),
+        pytest.param("num_qo_heads", 4.0, id="heads-as-float"),
+        pytest.param("num_kv_heads", True, id="heads-as-bool"),
+        pytest.param("page_size", "16", id="page-size-as-string"),
+        pytest.param("window_left", None, id="window-null"),
+        pytest.param("logits_soft_cap", "30", id="cap-as-string"),
+        pytest.param("logits_soft_cap", False, id="cap-as-bool"),
+        pytest.param("sm_scale", "0.1", id="scale-as-string"),
+        pytest.param("layout", 1, id="layout-as-integer"),
+        pytest.param("q_dtype", None, id="dtype-null"),
+    ],
+)
 def test_a_json_value_of_the_wrong_type_is_refused_not_coerced(field, value):
-    """"causal": "false" would run a causal case and [4.5] a query of 4: each is refused, naming the field."""
+    """ "causal": "false" would run a causal case and [4.5] a query of 4: each is refused, naming the field."""
     with pytest.raises(InvalidCase) as e:
         Case.from_json({**_GOOD, field: value})
     assert e.value.field == field and e.value.value == value and f'"{field}": ' in e.value.fix
@@ -128,8 +151,9 @@ def test_the_cli_refuses_a_wrongly_typed_case_in_one_line(tmp_path, capsys):
 
     from conformance import cli
 
-    code = cli.main(["run", "--device", "cpu", "--case", json.dumps({**_GOOD, "causal": "false"}),
-                     "--out", str(tmp_path / "o")])
+    code = cli.main(
+        ["run", "--device", "cpu", "--case", json.dumps({**_GOOD, "causal": "false"}), "--out", str(tmp_path / "o")]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "Case.causal='false'" in err[0] and "true or false" in err[0]
     assert not (tmp_path / "o").exists()

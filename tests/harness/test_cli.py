@@ -1,4 +1,5 @@
 """`attncheck run`: exit statuses, usage errors that name the value, results kept when interrupted."""
+
 from __future__ import annotations
 
 import json
@@ -16,9 +17,19 @@ from reports.records import ParityRecord, RunFooter, RunHeader, read_jsonl
 from scenarios.case import Case
 from scenarios.tensors import materialize, save
 
-SMALL = {"layout": "ragged", "qo_lens": [3, 0], "kv_lens": [9, 4], "num_qo_heads": 4, "num_kv_heads": 2,
-         "head_dim_qk": 16, "head_dim_vo": 16, "causal": True, "q_dtype": "fp32", "kv_dtype": "fp32",
-         "o_dtype": "fp32"}
+SMALL = {
+    "layout": "ragged",
+    "qo_lens": [3, 0],
+    "kv_lens": [9, 4],
+    "num_qo_heads": 4,
+    "num_kv_heads": 2,
+    "head_dim_qk": 16,
+    "head_dim_vo": 16,
+    "causal": True,
+    "q_dtype": "fp32",
+    "kv_dtype": "fp32",
+    "o_dtype": "fp32",
+}
 
 
 def _run(args, capsys):
@@ -29,8 +40,22 @@ def _run(args, capsys):
 
 def test_small_case_run_passes_and_writes_results(tmp_path, capsys):
     """A given case through torch math exits 0 with header, records, footer and a report."""
-    code, out, _ = _run(["run", "--target", "torch", "--device", "cpu", "--backend", "math",
-                         "--case", json.dumps(SMALL), "--out", str(tmp_path)], capsys)
+    code, out, _ = _run(
+        [
+            "run",
+            "--target",
+            "torch",
+            "--device",
+            "cpu",
+            "--backend",
+            "math",
+            "--case",
+            json.dumps(SMALL),
+            "--out",
+            str(tmp_path),
+        ],
+        capsys,
+    )
     assert code == 0, out
     recs = read_jsonl(str(tmp_path / "results.jsonl"))
     assert isinstance(recs[0], RunHeader) and isinstance(recs[-1], RunFooter)
@@ -43,25 +68,44 @@ def test_a_case_file_may_hold_a_list_of_cases(tmp_path, capsys):
     """--case @file.json with a JSON list runs every case in it (a subset of a matrix, say)."""
     f = tmp_path / "cases.json"
     f.write_text(json.dumps([SMALL, dict(SMALL, qo_lens=[2], kv_lens=[5])]))
-    code, out, _ = _run(["run", "--target", "torch", "--device", "cpu", "--backend", "math",
-                         "--case", f"@{f}", "--out", str(tmp_path / "o")], capsys)
+    code, out, _ = _run(
+        [
+            "run",
+            "--target",
+            "torch",
+            "--device",
+            "cpu",
+            "--backend",
+            "math",
+            "--case",
+            f"@{f}",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        capsys,
+    )
     assert code == 0, out
     parity = [r for r in read_jsonl(str(tmp_path / "o" / "results.jsonl")) if isinstance(r, ParityRecord)]
     assert [r.case["qo_lens"] for r in parity] == [[3, 0], [2]]
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["--target", "nonesuch"], "'nonesuch'"),
-    (["--budget", "fast"], "'fast'"),
-    (["--backend", "warp"], "'warp'"),
-    (["--case", '{"layout": "ragged", "qo_lens": [1], "kv_lens": [1], "num_qo_heads": 8, "num_kv_heads": 3}'],
-     "num_kv_heads=3"),
-    (["--case", "{not json"], "fix the JSON"),
-    (["--case", '{"layout": "ragged"}'], "missing"),
-    (["--case", "[]"], "non-empty list"),
-    (["--device", "tpu"], "'tpu'"),
-    (["--target", "flashinfer"], "unavailable here"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--target", "nonesuch"], "'nonesuch'"),
+        (["--budget", "fast"], "'fast'"),
+        (["--backend", "warp"], "'warp'"),
+        (
+            ["--case", '{"layout": "ragged", "qo_lens": [1], "kv_lens": [1], "num_qo_heads": 8, "num_kv_heads": 3}'],
+            "num_kv_heads=3",
+        ),
+        (["--case", "{not json"], "fix the JSON"),
+        (["--case", '{"layout": "ragged"}'], "missing"),
+        (["--case", "[]"], "non-empty list"),
+        (["--device", "tpu"], "'tpu'"),
+        (["--target", "flashinfer"], "unavailable here"),
+    ],
+)
 def test_bad_usage_exits_2_naming_the_value(args, needle, tmp_path, capsys):
     """Each malformed input exits 2 with one line naming the value, and writes no results."""
     code, _, err = _run(["run", "--device", "cpu", "--out", str(tmp_path / "o"), *args], capsys)
@@ -77,8 +121,9 @@ def test_page_index_out_of_range_in_a_captured_batch_exits_2(tmp_path, capsys):
     assert inp.kv_page_indices is not None
     inp.kv_page_indices[1] = inp.k.shape[0] + 7
     save(inp, str(tmp_path / "batch.pt"))
-    code, _, err = _run(["run", "--device", "cpu", "--inputs", str(tmp_path / "batch.pt"),
-                         "--out", str(tmp_path / "o")], capsys)
+    code, _, err = _run(
+        ["run", "--device", "cpu", "--inputs", str(tmp_path / "batch.pt"), "--out", str(tmp_path / "o")], capsys
+    )
     assert code == 2
     assert f"kv_page_indices={inp.k.shape[0] + 7}" in err
     assert not (tmp_path / "o" / "results.jsonl").exists()
@@ -88,8 +133,20 @@ def test_captured_batch_replays_to_a_pass(tmp_path, capsys):
     """A valid saved batch runs exactly as captured."""
     case = Case("paged", (2, 3), (9, 5), 4, 2, head_dim_qk=16, head_dim_vo=16, page_size=4, causal=True)
     save(materialize(case, 5), str(tmp_path / "batch.pt"))
-    code, out, _ = _run(["run", "--device", "cpu", "--backend", "math", "--inputs", str(tmp_path / "batch.pt"),
-                         "--out", str(tmp_path / "o")], capsys)
+    code, out, _ = _run(
+        [
+            "run",
+            "--device",
+            "cpu",
+            "--backend",
+            "math",
+            "--inputs",
+            str(tmp_path / "batch.pt"),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        capsys,
+    )
     assert code == 0, out
 
 
@@ -106,6 +163,7 @@ class _DroppedRowAdapter:
 
     def run(self, inputs):
         from oracle.reference import attention
+
         ref = attention(inputs)
         out = poison(torch.empty_like(ref.out, dtype=torch.float32))
         out[1:] = ref.out[1:]
@@ -134,8 +192,9 @@ class _FaultyTarget:
 def test_a_failing_backend_exits_1_and_records_the_unwritten_row(tmp_path, capsys, monkeypatch):
     """An adapter that leaves a row unwritten fails with the count of unwritten elements."""
     monkeypatch.setattr(parity_run, "get_target", lambda name: _FaultyTarget())
-    code, out, _ = _run(["run", "--target", "faulty", "--device", "cpu", "--case", json.dumps(SMALL),
-                         "--out", str(tmp_path)], capsys)
+    code, out, _ = _run(
+        ["run", "--target", "faulty", "--device", "cpu", "--case", json.dumps(SMALL), "--out", str(tmp_path)], capsys
+    )
     assert code == 1
     (rec,) = [r for r in read_jsonl(str(tmp_path / "results.jsonl")) if isinstance(r, ParityRecord)]
     assert rec.status == "fail"
@@ -153,9 +212,26 @@ def test_interrupted_run_keeps_what_it_measured(tmp_path, capsys, monkeypatch):
             raise KeyboardInterrupt
 
     monkeypatch.setattr(run_command, "_progress", stop_after_two)
-    code, _, err = _run(["run", "--target", "torch", "--device", "cpu", "--backend", "math", "--backend", "flex",
-                         "--case", json.dumps(SMALL), "--case", json.dumps({**SMALL, "causal": False}),
-                         "--out", str(tmp_path)], capsys)
+    code, _, err = _run(
+        [
+            "run",
+            "--target",
+            "torch",
+            "--device",
+            "cpu",
+            "--backend",
+            "math",
+            "--backend",
+            "flex",
+            "--case",
+            json.dumps(SMALL),
+            "--case",
+            json.dumps({**SMALL, "causal": False}),
+            "--out",
+            str(tmp_path),
+        ],
+        capsys,
+    )
     assert code == 130 and "interrupted" in err
     recs = read_jsonl(str(tmp_path / "results.jsonl"))
     assert isinstance(recs[0], RunHeader)
@@ -168,9 +244,13 @@ def test_python_dash_m_conformance_is_the_same_cli(tmp_path):
     """`python -m conformance` answers like `attncheck`."""
     import subprocess
     import sys
-    res = subprocess.run([sys.executable, "-m", "conformance", "run", "--target", "nonesuch", "--out",
-                          str(tmp_path)], capture_output=True, text=True, cwd=os.path.dirname(os.path.dirname(
-                              os.path.dirname(os.path.abspath(__file__)))))
+
+    res = subprocess.run(
+        [sys.executable, "-m", "conformance", "run", "--target", "nonesuch", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+    )
     assert res.returncode == 2 and "'nonesuch'" in res.stderr
 
 
@@ -211,9 +291,28 @@ def test_sigterm_ends_a_run_like_ctrl_c_with_exit_143(tmp_path):
 
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     cases = json.dumps([{**SMALL, "qo_lens": [n, 1]} for n in range(1, 200)])
-    p = subprocess.Popen([sys.executable, "-m", "conformance", "run", "--target", "torch", "--device", "cpu",
-                          "--backend", "math", "--case", cases, "--out", str(tmp_path)], cwd=root,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "conformance",
+            "run",
+            "--target",
+            "torch",
+            "--device",
+            "cpu",
+            "--backend",
+            "math",
+            "--case",
+            cases,
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     results = tmp_path / "results.jsonl"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and (not results.exists() or len(results.read_text().splitlines()) < 3):
@@ -249,23 +348,28 @@ def _bad_inputs(tmp_path, kind):
     return str(path)
 
 
-@pytest.mark.parametrize("args,needle", [
-    pytest.param(["--inputs", "@truncated"], "--inputs=", id="inputs-truncated"),
-    pytest.param(["--inputs", "@random-bytes"], "--inputs=", id="inputs-random-bytes"),
-    pytest.param(["--inputs", "@text"], "--inputs=", id="inputs-text"),
-    pytest.param(["--inputs", "@directory"], "not a directory", id="inputs-directory"),
-    pytest.param(["--inputs", "@case-not-an-object"], "a dict with a 'case' entry", id="inputs-case-not-an-object"),
-    pytest.param(["--out", "@file"], "is a file: pass another --out", id="out-a-file"),
-    pytest.param(["--out", "@file/under"], "is a file: pass another --out", id="out-under-a-file"),
-    pytest.param(["--case", '{"layout": "ragged", "qo_lens": "abc"}'], "Case.qo_lens='abc'", id="case-lengths-text"),
-    pytest.param(["--case", json.dumps({**SMALL, "causal": "false"})], "Case.causal='false'", id="case-bool-text"),
-    pytest.param(["--budget", "huge"], "huge", id="budget"),
-    pytest.param(["--backend", "nope"], "'nope'", id="backend"),
-    pytest.param(["--adapter-option", "novalue"], "KEY=VALUE", id="adapter-option"),
-    pytest.param(["--device", "tpu"], "--device='tpu'", id="device"),
-    pytest.param(["--feature", "speed"], "--feature='speed'", id="feature"),
-    pytest.param(["--time-budget", "-1"], "--time-budget", id="time-budget"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        pytest.param(["--inputs", "@truncated"], "--inputs=", id="inputs-truncated"),
+        pytest.param(["--inputs", "@random-bytes"], "--inputs=", id="inputs-random-bytes"),
+        pytest.param(["--inputs", "@text"], "--inputs=", id="inputs-text"),
+        pytest.param(["--inputs", "@directory"], "not a directory", id="inputs-directory"),
+        pytest.param(["--inputs", "@case-not-an-object"], "a dict with a 'case' entry", id="inputs-case-not-an-object"),
+        pytest.param(["--out", "@file"], "is a file: pass another --out", id="out-a-file"),
+        pytest.param(["--out", "@file/under"], "is a file: pass another --out", id="out-under-a-file"),
+        pytest.param(
+            ["--case", '{"layout": "ragged", "qo_lens": "abc"}'], "Case.qo_lens='abc'", id="case-lengths-text"
+        ),
+        pytest.param(["--case", json.dumps({**SMALL, "causal": "false"})], "Case.causal='false'", id="case-bool-text"),
+        pytest.param(["--budget", "huge"], "huge", id="budget"),
+        pytest.param(["--backend", "nope"], "'nope'", id="backend"),
+        pytest.param(["--adapter-option", "novalue"], "KEY=VALUE", id="adapter-option"),
+        pytest.param(["--device", "tpu"], "--device='tpu'", id="device"),
+        pytest.param(["--feature", "speed"], "--feature='speed'", id="feature"),
+        pytest.param(["--time-budget", "-1"], "--time-budget", id="time-budget"),
+    ],
+)
 def test_every_bad_input_exits_2_in_one_line_and_writes_nothing(tmp_path, capsys, args, needle):
     """Each bad value the run command can get: exit 2, one line naming it and the fix, no output folder."""
     out = tmp_path / "out"

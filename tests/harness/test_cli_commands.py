@@ -1,5 +1,6 @@
 """The attncheck subcommands (conformance/commands/): every one listed, the forwarded tools answering as
 their `python -m` form does (exit 2 and one line on bad input), and the CLI importing no adapter."""
+
 from __future__ import annotations
 
 import json
@@ -14,14 +15,25 @@ from conformance import cli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SUBCOMMANDS = ("run", "record", "diff", "sweep", "report", "mutate", "explore", "routes", "threshold", "prebuild")
-SMALL = {"layout": "ragged", "qo_lens": [3, 0], "kv_lens": [9, 4], "num_qo_heads": 4, "num_kv_heads": 2,
-         "head_dim_qk": 16, "head_dim_vo": 16, "causal": True, "q_dtype": "fp32", "kv_dtype": "fp32",
-         "o_dtype": "fp32"}
+SMALL = {
+    "layout": "ragged",
+    "qo_lens": [3, 0],
+    "kv_lens": [9, 4],
+    "num_qo_heads": 4,
+    "num_kv_heads": 2,
+    "head_dim_qk": 16,
+    "head_dim_vo": 16,
+    "causal": True,
+    "q_dtype": "fp32",
+    "kv_dtype": "fp32",
+    "o_dtype": "fp32",
+}
 
 
 def _python_m(module: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", module, *args], capture_output=True, text=True, cwd=ROOT, timeout=120, check=False
+    )
 
 
 def _attncheck(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
@@ -60,13 +72,16 @@ def test_routes_answers_like_python_dash_m_route_records(tmp_path, capsys: pytes
     """`attncheck routes`: its help under that name, a run's records checked (exit 0), an unknown spec
     refused as `python -m conformance.route_records` refuses it (exit 2, one line)."""
     assert _help(capsys, "routes").startswith("usage: attncheck routes ")
-    assert cli.main(["run", "--device", "cpu", "--backend", "auto", "--case", json.dumps(SMALL),
-                     "--out", str(tmp_path)]) == 0
+    assert (
+        cli.main(["run", "--device", "cpu", "--backend", "auto", "--case", json.dumps(SMALL), "--out", str(tmp_path)])
+        == 0
+    )
     capsys.readouterr()
     code, out, _ = _attncheck(capsys, "routes", str(tmp_path / "results.jsonl"), "--spec", "torch")
     assert code == 0 and "routing spec torch" in out
-    line = _same_refusal(capsys, "routes", "conformance.route_records", str(tmp_path / "results.jsonl"),
-                         "--spec", "nonesuch")
+    line = _same_refusal(
+        capsys, "routes", "conformance.route_records", str(tmp_path / "results.jsonl"), "--spec", "nonesuch"
+    )
     assert line.startswith("attncheck routes: error: ") and "'nonesuch'" in line
 
 
@@ -97,10 +112,13 @@ def test_prebuild_refuses_a_device_without_flashinfer_in_one_line(capsys: pytest
 def test_importing_the_cli_imports_no_adapter_and_no_flashinfer() -> None:
     """The subcommands import their work inside their handlers: `import conformance.cli` loads no adapter
     module, no FlashInfer, not the record checker."""
-    probe = ("import sys, conformance.cli; print(sorted(m for m in sys.modules if m in ('flashinfer', "
-             "'kernels.torch_target', 'kernels.flashinfer.adapter', 'conformance.route_records', "
-             "'conformance.parity_run', 'routing.threshold', 'conformance.explore.loop')))")
-    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120,
-                         check=False)
+    probe = (
+        "import sys, conformance.cli; print(sorted(m for m in sys.modules if m in ('flashinfer', "
+        "'kernels.torch_target', 'kernels.flashinfer.adapter', 'conformance.route_records', "
+        "'conformance.parity_run', 'routing.threshold', 'conformance.explore.loop')))"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120, check=False
+    )
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "[]"

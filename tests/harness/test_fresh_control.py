@@ -4,6 +4,7 @@ Seen on the H200 runner: unmasked ragged HND cases failed by 19-1290 times their
 masked ragged HND case on the same long-lived wrapper (FlashInfer's stale custom mask), and read like
 defects of those cases. Shown here with the CPU fake of upstream, which copies that stale mask.
 """
+
 from __future__ import annotations
 
 import os

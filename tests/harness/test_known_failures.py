@@ -1,4 +1,5 @@
 """The known-failure ledger: each entry backed by a standalone script, matched to the records it explains."""
+
 from __future__ import annotations
 
 import ast
@@ -44,8 +45,11 @@ def test_every_failure_of_the_recorded_fa2_matrix_is_explained_by_one_entry() ->
     recs = [r for r in read_jsonl(H200_RUN) if isinstance(r, ParityRecord) and r.status in ("fail", "error")]
     assert len(recs) == 6
     got = {(r.backend, known_for("flashinfer", r.case, r.backend, "0.7.2.post1")) for r in recs}
-    assert got == {(b, k) for b in ("fa2", "fa2+graph")
-                   for k in ("flashinfer-empty-batch-plan", "flashinfer-paged-mask-zero-pages")}
+    assert got == {
+        (b, k)
+        for b in ("fa2", "fa2+graph")
+        for k in ("flashinfer-empty-batch-plan", "flashinfer-paged-mask-zero-pages")
+    }
 
 
 def test_an_entry_does_not_explain_other_versions_targets_or_passing_shapes() -> None:
@@ -58,28 +62,42 @@ def test_an_entry_does_not_explain_other_versions_targets_or_passing_shapes() ->
 
 def test_the_fa3_hnd_entries_split_on_the_group_size_the_kernel_computes() -> None:
     """num_qo_heads // kv_len (K's token axis read as heads): 0 kills the process (crash), more runs wrongly."""
-    ragged = {"layout": "ragged", "qo_lens": [300], "kv_lens": [128], "num_qo_heads": 8, "num_kv_heads": 1,
-              "head_dim_qk": 128, "head_dim_vo": 128, "q_dtype": "bf16", "kv_dtype": "bf16", "kv_layout": "HND",
-              "mask": "none"}
+    ragged = {
+        "layout": "ragged",
+        "qo_lens": [300],
+        "kv_lens": [128],
+        "num_qo_heads": 8,
+        "num_kv_heads": 1,
+        "head_dim_qk": 128,
+        "head_dim_vo": 128,
+        "q_dtype": "bf16",
+        "kv_dtype": "bf16",
+        "kv_layout": "HND",
+        "mask": "none",
+    }
     few_keys = dict(ragged, kv_lens=[7], num_kv_heads=8)
     assert known_for("flashinfer", ragged, "fa3", "0.7.2.post1", "sm90") == "flashinfer-fa3-hnd-kv-heads-sigfpe"
     assert known_for("flashinfer", ragged, "auto+graph", "0.7.2.post1", "sm90") == "flashinfer-fa3-hnd-kv-heads-sigfpe"
     assert known_for("flashinfer", few_keys, "fa3", "0.7.2.post1", "sm90") == "flashinfer-fa3-hnd-kv-heads-wrong"
     single = dict(ragged, layout="single", kv_lens=[4099])
     assert known_for("flashinfer", single, "auto", "0.7.2.post1", "sm90") == "flashinfer-fa3-hnd-kv-heads-sigfpe"
-    for case, backend, arch in ((dict(ragged, kv_layout="NHD"), "fa3", "sm90"),  # NHD reads the right axis
-                                (ragged, "fa2", "sm90"),  # fa2 reads the layout
-                                (dict(ragged, mask="custom"), "auto", "sm90"),  # auto takes fa2 for a mask
-                                (ragged, "auto", "sm80"),  # no fa3 there
-                                (dict(ragged, layout="paged"), "fa3", "sm90")):  # the paged path reads it
+    for case, backend, arch in (
+        (dict(ragged, kv_layout="NHD"), "fa3", "sm90"),  # NHD reads the right axis
+        (ragged, "fa2", "sm90"),  # fa2 reads the layout
+        (dict(ragged, mask="custom"), "auto", "sm90"),  # auto takes fa2 for a mask
+        (ragged, "auto", "sm80"),  # no fa3 there
+        (dict(ragged, layout="paged"), "fa3", "sm90"),
+    ):  # the paged path reads it
         assert known_for("flashinfer", case, backend, "0.7.2.post1", arch) is None, (case, backend, arch)
 
 
 SESSION_2 = os.path.join(ROOT, "docs", "evidence", "2026-12-01-h200-2", "matrix_fa2_auto_isolated.jsonl")
 # The two records an isolated child blamed for the pending error a fresh control had left (the
 # harness defect fixed with conformance/isolate.py's second probe): the cases themselves are innocent.
-BLAMED_BY_THE_OLD_CHILD = {"paged-b1-h64x8-d256-bf16-p1HND-4b9141ac07",
-                           "decode-b2-h8x8-d256-bf16-p16HND-zero_len-d2a4605c2a"}
+BLAMED_BY_THE_OLD_CHILD = {
+    "paged-b1-h64x8-d256-bf16-p1HND-4b9141ac07",
+    "decode-b2-h8x8-d256-bf16-p16HND-zero_len-d2a4605c2a",
+}
 
 
 def test_every_recorded_isolated_matrix_failure_is_an_entry_a_lifecycle_defect_or_a_fixed_harness_fault() -> None:
@@ -90,32 +108,67 @@ def test_every_recorded_isolated_matrix_failure_is_an_entry_a_lifecycle_defect_o
     why = {}
     for r in recs:
         known = known_for("flashinfer", r.case, r.backend, "0.7.2.post1", "sm90")
-        why[(r.backend, r.case_id)] = known or ("lifecycle" if r.fresh == "pass" else
-                                                "harness" if r.case_id in BLAMED_BY_THE_OLD_CHILD else None)
+        why[(r.backend, r.case_id)] = known or (
+            "lifecycle" if r.fresh == "pass" else "harness" if r.case_id in BLAMED_BY_THE_OLD_CHILD else None
+        )
     assert None not in why.values(), why
-    assert sorted(set(why.values())) == ["flashinfer-empty-batch-plan", "flashinfer-fa2-window-noncausal-split-kv",
-                                         "flashinfer-graph-no-query-rows", "flashinfer-paged-mask-zero-pages",
-                                         "flashinfer-paged-mask-zero-pages-graph-wrong", "harness", "lifecycle"]
+    assert sorted(set(why.values())) == [
+        "flashinfer-empty-batch-plan",
+        "flashinfer-fa2-window-noncausal-split-kv",
+        "flashinfer-graph-no-query-rows",
+        "flashinfer-paged-mask-zero-pages",
+        "flashinfer-paged-mask-zero-pages-graph-wrong",
+        "harness",
+        "lifecycle",
+    ]
 
 
 def test_the_window_graph_and_head_dim_entries_match_only_what_was_shown() -> None:
-    window = {"layout": "paged", "qo_lens": [300, 127, 1], "kv_lens": [4099, 33, 4099], "causal": False,
-              "window_left": 64, "mask": "none", "head_dim_qk": 128, "head_dim_vo": 128, "q_dtype": "bf16",
-              "kv_dtype": "bf16", "logits_soft_cap": 0.0, "return_lse": True}
+    window = {
+        "layout": "paged",
+        "qo_lens": [300, 127, 1],
+        "kv_lens": [4099, 33, 4099],
+        "causal": False,
+        "window_left": 64,
+        "mask": "none",
+        "head_dim_qk": 128,
+        "head_dim_vo": 128,
+        "q_dtype": "bf16",
+        "kv_dtype": "bf16",
+        "logits_soft_cap": 0.0,
+        "return_lse": True,
+    }
     w = "flashinfer-fa2-window-noncausal-split-kv"
     assert known_for("flashinfer", window, "fa2", "0.7.4", "sm90") == w
     assert known_for("flashinfer", window, "fa2+graph", "0.7.2.post1", "sm90") == w
-    for case, backend in ((dict(window, causal=True), "fa2"), (dict(window, window_left=-1), "fa2"),
-                          (dict(window, qo_lens=[17], kv_lens=[4099]), "fa2"), (window, "fa3"),
-                          (dict(window, qo_lens=[300], kv_lens=[150]), "fa2")):
+    for case, backend in (
+        (dict(window, causal=True), "fa2"),
+        (dict(window, window_left=-1), "fa2"),
+        (dict(window, qo_lens=[17], kv_lens=[4099]), "fa2"),
+        (window, "fa3"),
+        (dict(window, qo_lens=[300], kv_lens=[150]), "fa2"),
+    ):
         assert known_for("flashinfer", case, backend, "0.7.2.post1", "sm90") is None, (case, backend)
-    no_rows = {"layout": "ragged", "qo_lens": [0], "kv_lens": [1], "mask": "none", "head_dim_qk": 256,
-               "head_dim_vo": 256, "causal": True, "window_left": -1, "kv_layout": "NHD", "num_qo_heads": 16,
-               "q_dtype": "bf16", "kv_dtype": "bf16"}
+    no_rows = {
+        "layout": "ragged",
+        "qo_lens": [0],
+        "kv_lens": [1],
+        "mask": "none",
+        "head_dim_qk": 256,
+        "head_dim_vo": 256,
+        "causal": True,
+        "window_left": -1,
+        "kv_layout": "NHD",
+        "num_qo_heads": 16,
+        "q_dtype": "bf16",
+        "kv_dtype": "bf16",
+    }
     assert known_for("flashinfer", no_rows, "fa2+graph", "0.7.2.post1", "sm90") == "flashinfer-graph-no-query-rows"
     assert known_for("flashinfer", no_rows, "fa2", "0.7.2.post1", "sm90") is None  # eager runs it
-    assert known_for("flashinfer", dict(no_rows, qo_lens=[0, 3], kv_lens=[4, 4]), "fa2+graph", "0.7.2.post1",
-                     "sm90") is None
+    assert (
+        known_for("flashinfer", dict(no_rows, qo_lens=[0, 3], kv_lens=[4, 4]), "fa2+graph", "0.7.2.post1", "sm90")
+        is None
+    )
     d96 = dict(no_rows, qo_lens=[5, 3], kv_lens=[9, 7], head_dim_qk=96, head_dim_vo=96, causal=False)
     d96_entry = "flashinfer-fa2-ragged-head-dim-96-illegal-access"
     assert known_for("flashinfer", d96, "auto", "0.7.2.post1", "sm90") == d96_entry
@@ -130,16 +183,20 @@ def test_the_packed_mask_entry_explains_exactly_the_packed_runs_failures(form: s
     path = os.path.join(ROOT, "docs", "evidence", "2026-12-01-h200-2", f"mask_{form}.jsonl")
     recs = [r for r in read_jsonl(path) if isinstance(r, ParityRecord) and r.status in ("pass", "fail", "error")]
     opts = {"mask_form": form}
-    known = {(r.backend, r.case_id): known_for("flashinfer", r.case, r.backend, "0.7.2.post1", "sm90", opts)
-             for r in recs}
+    known = {
+        (r.backend, r.case_id): known_for("flashinfer", r.case, r.backend, "0.7.2.post1", "sm90", opts) for r in recs
+    }
     failing = [r for r in recs if r.status != "pass"]
-    assert len(failing) >= 15 and all(known[(r.backend, r.case_id)] for r in failing), \
-        [(r.backend, r.case_id) for r in failing if not known[(r.backend, r.case_id)]]
+    assert len(failing) >= 15 and all(known[(r.backend, r.case_id)] for r in failing), [
+        (r.backend, r.case_id) for r in failing if not known[(r.backend, r.case_id)]
+    ]
     assert not [r.case_id for r in recs if r.status == "pass" and known[(r.backend, r.case_id)]]
     packed = [r for r in failing if known[(r.backend, r.case_id)] == "flashinfer-packed-mask-indptr"]
     assert len(packed) >= 14
-    assert all(known_for("flashinfer", r.case, r.backend, "0.7.2.post1", "sm90") != "flashinfer-packed-mask-indptr"
-               for r in packed)
+    assert all(
+        known_for("flashinfer", r.case, r.backend, "0.7.2.post1", "sm90") != "flashinfer-packed-mask-indptr"
+        for r in packed
+    )
 
 
 def test_the_ledgers_default_options_are_the_adapters() -> None:
@@ -161,8 +218,12 @@ CONTEXT_LOST = "the CUDA context was lost after this case"
 
 
 def _session_3_records() -> list[ParityRecord]:
-    return [r for name in ("matrix_fa3_auto_eager.jsonl", "matrix_fa3_auto_graph.jsonl")
-            for r in read_jsonl(os.path.join(SESSION_3, name)) if isinstance(r, ParityRecord)]
+    return [
+        r
+        for name in ("matrix_fa3_auto_eager.jsonl", "matrix_fa3_auto_graph.jsonl")
+        for r in read_jsonl(os.path.join(SESSION_3, name))
+        if isinstance(r, ParityRecord)
+    ]
 
 
 def _follows_a_masked_plan(recs: list[ParityRecord], i: int) -> bool:
@@ -173,8 +234,14 @@ def _follows_a_masked_plan(recs: list[ParityRecord], i: int) -> bool:
     from scenarios.case import Case
 
     planned = [j for j, p in enumerate(recs) if p.status in PLANNED]
-    seqs = dict(zip(planned, legacy_plan_sequences([(recs[j].run_id, recs[j].backend, Case.from_json(recs[j].case))
-                                                    for j in planned], AdapterOptions())))
+    seqs = dict(
+        zip(
+            planned,
+            legacy_plan_sequences(
+                [(recs[j].run_id, recs[j].backend, Case.from_json(recs[j].case)) for j in planned], AdapterOptions()
+            ),
+        )
+    )
     before = [j for j in planned if j < i and seqs[j] == seqs[i]]
     return bool(before) and recs[before[-1]].case["mask"] == "custom"
 
@@ -191,16 +258,23 @@ def test_every_failure_of_the_recorded_fa3_and_auto_matrix_is_an_entry_or_a_life
             continue
         known = known_for("flashinfer", r.case, r.backend, "0.7.2.post1", "sm90", resolved=r.resolved_backend)
         stale_crash = CONTEXT_LOST in r.reason and r.case["layout"] == "ragged" and _follows_a_masked_plan(recs, i)
-        why[(r.backend, r.case_id)] = known or ("lifecycle" if r.fresh == "pass" else
-                                                "flashinfer-ragged-stale-mask" if stale_crash else None)
+        why[(r.backend, r.case_id)] = known or (
+            "lifecycle" if r.fresh == "pass" else "flashinfer-ragged-stale-mask" if stale_crash else None
+        )
     assert len(why) == 37
     assert None not in why.values(), [k for k, v in why.items() if v is None]
     assert sorted(set(why.values())) == [
-        "flashinfer-empty-batch-plan", "flashinfer-fa2-window-noncausal-split-kv",  # auto's sticky fa2: what ran
-        "flashinfer-fa3-hnd-kv-heads-wrong", "flashinfer-fa3-paged-192-128",
-        "flashinfer-fa3-softcap-lse-after-empty-rows", "flashinfer-graph-no-query-rows",
-        "flashinfer-paged-mask-zero-pages", "flashinfer-paged-mask-zero-pages-graph-wrong",
-        "flashinfer-ragged-stale-mask", "lifecycle"]
+        "flashinfer-empty-batch-plan",
+        "flashinfer-fa2-window-noncausal-split-kv",  # auto's sticky fa2: what ran
+        "flashinfer-fa3-hnd-kv-heads-wrong",
+        "flashinfer-fa3-paged-192-128",
+        "flashinfer-fa3-softcap-lse-after-empty-rows",
+        "flashinfer-graph-no-query-rows",
+        "flashinfer-paged-mask-zero-pages",
+        "flashinfer-paged-mask-zero-pages-graph-wrong",
+        "flashinfer-ragged-stale-mask",
+        "lifecycle",
+    ]
 
 
 def test_the_ledger_claims_no_passing_record_of_the_recorded_fa3_and_auto_matrix() -> None:
@@ -211,36 +285,61 @@ def test_the_ledger_claims_no_passing_record_of_the_recorded_fa3_and_auto_matrix
 
     passed = [r for r in _session_3_records() if r.status == "pass"]
     assert len(passed) > 200
-    claimed = [r for r in passed if known_for("flashinfer", r.case, r.backend, "0.7.2.post1", "sm90",
-                                              resolved=r.resolved_backend)]
+    claimed = [
+        r
+        for r in passed
+        if known_for("flashinfer", r.case, r.backend, "0.7.2.post1", "sm90", resolved=r.resolved_backend)
+    ]
     assert not claimed, [(r.backend, r.case_id) for r in claimed]
     by_fresh_pick = [r for r in passed if known_for("flashinfer", r.case, r.backend, "0.7.2.post1", "sm90")]
     assert by_fresh_pick and all(
         r.backend.startswith("auto") and r.resolved_backend != ("fa3" if _sm90_auto_picks_fa3(r.case) else "fa2")
-        for r in by_fresh_pick)
+        for r in by_fresh_pick
+    )
 
 
 def test_the_fa3_lse_fa3_192_and_empty_decode_entries_match_only_what_was_shown() -> None:
     """The entries docs/evidence/2026-12-01-flashinfer-h200-session-3.md added or widened (fa3 soft-cap LSE, fa3 paged
     (192, 128), graph mode without query rows, the empty decode batch) claim the cases shown, not their
     neighbours."""
-    base = {"layout": "paged", "qo_lens": [300, 64], "kv_lens": [33, 1031], "causal": True, "window_left": -1,
-            "mask": "none", "head_dim_qk": 128, "head_dim_vo": 128, "q_dtype": "fp16", "kv_dtype": "fp16",
-            "logits_soft_cap": 50.0, "return_lse": True, "kv_layout": "HND", "num_qo_heads": 64}
+    base = {
+        "layout": "paged",
+        "qo_lens": [300, 64],
+        "kv_lens": [33, 1031],
+        "causal": True,
+        "window_left": -1,
+        "mask": "none",
+        "head_dim_qk": 128,
+        "head_dim_vo": 128,
+        "q_dtype": "fp16",
+        "kv_dtype": "fp16",
+        "logits_soft_cap": 50.0,
+        "return_lse": True,
+        "kv_layout": "HND",
+        "num_qo_heads": 64,
+    }
     lse = "flashinfer-fa3-softcap-lse-after-empty-rows"
     for backend in ("fa3", "auto", "fa3+graph"):
         assert known_for("flashinfer", base, backend, "0.7.2.post1", "sm90") == lse
-    for case, backend in ((base, "fa2"), (dict(base, qo_lens=[300], kv_lens=[33]), "fa3"),
-                          (dict(base, q_dtype="bf16", kv_dtype="bf16"), "fa3"),
-                          (dict(base, logits_soft_cap=0.0), "fa3"),
-                          (dict(base, return_lse=False), "fa3"), (dict(base, layout="ragged", kv_layout="NHD"), "fa3"),
-                          (dict(base, mask="custom"), "auto")):
+    for case, backend in (
+        (base, "fa2"),
+        (dict(base, qo_lens=[300], kv_lens=[33]), "fa3"),
+        (dict(base, q_dtype="bf16", kv_dtype="bf16"), "fa3"),
+        (dict(base, logits_soft_cap=0.0), "fa3"),
+        (dict(base, return_lse=False), "fa3"),
+        (dict(base, layout="ragged", kv_layout="NHD"), "fa3"),
+        (dict(base, mask="custom"), "auto"),
+    ):
         assert known_for("flashinfer", case, backend, "0.7.2.post1", "sm90") is None, (case, backend)
     d192 = dict(base, head_dim_qk=192, head_dim_vo=128, q_dtype="bf16", kv_dtype="bf16", logits_soft_cap=0.0)
     for backend in ("fa3", "auto", "auto+graph"):
         assert known_for("flashinfer", d192, backend, "0.7.2.post1", "sm90") == "flashinfer-fa3-paged-192-128"
-    for case, backend in ((d192, "fa2"), (dict(d192, layout="ragged", kv_layout="NHD"), "fa3"),
-                          (dict(d192, mask="custom"), "auto"), (d192, "auto")):
+    for case, backend in (
+        (d192, "fa2"),
+        (dict(d192, layout="ragged", kv_layout="NHD"), "fa3"),
+        (dict(d192, mask="custom"), "auto"),
+        (d192, "auto"),
+    ):
         arch = "sm80" if case is d192 and backend == "auto" else "sm90"
         assert known_for("flashinfer", case, backend, "0.7.2.post1", arch) is None, (case, backend, arch)
     no_rows = dict(d192, qo_lens=[0], kv_lens=[0], head_dim_qk=256, head_dim_vo=256, mask="custom")
@@ -248,25 +347,57 @@ def test_the_fa3_lse_fa3_192_and_empty_decode_entries_match_only_what_was_shown(
     assert known_for("flashinfer", dict(no_rows, mask="none"), "auto+graph", "0.7.2.post1", "sm90") is None  # fa3
     decode = {"layout": "decode", "qo_lens": [], "kv_lens": []}
     assert known_for("flashinfer", decode, "auto", "0.7.2.post1", "sm90") == "flashinfer-decode-empty-batch-run"
-    assert known_for("flashinfer", decode, "fa2", "0.7.2.post1", "sm90",  # plan() raises first there
-                     {"decode_tensor_cores": True}) == "flashinfer-decode-tensor-cores-empty-batch-plan"
+    assert (
+        known_for(
+            "flashinfer",
+            decode,
+            "fa2",
+            "0.7.2.post1",
+            "sm90",  # plan() raises first there
+            {"decode_tensor_cores": True},
+        )
+        == "flashinfer-decode-tensor-cores-empty-batch-plan"
+    )
     assert known_for("flashinfer", dict(decode, qo_lens=[1], kv_lens=[3]), "auto", "0.7.2.post1") is None
 
 
 def test_the_zero_pages_entries_split_on_the_packed_masks_size() -> None:
     """plan() raises where the packed mask's size goes below zero (the script's batch); where it stays >= 0
     plan() returns and only graph mode was seen wrong: eager fa2 passed qo [3, 3] over kv [128, 0], page 5."""
-    raises = {"layout": "paged", "mask": "custom", "qo_lens": [3, 0, 64], "kv_lens": [300, 128, 0], "page_size": 16,
-              "head_dim_qk": 64, "head_dim_vo": 64, "q_dtype": "fp16", "kv_dtype": "fp16", "causal": True,
-              "window_left": -1, "logits_soft_cap": 0.0, "return_lse": True, "kv_layout": "NHD"}
-    short = dict(raises, qo_lens=[3, 3], kv_lens=[128, 0], page_size=5, head_dim_qk=128, head_dim_vo=128,
-                 q_dtype="bf16", kv_dtype="e4m3fn")
+    raises = {
+        "layout": "paged",
+        "mask": "custom",
+        "qo_lens": [3, 0, 64],
+        "kv_lens": [300, 128, 0],
+        "page_size": 16,
+        "head_dim_qk": 64,
+        "head_dim_vo": 64,
+        "q_dtype": "fp16",
+        "kv_dtype": "fp16",
+        "causal": True,
+        "window_left": -1,
+        "logits_soft_cap": 0.0,
+        "return_lse": True,
+        "kv_layout": "NHD",
+    }
+    short = dict(
+        raises,
+        qo_lens=[3, 3],
+        kv_lens=[128, 0],
+        page_size=5,
+        head_dim_qk=128,
+        head_dim_vo=128,
+        q_dtype="bf16",
+        kv_dtype="e4m3fn",
+    )
     for backend in ("fa2", "fa2+graph", "auto", "auto+graph"):
         assert known_for("flashinfer", raises, backend, "0.7.2.post1", "sm90") == "flashinfer-paged-mask-zero-pages"
     assert known_for("flashinfer", short, "fa2", "0.7.2.post1", "sm90") is None  # eager passes
     for backend in ("fa2+graph", "auto+graph"):
-        assert (known_for("flashinfer", short, backend, "0.7.2.post1", "sm90")
-                == "flashinfer-paged-mask-zero-pages-graph-wrong")
+        assert (
+            known_for("flashinfer", short, backend, "0.7.2.post1", "sm90")
+            == "flashinfer-paged-mask-zero-pages-graph-wrong"
+        )
 
 
 SESSION_4 = os.path.join(ROOT, "docs", "evidence", "2026-12-01-h200-4")
@@ -281,8 +412,14 @@ def _declined_now(r: ParityRecord) -> bool:
     from scenarios.case import Case
 
     facts = fl.LibFacts(version="0.7.2.post1", fork=False, lse_base_kw={}, fa3=True, cudnn=True)
-    return not decide(Case.from_json(r.case), r.backend.split("+")[0], graph=r.backend.endswith("+graph"),
-                      facts=facts, auto_pick=lambda c: "fa3", capability=(9, 0)).ok
+    return not decide(
+        Case.from_json(r.case),
+        r.backend.split("+")[0],
+        graph=r.backend.endswith("+graph"),
+        facts=facts,
+        auto_pick=lambda c: "fa3",
+        capability=(9, 0),
+    ).ok
 
 
 def test_every_failure_of_the_recorded_cudnn_and_decode_tc_matrices_is_an_entry_or_declined_now() -> None:
@@ -295,8 +432,9 @@ def test_every_failure_of_the_recorded_cudnn_and_decode_tc_matrices_is_an_entry_
         for r in read_jsonl(os.path.join(SESSION_4, name)):
             if not isinstance(r, ParityRecord):
                 continue
-            known = known_for("flashinfer", r.case, r.backend, "0.7.2.post1", "sm90", _options_of(name),
-                              resolved=r.resolved_backend)
+            known = known_for(
+                "flashinfer", r.case, r.backend, "0.7.2.post1", "sm90", _options_of(name), resolved=r.resolved_backend
+            )
             if r.status in ("fail", "error"):
                 why[(name, r.backend, r.case_id)] = known or ("declined now" if _declined_now(r) else None)
             elif r.status == "pass":
@@ -304,20 +442,30 @@ def test_every_failure_of_the_recorded_cudnn_and_decode_tc_matrices_is_an_entry_
     assert len(why) == 16
     assert None not in why.values(), [k for k, v in why.items() if v is None]
     assert sorted(set(why.values())) == [
-        "declined now", "flashinfer-cudnn-decode-empty-batch-plan", "flashinfer-cudnn-empty-kv-rows-unwritten",
-        "flashinfer-cudnn-paged-all-kv-empty-raises", "flashinfer-decode-tensor-cores-empty-batch-plan",
-        "flashinfer-empty-batch-plan"]
+        "declined now",
+        "flashinfer-cudnn-decode-empty-batch-plan",
+        "flashinfer-cudnn-empty-kv-rows-unwritten",
+        "flashinfer-cudnn-paged-all-kv-empty-raises",
+        "flashinfer-decode-tensor-cores-empty-batch-plan",
+        "flashinfer-empty-batch-plan",
+    ]
     assert list(why.values()).count("declined now") == 6  # 3 fp8, 3 decode at page size 5
     assert len(passed) > 60 and not [p for p in passed if p[2]], [p for p in passed if p[2]]
     # With those declines, eager (second machine) and in graph mode after the block-table fix (last machine):
     # the failing records are ledger entries alone, and none claims a pass.
     for name in ("matrix_cudnn_2.jsonl", "matrix_cudnn_graph_2.jsonl"):
         recs = [r for r in read_jsonl(os.path.join(SESSION_4, name)) if isinstance(r, ParityRecord)]
-        known = [known_for("flashinfer", r.case, r.backend, "0.7.2.post1", "sm90") for r in recs
-                 if r.status in ("fail", "error")]
+        known = [
+            known_for("flashinfer", r.case, r.backend, "0.7.2.post1", "sm90")
+            for r in recs
+            if r.status in ("fail", "error")
+        ]
         assert len(known) == 8 and None not in known, name
-        assert not [r.case_id for r in recs if r.status == "pass"
-                    and known_for("flashinfer", r.case, r.backend, "0.7.2.post1", "sm90")], name
+        assert not [
+            r.case_id
+            for r in recs
+            if r.status == "pass" and known_for("flashinfer", r.case, r.backend, "0.7.2.post1", "sm90")
+        ], name
 
 
 def _options_of(name: str) -> dict:
@@ -337,10 +485,14 @@ def test_the_cudnn_and_tensor_core_decode_entries_match_only_what_was_shown() ->
     assert known("paged", (3, 2), (0, 9), "cudnn") == unwritten
     assert known("ragged", (0, 5, 0), (7, 0, 0), "cudnn") == unwritten
     assert known("paged", (3, 2), (0, 0), "cudnn") == raises
-    for args in (("paged", (3, 2), (0, 9), "fa2"), ("paged", (3, 2), (0, 9), "auto"),
-                 ("paged", (0, 2), (0, 9), "cudnn"), ("paged", (3, 2), (4, 9), "cudnn"),
-                 ("decode", (1, 1), (0, 9), "cudnn"),
-                 ("ragged", (3, 2), (0, 0), "cudnn")):  # not shown on ragged
+    for args in (
+        ("paged", (3, 2), (0, 9), "fa2"),
+        ("paged", (3, 2), (0, 9), "auto"),
+        ("paged", (0, 2), (0, 9), "cudnn"),
+        ("paged", (3, 2), (4, 9), "cudnn"),
+        ("decode", (1, 1), (0, 9), "cudnn"),
+        ("ragged", (3, 2), (0, 0), "cudnn"),
+    ):  # not shown on ragged
         assert known(*args) is None, args
     tc = "flashinfer-decode-tensor-cores-empty-batch-plan"
     assert known("decode", (), (), "fa3") == tc  # fa3 decode takes tensor cores

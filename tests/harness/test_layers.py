@@ -1,4 +1,5 @@
 """The import contract of pyproject.toml holds: layers point down, no package imports around a loop."""
+
 from __future__ import annotations
 
 import os

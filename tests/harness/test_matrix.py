@@ -1,4 +1,5 @@
 """The regression matrix is deterministic, budgeted, and always holds the directed cases."""
+
 from __future__ import annotations
 
 import pytest
@@ -28,7 +29,7 @@ def test_directed_cases_are_always_included():
 def test_sampled_cases_respect_the_budget(name):
     """Lengths, batch and heads never exceed the budget's caps."""
     b = matrix.BUDGETS[name]
-    for c in matrix.build(name, 0)[len(matrix.directed_cases()):]:
+    for c in matrix.build(name, 0)[len(matrix.directed_cases()) :]:
         assert c.batch_size <= b.max_batch
         assert max(c.qo_lens, default=0) <= b.max_qo
         assert max(c.kv_lens, default=0) <= b.max_kv

@@ -1,4 +1,5 @@
 """Staged runs: a target's own matrix and stages, stage records, the overlap of preparation, --time-budget."""
+
 from __future__ import annotations
 
 import threading
@@ -46,8 +47,10 @@ class StagedTorch:
         return {"requested": [f"{name}-module"], "seconds": self.prepare_s, "error": None}
 
     def stages(self, cases: list[Case], backends: list[str], device: str, options: dict) -> list[Stage]:
-        return [Stage("first", ("math",), prepare=lambda: self._prepare("first")),
-                Stage("second", ("flash",), prepare=lambda: self._prepare("second"))]
+        return [
+            Stage("first", ("math",), prepare=lambda: self._prepare("first")),
+            Stage("second", ("flash",), prepare=lambda: self._prepare("second")),
+        ]
 
 
 @pytest.fixture
@@ -61,11 +64,21 @@ def test_the_targets_matrix_and_stages_are_used(staged: StagedTorch, tmp_path: A
     out = pr.run_parity("torch", "cpu", "quick", str(tmp_path), backends=["math", "flash"])
     recs = read_jsonl(out.results_path)
     kinds = [type(r).__name__ for r in recs]
-    assert kinds == ["RunHeader", "StageRecord", "ParityRecord", "ParityRecord", "StageRecord", "ParityRecord",
-                     "ParityRecord", "RunFooter"]
+    assert kinds == [
+        "RunHeader",
+        "StageRecord",
+        "ParityRecord",
+        "ParityRecord",
+        "StageRecord",
+        "ParityRecord",
+        "ParityRecord",
+        "RunFooter",
+    ]
     stages = [r for r in recs if isinstance(r, StageRecord)]
     assert [(s.stage, s.backends, s.prepare["requested"]) for s in stages] == [
-        ("first", ["math"], ["first-module"]), ("second", ["flash"], ["second-module"])]
+        ("first", ["math"], ["first-module"]),
+        ("second", ["flash"], ["second-module"]),
+    ]
     parity = [r for r in recs if isinstance(r, ParityRecord)]
     assert [r.backend for r in parity] == ["math", "math", "flash", "flash"]
     assert {r.case_id for r in parity} == {c.id for c in CASES}
@@ -75,8 +88,9 @@ def test_the_targets_matrix_and_stages_are_used(staged: StagedTorch, tmp_path: A
     assert "## Outcomes by backend and feature" in md and "## Compile and run time by backend" in md
 
 
-def test_the_next_stage_prepares_while_this_one_runs(staged: StagedTorch, tmp_path: Any,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_next_stage_prepares_while_this_one_runs(
+    staged: StagedTorch, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     real = ev.evaluate
 
     def slow(adapter: Any, *a: Any, **k: Any) -> ParityRecord:

@@ -1,4 +1,5 @@
 """The one truth cache: a case's inputs made once, its oracle run once and only when asked, memory bounded."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -8,8 +9,7 @@ import pytest
 import conformance.evaluate as ev
 from scenarios.case import Case
 
-CASE = Case("ragged", (3,), (5,), 2, 1, head_dim_qk=16, head_dim_vo=16, q_dtype="fp32", kv_dtype="fp32",
-            o_dtype="fp32")
+CASE = Case("ragged", (3,), (5,), 2, 1, head_dim_qk=16, head_dim_vo=16, q_dtype="fp32", kv_dtype="fp32", o_dtype="fp32")
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ so the library looks real to the adapter (the tests of labelling use the labelle
 knobs that break the model's kernel to prove the adapter notices (rows left unwritten, an LSE in
 natural log under the base-2 contract).
 """
+
 from __future__ import annotations
 
 import sys
@@ -20,13 +21,24 @@ from kernels.standins._launch import RecordedGraphs as FakeGraphs
 from kernels.standins.upstream_flashinfer import _run
 from kernels.standins.upstream_flashinfer._state import STATE
 from kernels.standins.upstream_flashinfer.decode import BatchDecodeWithPagedKVCacheWrapper
-from kernels.standins.upstream_flashinfer.prefill import (BatchPrefillWithPagedKVCacheWrapper,
-                                                          BatchPrefillWithRaggedKVCacheWrapper,
-                                                          single_prefill_with_kv_cache)
+from kernels.standins.upstream_flashinfer.prefill import (
+    BatchPrefillWithPagedKVCacheWrapper,
+    BatchPrefillWithRaggedKVCacheWrapper,
+    single_prefill_with_kv_cache,
+)
 
-__all__ = ["BatchDecodeWithPagedKVCacheWrapper", "BatchPrefillWithPagedKVCacheWrapper",
-           "BatchPrefillWithRaggedKVCacheWrapper", "FakeGraphs", "STATE", "fake", "install", "leave_rows_unwritten",
-           "natural_log_lse", "single_prefill_with_kv_cache"]
+__all__ = [
+    "BatchDecodeWithPagedKVCacheWrapper",
+    "BatchPrefillWithPagedKVCacheWrapper",
+    "BatchPrefillWithRaggedKVCacheWrapper",
+    "FakeGraphs",
+    "STATE",
+    "fake",
+    "install",
+    "leave_rows_unwritten",
+    "natural_log_lse",
+    "single_prefill_with_kv_cache",
+]
 
 
 def install(monkeypatch: Any, *, sm90: bool = True, cudnn: bool = False) -> Any:
@@ -38,12 +50,14 @@ def install(monkeypatch: Any, *, sm90: bool = True, cudnn: bool = False) -> Any:
 
 def leave_rows_unwritten(monkeypatch: Any, rows: set[int]) -> None:
     """A broken kernel: output and LSE rows `rows` (of the whole batch) are never written."""
+
     def store(out: torch.Tensor, lse: Any, q0: int, o: torch.Tensor, l2: torch.Tensor) -> None:
         for r in range(o.shape[0]):
             if q0 + r not in rows:
                 out[q0 + r] = o[r].to(out.dtype)
                 if lse is not None:
                     lse[q0 + r] = l2[r]
+
     monkeypatch.setattr(_run, "_store", store)
 
 
@@ -54,6 +68,7 @@ def natural_log_lse(monkeypatch: Any) -> None:
     def attend(*args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
         out, lse2 = real(*args, **kwargs)
         return out, lse2 * _run.K.LN2
+
     monkeypatch.setattr(_run, "_attend", attend)
 
 

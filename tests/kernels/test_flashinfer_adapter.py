@@ -9,6 +9,7 @@ replay after a re-plan, variant grouping and compile-vs-run timing -- and that `
 never imports flashinfer. The numerics come from the fake's fp32 reference, so a pass here says
 the adapter hands the library the right problem; it says nothing about FlashInfer's kernels.
 """
+
 from __future__ import annotations
 
 import functools
@@ -30,7 +31,7 @@ import kernels.flashinfer.lib as fl
 from kernels import skips
 from kernels.errors import UnknownBackend, UnsupportedCase
 from kernels.flashinfer.support import decide
-from kernels.flashinfer.variants import (RunTiming, order_by_variant, group_by_variant, reset_seen, variant_key)
+from kernels.flashinfer.variants import RunTiming, order_by_variant, group_by_variant, reset_seen, variant_key
 from kernels.protocol import LSE_BASE2, LSE_NATURAL, NOT_REPORTED, AttentionKernel
 from scenarios.poison import unwritten_mask
 from oracle.judge import judge, truth
@@ -48,17 +49,34 @@ from fake_flashinfer import fake  # noqa: E402,F401  (the fixture)
 CPU = "cpu"
 H = dict(num_qo_heads=4, num_kv_heads=2, head_dim_qk=64, head_dim_vo=64)
 PAGED = Case("paged", (3, 6), (11, 6), page_size=5, causal=True, **H)
-PAGED_MASK = Case("paged", (5, 4), (13, 10), page_size=5, mask="custom", causal=True, window_left=3,
-                  logits_soft_cap=30.0, sm_scale=0.2, **H)
+PAGED_MASK = Case(
+    "paged",
+    (5, 4),
+    (13, 10),
+    page_size=5,
+    mask="custom",
+    causal=True,
+    window_left=3,
+    logits_soft_cap=30.0,
+    sm_scale=0.2,
+    **H,
+)
 PAGED_HND = Case("paged", (4, 2), (9, 17), page_size=4, kv_layout="HND", **H)
 RAGGED = Case("ragged", (5, 9), (12, 9), logits_soft_cap=30.0, **H)
 RAGGED_MASK = Case("ragged", (6, 8), (15, 8), kv_layout="HND", causal=True, window_left=4, mask="custom", **H)
 DECODE = Case("decode", (1, 1, 1), (1, 17, 40), 8, 1, 64, 64, page_size=5, kv_layout="HND", window_left=5)
-SINGLE = Case("single", (10,), (25,), window_left=4, causal=True, q_dtype="fp16", kv_dtype="fp16", o_dtype="fp16",
-              **H)
+SINGLE = Case("single", (10,), (25,), window_left=4, causal=True, q_dtype="fp16", kv_dtype="fp16", o_dtype="fp16", **H)
 SINGLE_MASK = Case("single", (8,), (33,), mask="custom", **H)
-ALL = {"paged": PAGED, "paged-mask": PAGED_MASK, "paged-HND": PAGED_HND, "ragged": RAGGED, "ragged-mask": RAGGED_MASK,
-       "decode": DECODE, "single": SINGLE, "single-mask": SINGLE_MASK}
+ALL = {
+    "paged": PAGED,
+    "paged-mask": PAGED_MASK,
+    "paged-HND": PAGED_HND,
+    "ragged": RAGGED,
+    "ragged-mask": RAGGED_MASK,
+    "decode": DECODE,
+    "single": SINGLE,
+    "single-mask": SINGLE_MASK,
+}
 
 
 @pytest.fixture
@@ -74,6 +92,7 @@ def fork(monkeypatch: pytest.MonkeyPatch) -> Any:
     def spy(self: Any, *args: Any, **kwargs: Any) -> Any:
         runs.append(kwargs)
         return real(self, *args, **kwargs)
+
     monkeypatch.setattr(fork_prefill.BatchPrefillWithPagedKVCacheWrapper, "run", spy)
     yield runs
     fl.lib_facts.cache_clear()
@@ -101,20 +120,23 @@ def passes(inp: Inputs, res: Any) -> tuple[bool, Any, Any]:
 
 # ---- import hygiene -----------------------------------------------------------------------------
 
+
 def test_importing_kernels_and_the_adapter_never_imports_flashinfer() -> None:
     """`import kernels` (and the flashinfer adapter modules) must not import the library: CPU runs never pay for it."""
-    code = ("import sys\n"
-            "class Block:\n"
-            "    def find_spec(self, name, path=None, target=None):\n"
-            "        if name == 'flashinfer' or name.startswith('flashinfer.'):\n"
-            "            raise ImportError('flashinfer imported at import time: ' + name)\n"
-            "sys.meta_path.insert(0, Block())\n"
-            "import kernels, kernels.flashinfer.adapter, kernels.flashinfer.lib, kernels.flashinfer.support\n"
-            "import kernels.flashinfer.variants\n"
-            "from kernels.flashinfer.adapter import TARGET\n"
-            "assert TARGET.backends('cpu') == ()\n"
-            "assert not TARGET.available('cpu').ok\n"
-            "assert not any(m == 'flashinfer' or m.startswith('flashinfer.') for m in sys.modules)\n")
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'flashinfer' or name.startswith('flashinfer.'):\n"
+        "            raise ImportError('flashinfer imported at import time: ' + name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import kernels, kernels.flashinfer.adapter, kernels.flashinfer.lib, kernels.flashinfer.support\n"
+        "import kernels.flashinfer.variants\n"
+        "from kernels.flashinfer.adapter import TARGET\n"
+        "assert TARGET.backends('cpu') == ()\n"
+        "assert not TARGET.available('cpu').ok\n"
+        "assert not any(m == 'flashinfer' or m.startswith('flashinfer.') for m in sys.modules)\n"
+    )
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     r = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -130,6 +152,7 @@ def test_the_registry_slot_is_left_to_the_lead_and_the_target_resolves_by_module
 
 # ---- the target ---------------------------------------------------------------------------------
 
+
 def test_cpu_is_declined_and_offers_nothing() -> None:
     """FlashInfer needs a CUDA/ROCm device: available('cpu') says why, backends('cpu') is empty, make refuses."""
     sup = fi.TARGET.available(CPU)
@@ -144,14 +167,19 @@ def _pretend_cuda(monkeypatch: pytest.MonkeyPatch, capability: tuple[int, int]) 
     monkeypatch.setattr(env, "device_capability", lambda device: capability)
 
 
-@pytest.mark.parametrize("sm90,cudnn,cap,expected", [
-    (True, False, (9, 0), ("fa2", "fa3", "auto", "fa2+graph", "fa3+graph", "auto+graph")),
-    (True, True, (9, 0), ("fa2", "fa3", "cudnn", "auto", "fa2+graph", "fa3+graph", "auto+graph")),
-    (False, False, (8, 0), ("fa2", "auto", "fa2+graph", "auto+graph")),
-    (False, True, (10, 0), ("fa2", "cudnn", "trtllm-gen", "auto", "fa2+graph", "auto+graph")),
-], ids=["h200", "h200-cudnn", "a100", "b200"])
-def test_backends_come_from_the_librarys_own_checks(monkeypatch: pytest.MonkeyPatch, sm90: bool, cudnn: bool,
-                                                    cap: tuple[int, int], expected: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    "sm90,cudnn,cap,expected",
+    [
+        (True, False, (9, 0), ("fa2", "fa3", "auto", "fa2+graph", "fa3+graph", "auto+graph")),
+        (True, True, (9, 0), ("fa2", "fa3", "cudnn", "auto", "fa2+graph", "fa3+graph", "auto+graph")),
+        (False, False, (8, 0), ("fa2", "auto", "fa2+graph", "auto+graph")),
+        (False, True, (10, 0), ("fa2", "cudnn", "trtllm-gen", "auto", "fa2+graph", "auto+graph")),
+    ],
+    ids=["h200", "h200-cudnn", "a100", "b200"],
+)
+def test_backends_come_from_the_librarys_own_checks(
+    monkeypatch: pytest.MonkeyPatch, sm90: bool, cudnn: bool, cap: tuple[int, int], expected: tuple[str, ...]
+) -> None:
     """fa3 from is_sm90a_supported, cudnn from CUDNN_AVAILABLE, trtllm-gen from SM10x; graph variants listed."""
     ff.install(monkeypatch, sm90=sm90, cudnn=cudnn)
     fl.lib_facts.cache_clear()
@@ -160,12 +188,17 @@ def test_backends_come_from_the_librarys_own_checks(monkeypatch: pytest.MonkeyPa
     fl.lib_facts.cache_clear()
 
 
-@pytest.mark.parametrize("aiter_ok,expected", [
-    (True, ("fa2", "aiter", "auto", "fa2+graph", "aiter+graph", "auto+graph")),
-    (False, ("fa2", "auto", "fa2+graph", "auto+graph")),
-], ids=["gfx942", "no-aiter"])
+@pytest.mark.parametrize(
+    "aiter_ok,expected",
+    [
+        (True, ("fa2", "aiter", "auto", "fa2+graph", "aiter+graph", "auto+graph")),
+        (False, ("fa2", "auto", "fa2+graph", "auto+graph")),
+    ],
+    ids=["gfx942", "no-aiter"],
+)
 def test_the_rocm_fork_is_detected_by_feature_and_offers_aiter_where_its_check_passes(
-        monkeypatch: pytest.MonkeyPatch, aiter_ok: bool, expected: tuple[str, ...]) -> None:
+    monkeypatch: pytest.MonkeyPatch, aiter_ok: bool, expected: tuple[str, ...]
+) -> None:
     """A wrapper with backend_fallback_reason is the fork; aiter is offered iff arch_caps and AITER say so."""
     rocm_fork.install(monkeypatch, arch="gfx942" if aiter_ok else "unknown")
     fl.lib_facts.cache_clear()
@@ -176,8 +209,9 @@ def test_the_rocm_fork_is_detected_by_feature_and_offers_aiter_where_its_check_p
     fl.lib_facts.cache_clear()
 
 
-def test_make_takes_graph_by_suffix_or_flag_and_refuses_unknown_backends(monkeypatch: pytest.MonkeyPatch,
-                                                                         fake: Any) -> None:
+def test_make_takes_graph_by_suffix_or_flag_and_refuses_unknown_backends(
+    monkeypatch: pytest.MonkeyPatch, fake: Any
+) -> None:
     """'fa2+graph' and graph=True are the same adapter; an unknown name raises UnknownBackend."""
     _pretend_cuda(monkeypatch, (9, 0))
     a = fi.TARGET.make("fa2+graph", "cuda")
@@ -193,12 +227,14 @@ def test_make_takes_graph_by_suffix_or_flag_and_refuses_unknown_backends(monkeyp
 
 # ---- arguments per layout -----------------------------------------------------------------------
 
+
 def _folded(case: Case, inp: Inputs) -> torch.Tensor:
     """The custom mask ANDed with causal/window, built from oracle/masks.py (independent of the adapter)."""
     parts = []
     for i, (qo, kv) in enumerate(zip(case.qo_lens, case.kv_lens)):
-        keep = allowed(torch.arange(qo), qo, kv, causal=case.causal, window_left=case.window_left,
-                       custom=inp.request_mask(i))
+        keep = allowed(
+            torch.arange(qo), qo, kv, causal=case.causal, window_left=case.window_left, custom=inp.request_mask(i)
+        )
         parts.append((keep if keep is not None else torch.ones(qo, kv, dtype=torch.bool)).reshape(-1))
     return torch.cat(parts)
 
@@ -209,8 +245,12 @@ def test_paged_plan_and_run_get_the_page_table_flags_dtypes_and_the_folded_mask(
     inp, res = run_case(a, PAGED_MASK)
     (p,) = calls("paged", "plan")
     qo, kvp, idx, last, hq, hk, dqk, ps = p["args"]
-    for got, want in ((qo, inp.qo_indptr), (kvp, inp.kv_page_indptr), (idx, inp.kv_page_indices),
-                      (last, inp.kv_last_page_len)):
+    for got, want in (
+        (qo, inp.qo_indptr),
+        (kvp, inp.kv_page_indptr),
+        (idx, inp.kv_page_indices),
+        (last, inp.kv_last_page_len),
+    ):
         assert got.dtype == torch.int32 and torch.equal(got, want)
     assert (hq, hk, dqk, ps) == (4, 2, 64, 5)
     kw = p["kwargs"]
@@ -254,8 +294,14 @@ def test_decode_plan_takes_one_head_dim_no_causal_no_mask(fake: Any) -> None:
     inp, res = run_case(adapter("fa2"), DECODE)
     (p,) = calls("decode", "plan")
     assert p["args"][3:] == (8, 1, 64, 5) and torch.equal(p["args"][1], inp.kv_page_indices)
-    assert set(p["kwargs"]) == {"window_left", "logits_soft_cap", "sm_scale", "q_data_type", "kv_data_type",
-                                "o_data_type"}
+    assert set(p["kwargs"]) == {
+        "window_left",
+        "logits_soft_cap",
+        "sm_scale",
+        "q_data_type",
+        "kv_data_type",
+        "o_data_type",
+    }
     assert p["kwargs"]["window_left"] == 5
     (init,) = calls("decode", "__init__")
     assert init["kwargs"]["use_tensor_cores"] is False
@@ -268,7 +314,12 @@ def test_single_gets_flags_layout_dtype_and_backend(fake: Any) -> None:
     (c,) = calls("single", "call")
     kw = c["kwargs"]
     assert (kw["causal"], kw["kv_layout"], kw["window_left"], kw["backend"], kw["return_lse"]) == (
-        True, "NHD", 4, "fa2", True)
+        True,
+        "NHD",
+        4,
+        "fa2",
+        True,
+    )
     assert kw["o_dtype"] == torch.float16 and kw["logits_soft_cap"] is None
     assert passes(inp, res)[0]
 
@@ -308,15 +359,28 @@ def test_the_bool_mask_form_matches_the_oracle_through_causal_and_window(fake: A
 
 # ---- fp8 descales -------------------------------------------------------------------------------
 
-FP8_PAGED = Case("paged", (4, 2), (9, 7), page_size=4, q_dtype="e4m3fn", kv_dtype="e4m3fn", q_scale=0.5,
-                 k_scale=2.0, v_scale=0.25, **H)
-FP8_RAGGED = Case("ragged", (4, 2), (9, 7), q_dtype="e4m3fn", kv_dtype="e4m3fn", q_scale=0.5, k_scale=2.0,
-                  v_scale=0.25, **H)
+FP8_PAGED = Case(
+    "paged",
+    (4, 2),
+    (9, 7),
+    page_size=4,
+    q_dtype="e4m3fn",
+    kv_dtype="e4m3fn",
+    q_scale=0.5,
+    k_scale=2.0,
+    v_scale=0.25,
+    **H,
+)
+FP8_RAGGED = Case(
+    "ragged", (4, 2), (9, 7), q_dtype="e4m3fn", kv_dtype="e4m3fn", q_scale=0.5, k_scale=2.0, v_scale=0.25, **H
+)
 KV8_RAGGED = Case("ragged", (4, 2), (9, 7), q_dtype="bf16", kv_dtype="e5m2", k_scale=2.0, v_scale=0.25, **H)
-FP8_SINGLE = Case("single", (6,), (11,), q_dtype="e4m3fn", kv_dtype="e4m3fn", q_scale=0.5, k_scale=2.0,
-                  v_scale=0.25, causal=True, **H)
-FP8_DECODE = Case("decode", (1, 1), (9, 20), page_size=4, q_dtype="bf16", kv_dtype="e4m3fn", k_scale=2.0,
-                  v_scale=0.5, **H)
+FP8_SINGLE = Case(
+    "single", (6,), (11,), q_dtype="e4m3fn", kv_dtype="e4m3fn", q_scale=0.5, k_scale=2.0, v_scale=0.25, causal=True, **H
+)
+FP8_DECODE = Case(
+    "decode", (1, 1), (9, 20), page_size=4, q_dtype="bf16", kv_dtype="e4m3fn", k_scale=2.0, v_scale=0.5, **H
+)
 
 
 def test_paged_and_decode_fp8_descales_go_as_float_keywords(fake: Any) -> None:
@@ -367,6 +431,7 @@ def test_fork_fp8_uses_scale_tensors_not_floats_and_skips_lse(fork: Any) -> None
 
 # ---- lifecycle: one wrapper, reused; fresh() ----------------------------------------------------
 
+
 def test_one_wrapper_per_api_is_reused_across_plans_and_fresh_makes_a_new_one(fake: Any) -> None:
     """Two paged cases plan the same wrapper; fresh() builds a brand-new one; HND needs its own (init-fixed)."""
     a = adapter("fa2")
@@ -401,6 +466,7 @@ def test_a_declined_case_is_refused_by_plan(fake: Any) -> None:
 
 
 # ---- resolved backend and fallback reason -------------------------------------------------------
+
 
 def test_paged_auto_is_read_from_the_wrapper_and_stays_sticky_as_the_library_makes_it(fake: Any) -> None:
     """paged `_backend` after plan: fa3 for an unmasked case; the same wrapper keeps fa3 for a masked one
@@ -470,6 +536,7 @@ def test_explicit_fa2_on_the_fork_reports_none(fork: Any) -> None:
 
 # ---- LSE base -----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", sorted(ALL))
 def test_lse_is_declared_in_the_base_the_library_returns(fake: Any, name: str) -> None:
     """Default: lse_base='log2' where run() takes it, base 2 elsewhere; the oracle agrees after conversion."""
@@ -504,10 +571,14 @@ def test_the_fork_gets_no_lse_base_and_declares_base_2(fork: Any) -> None:
 
 # ---- poisoned outputs ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name,graph", [("paged", False), ("ragged", False), ("decode", False), ("paged", True),
-                                        ("ragged-mask", True), ("decode", True)])
-def test_rows_the_library_leaves_unwritten_are_caught(fake: Any, monkeypatch: pytest.MonkeyPatch, name: str,
-                                                    graph: bool) -> None:
+
+@pytest.mark.parametrize(
+    "name,graph",
+    [("paged", False), ("ragged", False), ("decode", False), ("paged", True), ("ragged-mask", True), ("decode", True)],
+)
+def test_rows_the_library_leaves_unwritten_are_caught(
+    fake: Any, monkeypatch: pytest.MonkeyPatch, name: str, graph: bool
+) -> None:
     """The output (and LSE) are poisoned before the run (or the replay): an unwritten row fails as unwritten."""
     ff.leave_rows_unwritten(monkeypatch, {1})
     inp, res = run_case(adapter("fa2", graph=graph), ALL[name])
@@ -543,6 +614,7 @@ def test_zero_length_requests_pass_through_and_an_empty_batch_reaches_the_librar
 
 # ---- CUDA-graph mode ----------------------------------------------------------------------------
 
+
 def test_graph_mode_captures_once_and_replays_after_a_re_plan(fake: Any) -> None:
     """Same signature, new lengths/page table/values: the wrapper is re-planned and the SAME graph replayed."""
     graphs = ff.FakeGraphs()
@@ -562,8 +634,9 @@ def test_graph_mode_captures_once_and_replays_after_a_re_plan(fake: Any) -> None
 
 def test_graph_mode_keeps_a_wrapper_per_batch_size_and_mask_and_records_regrowth(fake: Any) -> None:
     """Batch size and masking are fixed at construction; outgrowing the buffers or rows builds a new wrapper."""
-    a = fi.FlashInferKernel("fa2", CPU, graph=True, graphs=ff.FakeGraphs(),
-                            options=fi.AdapterOptions(graph_max_pages=8))
+    a = fi.FlashInferKernel(
+        "fa2", CPU, graph=True, graphs=ff.FakeGraphs(), options=fi.AdapterOptions(graph_max_pages=8)
+    )
     run_case(a, PAGED)  # 5 pages: fits
     run_case(a, PAGED_MASK)  # masked: its own wrapper with custom_mask_buf
     run_case(a, PAGED.replace(qo_lens=(3, 6, 1), kv_lens=(11, 6, 2)))  # batch 3: its own wrapper
@@ -579,7 +652,8 @@ def test_graph_mode_keeps_a_wrapper_per_batch_size_and_mask_and_records_regrowth
 
 
 def test_a_cudnn_graph_wrapper_is_replaced_when_a_request_outgrows_its_block_table(
-        fake: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """cuDNN paged prefill fixes its [batch, widest request's pages] block table at the first graph-mode plan and
     raises 'captured cuDNN block table cannot grow' after (prefill.py:3872-3890): on the H200 a long-lived
     cudnn+graph adapter hit it where a fresh one passed. A request wider than the table gets a new wrapper."""
@@ -597,8 +671,10 @@ def test_a_cudnn_graph_wrapper_is_replaced_when_a_request_outgrows_its_block_tab
 
 def test_graph_decode_and_ragged_replay_correctly(fake: Any) -> None:
     """Decode and ragged graph wrappers (fixed buffers) replay the oracle's answer across re-plans."""
-    for case, other in ((DECODE, DECODE.replace(kv_lens=(5, 3, 33))),
-                        (RAGGED_MASK, RAGGED_MASK.replace(qo_lens=(3, 8), kv_lens=(9, 8)))):
+    for case, other in (
+        (DECODE, DECODE.replace(kv_lens=(5, 3, 33))),
+        (RAGGED_MASK, RAGGED_MASK.replace(qo_lens=(3, 8), kv_lens=(9, 8))),
+    ):
         a = fi.FlashInferKernel("fa2", CPU, graph=True, graphs=ff.FakeGraphs())
         for c, seed in ((case, 0), (other, 1), (case, 2)):
             inp, res = run_case(a, c, seed)
@@ -625,10 +701,12 @@ def test_graph_auto_keeps_its_first_resolution_for_the_wrapper(fake: Any) -> Non
 
 # ---- supports() ---------------------------------------------------------------------------------
 
-UP = fl.LibFacts(version="test", fork=False, lse_base_kw={"paged": True, "ragged": True}, fa3=True, cudnn=True,
-                 trtllm_gen=True)
-FORK = fl.LibFacts(version="test", fork=True, fork_scale_kw=True, aiter=True, softcap_defect=True,
-                   native_fp8="e4m3fnuz")
+UP = fl.LibFacts(
+    version="test", fork=False, lse_base_kw={"paged": True, "ragged": True}, fa3=True, cudnn=True, trtllm_gen=True
+)
+FORK = fl.LibFacts(
+    version="test", fork=True, fork_scale_kw=True, aiter=True, softcap_defect=True, native_fp8="e4m3fnuz"
+)
 
 
 def _pick(case: Case) -> str:
@@ -660,26 +738,57 @@ DECLINES = [
     ("decode-hdim", DECODE.replace(head_dim_qk=128), "fa2", UP, False, skips.HEAD_DIM),
     ("single-graph", SINGLE, "fa2", UP, True, skips.GRAPH_MODE),
     ("fp8-single-window", FP8_SINGLE.replace(window_left=2), "fa3", UP, False, skips.MASK),
-    ("fork-fp8-ragged", FP8_RAGGED.replace(q_dtype="e4m3fnuz", kv_dtype="e4m3fnuz"), "aiter", FORK, False,
-     skips.NO_FP8),
-    ("fork-fp8-out", FP8_PAGED.replace(q_dtype="e4m3fnuz", kv_dtype="e4m3fnuz", o_dtype="fp16"), "aiter", FORK,
-     False, skips.OUTPUT_DTYPE),
+    (
+        "fork-fp8-ragged",
+        FP8_RAGGED.replace(q_dtype="e4m3fnuz", kv_dtype="e4m3fnuz"),
+        "aiter",
+        FORK,
+        False,
+        skips.NO_FP8,
+    ),
+    (
+        "fork-fp8-out",
+        FP8_PAGED.replace(q_dtype="e4m3fnuz", kv_dtype="e4m3fnuz", o_dtype="fp16"),
+        "aiter",
+        FORK,
+        False,
+        skips.OUTPUT_DTYPE,
+    ),
     ("fork-fp8-encoding", FP8_PAGED.replace(o_dtype="bf16"), "aiter", FORK, False, skips.DTYPE),
-    ("fork-fp8-fa2", FP8_PAGED.replace(q_dtype="e4m3fnuz", kv_dtype="e4m3fnuz", o_dtype="bf16"), "fa2", FORK, False,
-     skips.NO_FP8),
+    (
+        "fork-fp8-fa2",
+        FP8_PAGED.replace(q_dtype="e4m3fnuz", kv_dtype="e4m3fnuz", o_dtype="bf16"),
+        "fa2",
+        FORK,
+        False,
+        skips.NO_FP8,
+    ),
     ("fork-aiter-hnd", PAGED_HND, "aiter", FORK, False, skips.LAYOUT),
     ("fork-aiter-mask", PAGED_MASK, "aiter", FORK, False, skips.MASK),
-    ("fork-aiter-softcap-defect", RAGGED.replace(head_dim_qk=128, head_dim_vo=128, causal=True), "aiter", FORK, False,
-     skips.NO_SOFT_CAP),
-    ("fork-e5m2", FP8_PAGED.replace(q_dtype="e5m2", kv_dtype="e5m2", o_dtype="bf16"), "aiter", FORK, False,
-     skips.DTYPE),
+    (
+        "fork-aiter-softcap-defect",
+        RAGGED.replace(head_dim_qk=128, head_dim_vo=128, causal=True),
+        "aiter",
+        FORK,
+        False,
+        skips.NO_SOFT_CAP,
+    ),
+    (
+        "fork-e5m2",
+        FP8_PAGED.replace(q_dtype="e5m2", kv_dtype="e5m2", o_dtype="bf16"),
+        "aiter",
+        FORK,
+        False,
+        skips.DTYPE,
+    ),
     ("fork-out-dtype", PAGED.replace(o_dtype="fp16"), "fa2", FORK, False, skips.OUTPUT_DTYPE),
 ]
 
 
 @pytest.mark.parametrize("case,backend,facts,graph,constant", [d[1:] for d in DECLINES], ids=[d[0] for d in DECLINES])
-def test_supports_declines_with_the_reason_from_the_source(case: Case, backend: str, facts: fl.LibFacts, graph: bool,
-                                                           constant: str) -> None:
+def test_supports_declines_with_the_reason_from_the_source(
+    case: Case, backend: str, facts: fl.LibFacts, graph: bool, constant: str
+) -> None:
     """Each decline carries its skips constant and a cited detail."""
     sup = decide(case, backend, graph=graph, facts=facts, auto_pick=_pick)
     assert not sup.ok and skips.constant_of(sup.reason) == constant, sup.reason
@@ -694,14 +803,28 @@ def test_auto_is_judged_as_the_backend_the_library_would_pick_for_a_fresh_wrappe
     assert decide(PAGED_MASK, "auto", graph=False, facts=UP, auto_pick=_pick).ok  # a mask sends auto to fa2
 
 
-@pytest.mark.parametrize("case,backend,facts", [
-    (PAGED, "fa2", UP), (PAGED_MASK, "fa2", UP), (RAGGED_MASK, "fa2", UP), (DECODE, "fa2", UP), (SINGLE, "fa3", UP),
-    (FP8_PAGED, "fa3", UP), (KV8_RAGGED, "fa2", UP), (FP8_DECODE, "fa2", UP), (PAGED.replace(page_size=4), "cudnn", UP),
-    (PAGED, "trtllm-gen", UP), (DECODE.replace(page_size=16), "cudnn", UP), (PAGED, "aiter", FORK),
-    (PAGED_MASK, "fa2", FORK),
-    (FP8_PAGED.replace(q_dtype="e4m3fnuz", kv_dtype="e4m3fnuz", o_dtype="bf16"), "aiter", FORK),
-    (Case("paged", (), (), page_size=5, **H), "fa2", UP), (Case("ragged", (0, 3), (4, 0), **H), "fa3", UP),
-], ids=lambda x: x.id if isinstance(x, Case) else (x if isinstance(x, str) else ("fork" if x.fork else "upstream")))
+@pytest.mark.parametrize(
+    "case,backend,facts",
+    [
+        (PAGED, "fa2", UP),
+        (PAGED_MASK, "fa2", UP),
+        (RAGGED_MASK, "fa2", UP),
+        (DECODE, "fa2", UP),
+        (SINGLE, "fa3", UP),
+        (FP8_PAGED, "fa3", UP),
+        (KV8_RAGGED, "fa2", UP),
+        (FP8_DECODE, "fa2", UP),
+        (PAGED.replace(page_size=4), "cudnn", UP),
+        (PAGED, "trtllm-gen", UP),
+        (DECODE.replace(page_size=16), "cudnn", UP),
+        (PAGED, "aiter", FORK),
+        (PAGED_MASK, "fa2", FORK),
+        (FP8_PAGED.replace(q_dtype="e4m3fnuz", kv_dtype="e4m3fnuz", o_dtype="bf16"), "aiter", FORK),
+        (Case("paged", (), (), page_size=5, **H), "fa2", UP),
+        (Case("ragged", (0, 3), (4, 0), **H), "fa3", UP),
+    ],
+    ids=lambda x: x.id if isinstance(x, Case) else (x if isinstance(x, str) else ("fork" if x.fork else "upstream")),
+)
 def test_supports_accepts_what_the_backend_takes(case: Case, backend: str, facts: fl.LibFacts) -> None:
     """No decline for cases the backend serves, zero lengths and empty batches included (the library decides)."""
     sup = decide(case, backend, graph=False, facts=facts, auto_pick=_pick)
@@ -720,8 +843,9 @@ def test_cudnn_declines_fp8_on_sm90_and_page_sizes_not_a_power_of_two() -> None:
     sup = decide(DECODE, "cudnn", graph=False, facts=UP, auto_pick=_pick, capability=(9, 0))
     assert not sup.ok and skips.constant_of(sup.reason) == skips.PAGE_SIZE and "page size 5" in sup.reason
     for page in (1, 4, 16):
-        assert decide(DECODE.replace(page_size=page), "cudnn", graph=False, facts=UP, auto_pick=_pick,
-                      capability=(9, 0)).ok, page
+        assert decide(
+            DECODE.replace(page_size=page), "cudnn", graph=False, facts=UP, auto_pick=_pick, capability=(9, 0)
+        ).ok, page
     sup = decide(PAGED.replace(window_left=-1), "cudnn", graph=False, facts=UP, auto_pick=_pick)  # page 5
     assert not sup.ok and skips.constant_of(sup.reason) == skips.PAGE_SIZE
     assert decide(PAGED.replace(page_size=8), "cudnn", graph=False, facts=UP, auto_pick=_pick).ok
@@ -747,13 +871,24 @@ def test_a_backend_this_device_lacks_is_declined(fake: Any, monkeypatch: pytest.
 
 # ---- JIT variants and timing --------------------------------------------------------------------
 
+
 def test_variant_key_holds_what_selects_a_compiled_kernel() -> None:
     """Dtypes, head dims, backend, cap on/off, window on/off pick the module; mask/layout/API do not."""
     k = variant_key(PAGED_MASK, "fa2")
     assert (k.backend, k.module, k.q_dtype, k.head_dim_qk, k.soft_cap, k.window, k.mask, k.api) == (
-        "fa2", "batch_prefill", "bf16", 64, True, True, "custom", "paged")
-    assert variant_key(PAGED, "fa2").module_key == variant_key(
-        Case("ragged", (3, 6), (11, 6), causal=True, **H), "fa2").module_key  # paged and ragged share a module
+        "fa2",
+        "batch_prefill",
+        "bf16",
+        64,
+        True,
+        True,
+        "custom",
+        "paged",
+    )
+    assert (
+        variant_key(PAGED, "fa2").module_key
+        == variant_key(Case("ragged", (3, 6), (11, 6), causal=True, **H), "fa2").module_key
+    )  # paged and ragged share a module
     assert variant_key(PAGED, "fa2").module_key == variant_key(PAGED_HND, "fa2").module_key
     assert variant_key(PAGED, "fa2").module_key != variant_key(PAGED.replace(window_left=3), "fa2").module_key
     assert variant_key(PAGED, "fa2").module_key != variant_key(PAGED, "fa3").module_key
@@ -768,15 +903,23 @@ def test_variant_key_holds_what_selects_a_compiled_kernel() -> None:
 
 def test_order_by_variant_groups_modules_and_keeps_first_seen_order() -> None:
     """Cases of one compiled module become adjacent; groups appear in the order their first case did."""
-    cases = [PAGED, DECODE, PAGED.replace(window_left=3), RAGGED.replace(logits_soft_cap=0.0), SINGLE,
-             DECODE.replace(kv_lens=(2, 3, 4)), PAGED_HND]
+    cases = [
+        PAGED,
+        DECODE,
+        PAGED.replace(window_left=3),
+        RAGGED.replace(logits_soft_cap=0.0),
+        SINGLE,
+        DECODE.replace(kv_lens=(2, 3, 4)),
+        PAGED_HND,
+    ]
     ordered = order_by_variant(cases, "fa2")
     assert sorted(c.id for c in ordered) == sorted(c.id for c in cases)
     modules = [variant_key(c, "fa2").module_key for c in ordered]
     runs = [m for i, m in enumerate(modules) if i == 0 or modules[i - 1] != m]
     assert len(runs) == len(set(modules))  # each module appears as one contiguous run
-    assert [c.id for c in ordered] == [c.id for c in (cases[0], cases[3], cases[6], cases[1], cases[5], cases[2],
-                                                      cases[4])]
+    assert [c.id for c in ordered] == [
+        c.id for c in (cases[0], cases[3], cases[6], cases[1], cases[5], cases[2], cases[4])
+    ]
     groups = group_by_variant(cases, "fa2")
     assert sum(len(v) for v in groups.values()) == len(cases)
 
@@ -801,9 +944,12 @@ def test_timing_separates_the_first_use_of_a_module_from_later_runs(fake: Any) -
 
 # ---- helpers ------------------------------------------------------------------------------------
 
+
 def test_kwargs_for_drops_unknown_defaults_and_refuses_unknown_values() -> None:
     """An argument a library version lacks is dropped when it would mean 'default', refused otherwise."""
+
     def f(a: int, b: int = 0) -> None: ...
+
     assert fl.kwargs_for(f, b=1, lse_base=None) == {"b": 1}
     with pytest.raises(TypeError, match="lse_base"):
         fl.kwargs_for(f, lse_base="ln")
@@ -816,22 +962,26 @@ def test_the_fakes_signatures_match_the_real_library() -> None:
     except Exception:
         pytest.skip("flashinfer is not importable here (CPU CI): the fake's signatures are checked on GPU runners")
     import flashinfer as real
-    pairs = [(real.BatchPrefillWithPagedKVCacheWrapper.__init__, ff.BatchPrefillWithPagedKVCacheWrapper.__init__),
-             (real.BatchPrefillWithPagedKVCacheWrapper.plan, ff.BatchPrefillWithPagedKVCacheWrapper.plan),
-             (real.BatchPrefillWithPagedKVCacheWrapper.run, ff.BatchPrefillWithPagedKVCacheWrapper.run),
-             (real.BatchPrefillWithRaggedKVCacheWrapper.__init__, ff.BatchPrefillWithRaggedKVCacheWrapper.__init__),
-             (real.BatchPrefillWithRaggedKVCacheWrapper.plan, ff.BatchPrefillWithRaggedKVCacheWrapper.plan),
-             (real.BatchPrefillWithRaggedKVCacheWrapper.run, ff.BatchPrefillWithRaggedKVCacheWrapper.run),
-             (real.BatchDecodeWithPagedKVCacheWrapper.__init__, ff.BatchDecodeWithPagedKVCacheWrapper.__init__),
-             (real.BatchDecodeWithPagedKVCacheWrapper.plan, ff.BatchDecodeWithPagedKVCacheWrapper.plan),
-             (real.BatchDecodeWithPagedKVCacheWrapper.run, ff.BatchDecodeWithPagedKVCacheWrapper.run),
-             (real.single_prefill_with_kv_cache, ff.single_prefill_with_kv_cache)]
+
+    pairs = [
+        (real.BatchPrefillWithPagedKVCacheWrapper.__init__, ff.BatchPrefillWithPagedKVCacheWrapper.__init__),
+        (real.BatchPrefillWithPagedKVCacheWrapper.plan, ff.BatchPrefillWithPagedKVCacheWrapper.plan),
+        (real.BatchPrefillWithPagedKVCacheWrapper.run, ff.BatchPrefillWithPagedKVCacheWrapper.run),
+        (real.BatchPrefillWithRaggedKVCacheWrapper.__init__, ff.BatchPrefillWithRaggedKVCacheWrapper.__init__),
+        (real.BatchPrefillWithRaggedKVCacheWrapper.plan, ff.BatchPrefillWithRaggedKVCacheWrapper.plan),
+        (real.BatchPrefillWithRaggedKVCacheWrapper.run, ff.BatchPrefillWithRaggedKVCacheWrapper.run),
+        (real.BatchDecodeWithPagedKVCacheWrapper.__init__, ff.BatchDecodeWithPagedKVCacheWrapper.__init__),
+        (real.BatchDecodeWithPagedKVCacheWrapper.plan, ff.BatchDecodeWithPagedKVCacheWrapper.plan),
+        (real.BatchDecodeWithPagedKVCacheWrapper.run, ff.BatchDecodeWithPagedKVCacheWrapper.run),
+        (real.single_prefill_with_kv_cache, ff.single_prefill_with_kv_cache),
+    ]
     for r, f in pairs:
         assert list(inspect.signature(r).parameters) == list(inspect.signature(f).parameters), r.__qualname__
 
 
 def test_the_flashinfer_smoke_script_runs_every_group_end_to_end_against_the_fake(
-        fake: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    fake: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
     """scripts/h200_flashinfer_smoke.py on the fake (device 'cpu'): every group runs, JSON is written."""
     import importlib.util
     import json
@@ -854,9 +1004,19 @@ def test_the_flashinfer_smoke_script_runs_every_group_end_to_end_against_the_fak
     spec.loader.exec_module(smoke)
     monkeypatch.setattr(smoke, "COMPILE_S", {k: 0.0 for k in smoke.COMPILE_S})
     small = dict(num_qo_heads=4, num_kv_heads=1, head_dim_qk=64, head_dim_vo=64, causal=True)
-    monkeypatch.setattr(smoke, "CASES", {api: [c.replace(**small, qo_lens=tuple(min(q, 9) for q in c.qo_lens),
-                                                         kv_lens=tuple(min(k, 40) for k in c.kv_lens))
-                                               for c in cases] for api, cases in smoke.CASES.items()})
+    monkeypatch.setattr(
+        smoke,
+        "CASES",
+        {
+            api: [
+                c.replace(
+                    **small, qo_lens=tuple(min(q, 9) for q in c.qo_lens), kv_lens=tuple(min(k, 40) for k in c.kv_lens)
+                )
+                for c in cases
+            ]
+            for api, cases in smoke.CASES.items()
+        },
+    )
     assert smoke.main(["--out", str(tmp_path), "--device", "cpu"]) == 0
     doc = json.loads((tmp_path / "flashinfer_smoke.json").read_text())
     assert doc["counts"] == {"pass": 45}
@@ -874,6 +1034,7 @@ def test_fork_aiter_graph_decode_declines_lse_which_capture_refuses(fork: Any) -
 
 
 # ---- timing and the call log ------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", ["paged", "ragged", "decode"])
 def test_bench_call_is_the_librarys_run_alone_on_one_plan(fake: Any, name: str) -> None:

@@ -7,6 +7,7 @@ plan. Each drives the real adapter on the real library and judges the output aga
 Skipped unless flashinfer-python 0.7.2 imports and a compute-capability 9.x device is present
 (fa3 exists there only), as on the H200 runner.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,5 @@
 """The FlashInfer matrix: every axis the issue names is covered, with a fixed, small set of modules."""
+
 from __future__ import annotations
 
 import pytest
@@ -58,9 +59,16 @@ def test_directed_cases_keep_their_shape_on_a_profile(quick: list) -> None:
     for d in directed_cases():
         assert d.label in labels
         moved = fm.rehome(d)
-        assert (moved.layout, moved.qo_lens, moved.kv_lens, moved.mask, moved.causal, moved.window_left,
-                moved.logits_soft_cap, moved.is_fp8) == (d.layout, d.qo_lens, d.kv_lens, d.mask, d.causal,
-                                                         d.window_left, d.logits_soft_cap, d.is_fp8)
+        assert (
+            moved.layout,
+            moved.qo_lens,
+            moved.kv_lens,
+            moved.mask,
+            moved.causal,
+            moved.window_left,
+            moved.logits_soft_cap,
+            moved.is_fp8,
+        ) == (d.layout, d.qo_lens, d.kv_lens, d.mask, d.causal, d.window_left, d.logits_soft_cap, d.is_fp8)
         assert (moved.head_dim_qk != moved.head_dim_vo) == (d.head_dim_qk != d.head_dim_vo)
 
 

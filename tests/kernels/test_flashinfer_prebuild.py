@@ -4,6 +4,7 @@ Against the CPU fake for the mapping; the module names are compared with the rea
 URIs where flashinfer imports (the H200 runner), so a prebuild can never build a module plan()
 would not load.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,8 +32,11 @@ FP8_KV = Case("ragged", (4,), (9,), kv_dtype="e4m3fn", k_scale=1.0, v_scale=1.0,
 
 def test_module_requests_follow_the_generators_plan_calls(fake: Any) -> None:
     r = pb.module_request(PAGED, "fa2", "cpu")
-    assert (r.generator, r.backend, r.args) == ("batch_prefill_fa2", "fa2",
-                                                 ("bf16", "bf16", "bf16", "int32", 128, 128, False, False))
+    assert (r.generator, r.backend, r.args) == (
+        "batch_prefill_fa2",
+        "fa2",
+        ("bf16", "bf16", "bf16", "int32", 128, 128, False, False),
+    )
     assert pb.module_request(PAGED, "fa3+graph", "cpu").generator == "batch_prefill"
     assert pb.module_request(DECODE, "fa2", "cpu").generator == "batch_decode"  # CUDA cores
     d3 = pb.module_request(DECODE, "fa3", "cpu")  # tensor cores: the prefill module, one head dim, window on
@@ -73,15 +77,17 @@ class _Spec:
 
 
 def _fake_generators(monkeypatch: pytest.MonkeyPatch, **override: str) -> None:
-    gen = lambda name: (lambda *a: _Spec(name, a))  # noqa: E731
+    gen = lambda name: lambda *a: _Spec(name, a)  # noqa: E731
     mods = types.ModuleType("flashinfer.jit.attention.modules")
     mods.gen_single_prefill_module = gen(override.get("single", "single"))
     mods.gen_batch_decode_module = gen("decode")
     mods.gen_batch_prefill_module = gen("prefill")
     mods._gen_batch_prefill_primary_module = gen("prefill_fa2_primary")
-    for name, m in {"flashinfer.jit": types.ModuleType("flashinfer.jit"),
-                    "flashinfer.jit.attention": types.ModuleType("flashinfer.jit.attention"),
-                    "flashinfer.jit.attention.modules": mods}.items():
+    for name, m in {
+        "flashinfer.jit": types.ModuleType("flashinfer.jit"),
+        "flashinfer.jit.attention": types.ModuleType("flashinfer.jit.attention"),
+        "flashinfer.jit.attention.modules": mods,
+    }.items():
         monkeypatch.setitem(sys.modules, name, m)
     _Spec.built = []
 
@@ -102,8 +108,7 @@ def test_prebuild_builds_every_spec_with_the_cores_shared(fake: Any, monkeypatch
     assert os.environ["MAX_JOBS"] == "7"  # restored
 
 
-def test_one_failing_build_is_reported_and_the_others_still_build(fake: Any,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_failing_build_is_reported_and_the_others_still_build(fake: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     _fake_generators(monkeypatch, single="broken")
     res = pb.prebuild([pb.module_request(c, "fa2", "cpu") for c in (PAGED, SINGLE, DECODE)], cores=8)
     assert res.error and "single_prefill:fa2" in res.error and "subcommand failed" in res.error
@@ -124,6 +129,7 @@ def test_prebuilt_specs_are_the_modules_plan_loads() -> None:
     except Exception as e:  # CPU CI: the library is not installed
         pytest.skip(f"needs the flashinfer package ({type(e).__name__})")
     import torch
+
     checked = 0
     for c in fm.build("quick"):
         for b in ("fa2", "fa3"):
@@ -151,8 +157,11 @@ def test_stages_run_fa2_then_fa3_then_auto_each_with_its_modules(fake: Any, monk
     monkeypatch.setattr(fi.TARGET, "backends", lambda device: ("fa2", "fa3", "auto", "fa2+graph", "auto+graph"))
     cases = [PAGED, PAGED_MASK, DECODE, SINGLE, FP8_KV]
     stages = fi.TARGET.stages(cases, ["auto", "fa3", "fa2+graph", "fa2", "auto+graph"], "cpu")
-    assert [(s.name, s.backends) for s in stages] == [("fa2", ("fa2+graph", "fa2")), ("fa3", ("fa3",)),
-                                                      ("auto", ("auto", "auto+graph"))]
+    assert [(s.name, s.backends) for s in stages] == [
+        ("fa2", ("fa2+graph", "fa2")),
+        ("fa3", ("fa3",)),
+        ("auto", ("auto", "auto+graph")),
+    ]
     fa3_reqs = [r for r in pb.requests_for(cases, ["fa3"], "cpu", pb.supports_fn(fi.TARGET, "cpu"))]
     assert fa3_reqs and all(r.backend == "fa3" for r in fa3_reqs)
     assert PAGED_MASK.mask == "custom" and not any(r.args[:3] == ("bf16", "e4m3fn", "bf16") for r in fa3_reqs)
@@ -182,15 +191,20 @@ def test_a_prebuild_still_running_does_not_hold_the_process_at_exit() -> None:
         time.sleep(0.5)
     """)
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-c", script], cwd=os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))), timeout=35, capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+        timeout=35,
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 0, p.stderr
     assert time.perf_counter() - t0 < 30  # it left the build behind instead of waiting 40 s for it
 
 
-def test_the_command_builds_every_module_of_the_matrix_before_a_run(fake: Any, monkeypatch: pytest.MonkeyPatch,
-                                                                   tmp_path: Any, capsys: pytest.CaptureFixture[str]
-                                                                   ) -> None:
+def test_the_command_builds_every_module_of_the_matrix_before_a_run(
+    fake: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     """`attncheck prebuild`: the first step of a device session builds the matrix's modules for the
     runs to come; bad usage exits 2 naming the value, before building anything."""
     import json
@@ -212,8 +226,10 @@ def test_the_command_builds_every_module_of_the_matrix_before_a_run(fake: Any, m
     assert summary["families"] == ["fa2", "fa3"] and summary["requested"] == [r.label for r in expected]
     assert len(_Spec.built) == len(expected)
     _Spec.built = []
-    assert prebuild_command(["--device", "cpu", "--backend", "cudnn"]) == 2 \
+    assert (
+        prebuild_command(["--device", "cpu", "--backend", "cudnn"]) == 2
         and "--backend cudnn" in capsys.readouterr().err
+    )
     assert prebuild_command(["--device", "cpu", "--budget", "huge"]) == 2 and "huge" in capsys.readouterr().err
     assert _Spec.built == []
 
@@ -222,17 +238,22 @@ def test_the_slowest_modules_are_queued_first(fake: Any, monkeypatch: pytest.Mon
     """fa3 batch prefill modules took 60-150 s each on the H200: queued last (the matrix's first-seen order),
     they alone decided when the prebuild ended; one worker shows the queue's order."""
     _fake_generators(monkeypatch)
-    reqs = [pb.module_request(DECODE, "fa2", "cpu"), pb.module_request(SINGLE, "fa2", "cpu"),
-            pb.module_request(PAGED, "fa2", "cpu"), pb.module_request(SINGLE, "fa3", "cpu"),
-            pb.module_request(PAGED, "fa3", "cpu")]
+    reqs = [
+        pb.module_request(DECODE, "fa2", "cpu"),
+        pb.module_request(SINGLE, "fa2", "cpu"),
+        pb.module_request(PAGED, "fa2", "cpu"),
+        pb.module_request(SINGLE, "fa3", "cpu"),
+        pb.module_request(PAGED, "fa3", "cpu"),
+    ]
     res = pb.prebuild(reqs, cores=pb.JOBS_PER_BUILD)  # one worker
     assert res.requested == [r.label for r in reqs]  # the summary keeps the asked order
     assert [n for n, _, _ in _Spec.built] == ["prefill", "single", "prefill_fa2_primary", "single", "decode"]
     assert [a[0] for n, a, _ in _Spec.built if n == "single"] == ["fa3", "fa2"]
 
 
-def test_tensor_core_decode_prebuilds_the_prefill_module_the_run_loads(fake: Any,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tensor_core_decode_prebuilds_the_prefill_module_the_run_loads(
+    fake: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`--adapter-option decode_tensor_cores=true` makes decode plan a prefill module (decode.py:2397): the run's
     stages must prebuild that one, not the CUDA-core decode module the run never loads."""
     import kernels.flashinfer.adapter as fi
@@ -248,9 +269,9 @@ def test_tensor_core_decode_prebuilds_the_prefill_module_the_run_loads(fake: Any
     assert stage.prepare()["requested"] == [plain[0].label]
 
 
-def test_the_command_prebuilds_given_cases_with_tensor_core_decode(fake: Any, monkeypatch: pytest.MonkeyPatch,
-                                                                  tmp_path: Any,
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_command_prebuilds_given_cases_with_tensor_core_decode(
+    fake: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     """`--case @file` narrows the prebuild to a session's cases (a runner's 30 minutes do not hold the whole
     matrix's 36 modules); `--decode-tensor-cores` matches a run with that adapter option; a bad file exits 2."""
     import json
@@ -264,11 +285,17 @@ def test_the_command_prebuilds_given_cases_with_tensor_core_decode(fake: Any, mo
     cases = tmp_path / "cases.json"
     cases.write_text(json.dumps([DECODE.to_json(), PAGED.to_json()]))
     out = tmp_path / "prebuild.json"
-    assert prebuild_command(["--device", "cpu", "--backend", "fa2", "--case", f"@{cases}", "--decode-tensor-cores",
-                    "--out", str(out)]) == 0
+    assert (
+        prebuild_command(
+            ["--device", "cpu", "--backend", "fa2", "--case", f"@{cases}", "--decode-tensor-cores", "--out", str(out)]
+        )
+        == 0
+    )
     summary = json.loads(out.read_text())
     assert summary["cases"] == 2 and summary["decode_tensor_cores"] is True and summary["budget"] is None
-    assert summary["requested"] == ["batch_prefill_fa2:fa2:bf16,bf16,bf16,int32,128,128,True,False",
-                                    "batch_prefill_fa2:fa2:bf16,bf16,bf16,int32,128,128,False,False"]
+    assert summary["requested"] == [
+        "batch_prefill_fa2:fa2:bf16,bf16,bf16,int32,128,128,True,False",
+        "batch_prefill_fa2:fa2:bf16,bf16,bf16,int32,128,128,False,False",
+    ]
     assert prebuild_command(["--device", "cpu", "--case", f"@{tmp_path / 'missing.json'}"]) == 2
     assert "missing.json" in capsys.readouterr().err

@@ -1,4 +1,5 @@
 """kernels._env answers machine facts through patchable functions, without heavy imports."""
+
 from __future__ import annotations
 
 import importlib
@@ -64,8 +65,7 @@ def test_device_capability_is_patchable_for_other_architectures(monkeypatch: pyt
 VML_USERS = ("oracle.reference", "kernels.standins._kernels")
 
 
-def test_warming_calls_every_vml_function_once_per_float_dtype_on_one_element(monkeypatch: pytest.MonkeyPatch
-                                                                               ) -> None:
+def test_warming_calls_every_vml_function_once_per_float_dtype_on_one_element(monkeypatch: pytest.MonkeyPatch) -> None:
     """warm_mkl_vml calls each VML-backed function on one float32 and one float64 element.
 
     One element never reaches a second intra-op thread, so oneMKL picks the kernel in one thread; a

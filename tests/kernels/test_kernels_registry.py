@@ -1,4 +1,5 @@
 """kernels.REGISTRY resolves names lazily, checks itself, and names unknown targets precisely."""
+
 from __future__ import annotations
 
 import pytest
@@ -27,12 +28,16 @@ def test_unknown_target_carries_the_name_and_the_known_ones() -> None:
     assert (err.value.name, err.value.known) == ("tensorrt", tuple(REGISTRY))
 
 
-@pytest.mark.parametrize("registry", [
-    {"Torch": "kernels.torch_target:TARGET"},
-    {"torch": "kernels.torch_target"},
-    {"torch": "somewhere.else:TARGET"},
-    {"torch": "kernels.no_such_module:TARGET"},
-], ids=["bad-key", "no-attribute", "outside-kernels", "missing-module"])
+@pytest.mark.parametrize(
+    "registry",
+    [
+        {"Torch": "kernels.torch_target:TARGET"},
+        {"torch": "kernels.torch_target"},
+        {"torch": "somewhere.else:TARGET"},
+        {"torch": "kernels.no_such_module:TARGET"},
+    ],
+    ids=["bad-key", "no-attribute", "outside-kernels", "missing-module"],
+)
 def test_registry_self_check_rejects_malformed_entries(registry: dict[str, str]) -> None:
     """The import-time check refuses a malformed key, entry or a module that does not exist."""
     with pytest.raises(ImportError, match="REGISTRY"):

@@ -9,6 +9,7 @@ auto, eager and graph mode, fp8 through scale_q/scale_k/scale_v, fallback reason
 routing.reasons -- behave as the fork documents, with numerics judged by the oracle. A pass says
 the adapter drives the fork's API as documented; it says nothing about the fork's kernels.
 """
+
 from __future__ import annotations
 
 import functools
@@ -100,10 +101,12 @@ def bypass_supports(a: fi.FlashInferKernel) -> fi.FlashInferKernel:
 
 # ---- labelling ----------------------------------------------------------------------------------
 
+
 def test_every_module_of_the_standin_is_marked_and_says_it_is_a_standin() -> None:
     """`__attncheck_standin__` on every module; docstrings say stand-in, fork modules cite rocm_fork.md sections."""
-    modules = [standin_pkg] + [importlib.import_module(i.name) for i in
-                               pkgutil.walk_packages(standin_pkg.__path__, standin_pkg.__name__ + ".")]
+    modules = [standin_pkg] + [
+        importlib.import_module(i.name) for i in pkgutil.walk_packages(standin_pkg.__path__, standin_pkg.__name__ + ".")
+    ]
     assert len(modules) >= 8
     for m in modules:
         assert standin_of(m) == NAME == "flashinfer-rocm-fork", m.__name__
@@ -122,7 +125,12 @@ def test_installed_points_flashinfer_at_the_standin_and_undoes_it() -> None:
         assert fl.loaded_standin() == NAME and fi.TARGET.available(CPU).ok
         facts = fl.lib_facts(CPU)
         assert (facts.standin, facts.fork, facts.aiter, facts.softcap_defect, facts.native_fp8) == (
-            NAME, True, True, True, "e4m3fn")
+            NAME,
+            True,
+            True,
+            True,
+            "e4m3fn",
+        )
         assert fi.TARGET.versions()["flashinfer"] == "stand-in: flashinfer-rocm-fork"
         assert standin_from_versions(fi.TARGET.versions()) == NAME
     assert sys.modules.get("flashinfer") is before and arch_caps._device_arch(torch.device(CPU)) == "unknown"
@@ -147,11 +155,17 @@ def test_a_real_looking_library_is_not_labelled_a_standin(monkeypatch: pytest.Mo
     fl.lib_facts.cache_clear()
 
 
-@pytest.mark.parametrize("config,eager", [
-    ({"arch": "gfx942"}, ("fa2", "aiter", "auto")), ({"arch": "gfx950"}, ("fa2", "aiter", "auto")),
-    ({"arch": "unknown"}, ("fa2", "auto")), ({"aiter": "not_installed"}, ("fa2", "auto")),
-    ({"aiter": "below_abi_floor"}, ("fa2", "auto")),
-], ids=["gfx942", "gfx950", "unknown-arch", "no-aiter", "old-aiter"])
+@pytest.mark.parametrize(
+    "config,eager",
+    [
+        ({"arch": "gfx942"}, ("fa2", "aiter", "auto")),
+        ({"arch": "gfx950"}, ("fa2", "aiter", "auto")),
+        ({"arch": "unknown"}, ("fa2", "auto")),
+        ({"aiter": "not_installed"}, ("fa2", "auto")),
+        ({"aiter": "below_abi_floor"}, ("fa2", "auto")),
+    ],
+    ids=["gfx942", "gfx950", "unknown-arch", "no-aiter", "old-aiter"],
+)
 def test_aiter_is_offered_per_the_forks_own_checks(use: Any, config: dict, eager: tuple) -> None:
     """LibFacts reads arch_caps.capability_reason and _aiter_ops_importable, both patched probes."""
     use(**config)
@@ -165,8 +179,15 @@ def test_a_run_against_the_standin_is_labelled_and_never_a_conformance_result(us
     from reports.records import ParityRecord, RunFooter, RunHeader, read_jsonl
 
     use(arch="gfx942")
-    out = run_parity("flashinfer", CPU, "quick", str(tmp_path), cases=[PAGED], backends=["aiter", "auto+graph"],
-                     adapter_options={"workspace_bytes": 1024})
+    out = run_parity(
+        "flashinfer",
+        CPU,
+        "quick",
+        str(tmp_path),
+        cases=[PAGED],
+        backends=["aiter", "auto+graph"],
+        adapter_options={"workspace_bytes": 1024},
+    )
     recs = read_jsonl(str(tmp_path / "results.jsonl"))
     head = [r for r in recs if isinstance(r, RunHeader)][0]
     parity = [r for r in recs if isinstance(r, ParityRecord)]
@@ -179,6 +200,7 @@ def test_a_run_against_the_standin_is_labelled_and_never_a_conformance_result(us
 
 
 # ---- against rocm_fork.md -------------------------------------------------------------------------
+
 
 def _doc() -> str:
     return DOC.read_text(encoding="utf-8")
@@ -207,19 +229,39 @@ def _quoted(doc: str) -> list[str]:
 # (template, values, anchor in the doc's quoted text, extra wildcards, whole text quoted)
 TEXTS = [
     (text.BOTH_LENGTHS, {}, "different routes", (), True),
-    (text.CAPABILITY_UNDECLARED, dict(backend="aiter", op="batch_prefill", arch="unknown"),
-     "requires an AMD gfx942/gfx950 device", (), True),
-    (text.CAPABILITY_UNSUPPORTED, dict(backend="aiter", op="batch_decode", arch="gfx90a"), "is not supported on",
-     (), True),
+    (
+        text.CAPABILITY_UNDECLARED,
+        dict(backend="aiter", op="batch_prefill", arch="unknown"),
+        "requires an AMD gfx942/gfx950 device",
+        (),
+        True,
+    ),
+    (
+        text.CAPABILITY_UNSUPPORTED,
+        dict(backend="aiter", op="batch_decode", arch="gfx90a"),
+        "is not supported on",
+        (),
+        True,
+    ),
     (text.CAPABILITY_UNKNOWN_OP, dict(backend="aiter", op="frob"), "is not a declared capability", (), True),
-    (text.CAPABILITY_KNOWN_BAD, dict(backend="aiter", op="batch_prefill", arch="gfx950", why="x"), "known-broken",
-     (), True),
+    (
+        text.CAPABILITY_KNOWN_BAD,
+        dict(backend="aiter", op="batch_prefill", arch="gfx950", why="x"),
+        "known-broken",
+        (),
+        True,
+    ),
     (text.LAYOUT, dict(kv_layout="HND"), "(AITER requires NHD)", (), True),
     (text.CUSTOM_MASK, {}, "custom mask (not supported by AITER)", (), True),
     (text.DTYPE, dict(dtype_q=torch.float32, fp8="/fp8"), "(AITER requires fp16/bf16", (), True),
     (text.DTYPE, dict(dtype_q=torch.float32, fp8=""), "(AITER requires fp16/bf16", (), True),
-    (text.DTYPE_MISMATCH, dict(dtype_q=torch.float16, dtype_kv=torch.bfloat16), "(AITER requires equal dtypes)",
-     (), True),
+    (
+        text.DTYPE_MISMATCH,
+        dict(dtype_q=torch.float16, dtype_kv=torch.bfloat16),
+        "(AITER requires equal dtypes)",
+        (),
+        True,
+    ),
     (text.HEAD_DIMS, dict(head_dim_qk=192, head_dim_vo=128), "(AITER requires equal head dims)", (), True),
     (text.POS_ENCODING, dict(pos_encoding_mode="ROPE_LLAMA"), "(AITER only supports NONE)", (), True),
     (text.SOFTCAP_DEFECT, dict(cap=30.0, hd=128), "computes the soft cap incorrectly", (), True),
@@ -227,34 +269,55 @@ TEXTS = [
     (text.RAGGED_SHORT_QUERY, dict(T=16), "on ragged KV (AITER", (), True),
     (text.ABI_FLOOR, dict(v="0.1.12", floor=arch_caps.AITER_MIN_VERSION), "ABI floor (the vendored", (), True),
     (text.NOT_INSTALLED, {}, "aiter package not installed (", (), True),
-    (text.BOOTSTRAP_FAILED, dict(op="batch_prefill", exc="ModuleNotFoundError", detail="x"),
-     "kernel bootstrap failed on this install:", (), True),
+    (
+        text.BOOTSTRAP_FAILED,
+        dict(op="batch_prefill", exc="ModuleNotFoundError", detail="x"),
+        "kernel bootstrap failed on this install:",
+        (),
+        True,
+    ),
     (text.NATIVE_PAGING_UNAVAILABLE, dict(page_size=1024, arch="gfx950"), "native paging was unavailable", (), True),
-    (text.DECODE_CAPACITY, dict(kv_len=256, max_seq_len=128), "exceeding the declared max_seq_len",
-     ("X", "Y"), True),
+    (text.DECODE_CAPACITY, dict(kv_len=256, max_seq_len=128), "exceeding the declared max_seq_len", ("X", "Y"), True),
     (text.DECODE_CAPACITY_RAISE, dict(kv_len=256, max_seq_len=128), "AITER graph decode:", (), True),
     (text.DECODE_LSE_CAPTURE, {}, "not supported for AITER decode under CUDA-graph capture", (), True),
     (text.RAGGED_BACKEND, dict(backend="triton"), "backend must be one of", (), True),
     (text.FP8_FLOAT_SCALES, {}, "cannot be combined with an fp8 query", (), True),
     (text.FP8_NO_LSE, {}, "fp8 prefill cannot produce LSE", (), True),
-    (text.SCALES_ON_FA2, dict(reason="custom mask (not supported by AITER)"), "honoured only by the AITER paged",
-     (), True),
+    (
+        text.SCALES_ON_FA2,
+        dict(reason="custom mask (not supported by AITER)"),
+        "honoured only by the AITER paged",
+        (),
+        True,
+    ),
     (text.FP8_RAGGED, dict(dtype_q=torch.float8_e4m3fnuz), "is not supported on ragged batch prefill", (), True),
     (text.FP8_ON_FA2, dict(dtype_q=torch.float8_e4m3fnuz), "has no in-tree fa2 kernel", (), True),
     (text.MAX_SEQ_LEN_POSITIVE, dict(value=0), "must be positive", (), False),
     (text.MAX_SEQ_LEN_GRAPH, {}, "requires use_cuda_graph=True", (), False),
-    (text.FP8_WRONG_ENCODING, dict(native=torch.float8_e4m3fnuz, dtype_q=torch.float8_e4m3fn), "wrong exponent bias",
-     (), False),
+    (
+        text.FP8_WRONG_ENCODING,
+        dict(native=torch.float8_e4m3fnuz, dtype_q=torch.float8_e4m3fn),
+        "wrong exponent bias",
+        (),
+        False,
+    ),
     (text.PER_TENSOR, dict(name="scale_q", shape=(4,)), "per-tensor", (), False),
-    (text.FP8_OFF_NATIVE_PAGING, dict(dtype_q=torch.float8_e4m3fnuz, routed=[1, 16, 1024], page_size=32),
-     "the paged flat-gather route", (), False),
+    (
+        text.FP8_OFF_NATIVE_PAGING,
+        dict(dtype_q=torch.float8_e4m3fnuz, routed=[1, 16, 1024], page_size=32),
+        "the paged flat-gather route",
+        (),
+        False,
+    ),
 ]
 
 
-@pytest.mark.parametrize("template,values,anchor,extra,whole", TEXTS, ids=[f"{t[2][:30]}-{i}" for i, t in
-                                                                         enumerate(TEXTS)])
-def test_reason_and_error_texts_equal_the_documents(template: str, values: dict, anchor: str, extra: tuple,
-                                                    whole: bool) -> None:
+@pytest.mark.parametrize(
+    "template,values,anchor,extra,whole", TEXTS, ids=[f"{t[2][:30]}-{i}" for i, t in enumerate(TEXTS)]
+)
+def test_reason_and_error_texts_equal_the_documents(
+    template: str, values: dict, anchor: str, extra: tuple, whole: bool
+) -> None:
     """Each text renders to what rocm_fork.md quotes (placeholders and its own "..." elisions aside)."""
     doc = _doc()
     quoted = [q for q in _quoted(doc) if anchor in q]
@@ -269,12 +332,14 @@ def test_reason_and_error_texts_equal_the_documents(template: str, values: dict,
 
 def test_reason_texts_parse_to_the_routing_constants() -> None:
     """What the stand-in reports is what routing/reasons.py recognises, one constant each."""
-    for rendered, code in [(text.CUSTOM_MASK, R.CUSTOM_MASK), (text.PAGED_SHORT_QUERY.format(T=8), R.PAGED_SHORT_QUERY),
-                           (text.RAGGED_SHORT_QUERY.format(T=16), R.RAGGED_SHORT_QUERY),
-                           (text.NOT_INSTALLED, R.NOT_INSTALLED),
-                           (text.NATIVE_PAGING_UNAVAILABLE.format(page_size=1024, arch="gfx950"),
-                            R.NATIVE_PAGING_UNAVAILABLE),
-                           (text.DECODE_CAPACITY.format(kv_len=9, max_seq_len=8), R.DECODE_CAPACITY)]:
+    for rendered, code in [
+        (text.CUSTOM_MASK, R.CUSTOM_MASK),
+        (text.PAGED_SHORT_QUERY.format(T=8), R.PAGED_SHORT_QUERY),
+        (text.RAGGED_SHORT_QUERY.format(T=16), R.RAGGED_SHORT_QUERY),
+        (text.NOT_INSTALLED, R.NOT_INSTALLED),
+        (text.NATIVE_PAGING_UNAVAILABLE.format(page_size=1024, arch="gfx950"), R.NATIVE_PAGING_UNAVAILABLE),
+        (text.DECODE_CAPACITY.format(kv_len=9, max_seq_len=8), R.DECODE_CAPACITY),
+    ]:
         assert R.parse_reason(rendered) is code, rendered
 
 
@@ -315,8 +380,11 @@ def _doc_signatures(s1: str) -> list[tuple[str, str, list[str]]]:
                 continue
             if method not in ("__init__", "plan", "run"):
                 owner = method  # a function, or a class called as its constructor
-            names = [re.sub(r"^(\*{1,2})\w+", r"\1", re.match(r"\*{0,2}\w+", p.strip()).group(0))  # type: ignore
-                     for p in params.split(",") if re.match(r"\s*\*{0,2}\w", p)]
+            names = [
+                re.sub(r"^(\*{1,2})\w+", r"\1", re.match(r"\*{0,2}\w+", p.strip()).group(0))  # type: ignore
+                for p in params.split(",")
+                if re.match(r"\s*\*{0,2}\w", p)
+            ]
             out.append((owner, method, names))
     return out
 
@@ -327,17 +395,26 @@ def test_signatures_keep_the_documents_parameter_names_in_order() -> None:
     assert len(sigs) >= 10
     for owner, method, names in sigs:
         obj = getattr(standin_pkg, owner)
-        fn = obj.__init__ if method == owner and inspect.isclass(obj) else obj if method == owner else \
-            getattr(obj, method)
+        fn = (
+            obj.__init__
+            if method == owner and inspect.isclass(obj)
+            else obj
+            if method == owner
+            else getattr(obj, method)
+        )
         params = inspect.signature(fn).parameters
-        have = ["*" if p.kind is p.VAR_POSITIONAL else "**" if p.kind is p.VAR_KEYWORD else n
-                for n, p in params.items() if n != "self"]
+        have = [
+            "*" if p.kind is p.VAR_POSITIONAL else "**" if p.kind is p.VAR_KEYWORD else n
+            for n, p in params.items()
+            if n != "self"
+        ]
         it = iter(have)
         missing = [n for n in names if n not in it]
         assert not missing, f"{owner}.{method}: {missing} not in {have} in the document's order"
 
 
 # ---- the adapter's fork paths against the stand-in -----------------------------------------------
+
 
 @pytest.mark.filterwarnings("ignore:AITER decode returns no LSE")
 @pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
@@ -356,13 +433,16 @@ def test_every_api_and_backend_eager_and_graph_matches_the_oracle(use: Any, arch
                 assert passes(inp, res), (arch, backend, graph, case.id)
                 want = backend if backend != "auto" else res.resolved_backend
                 assert res.resolved_backend == want
-                assert res.fallback_reason is (NOT_REPORTED if case.layout == "single" else None) or \
-                    R.parse_reason(res.fallback_reason) is not R.UNRECOGNISED
+                assert (
+                    res.fallback_reason is (NOT_REPORTED if case.layout == "single" else None)
+                    or R.parse_reason(res.fallback_reason) is not R.UNRECOGNISED
+                )
 
 
 @pytest.mark.parametrize("arch,fp8", [("gfx942", "e4m3fnuz"), ("gfx950", "e4m3fn")])
-def test_fp8_paged_goes_as_per_tensor_scale_tensors_to_aiter(use: Any, monkeypatch: pytest.MonkeyPatch, arch: str,
-                                                              fp8: str) -> None:
+def test_fp8_paged_goes_as_per_tensor_scale_tensors_to_aiter(
+    use: Any, monkeypatch: pytest.MonkeyPatch, arch: str, fp8: str
+) -> None:
     """s1/s4: scale_q/k/v one-element float32 tensors, never q_scale; bf16 out, no LSE; the descale is honoured."""
     use(arch=arch)
     seen: list[dict] = []
@@ -374,8 +454,19 @@ def test_fp8_paged_goes_as_per_tensor_scale_tensors_to_aiter(use: Any, monkeypat
         return orig(self, *args, **kwargs)
 
     monkeypatch.setattr(prefill.BatchPrefillWithPagedKVCacheWrapper, "run", spy)
-    case = Case("paged", (4, 2), (9, 7), page_size=16, q_dtype=fp8, kv_dtype=fp8, o_dtype="bf16", q_scale=0.5,
-                k_scale=2.0, v_scale=0.25, **H)
+    case = Case(
+        "paged",
+        (4, 2),
+        (9, 7),
+        page_size=16,
+        q_dtype=fp8,
+        kv_dtype=fp8,
+        o_dtype="bf16",
+        q_scale=0.5,
+        k_scale=2.0,
+        v_scale=0.25,
+        **H,
+    )
     outs = {}
     for backend in ("aiter", "auto", "aiter+graph"):
         inp, res = run_case(adapter(backend), case)
@@ -394,8 +485,11 @@ def test_fp8_refusals_reach_the_adapter_as_the_library_raises_them(use: Any) -> 
     use(arch="gfx942")
     fp8 = dict(q_dtype="e4m3fnuz", kv_dtype="e4m3fnuz", o_dtype="bf16", **H)
     for backend, case, words in [
-        ("aiter", Case("paged", (4,), (9,), page_size=16, **{**fp8, "q_dtype": "e4m3fn", "kv_dtype": "e4m3fn"}),
-         "exponent bias"),
+        (
+            "aiter",
+            Case("paged", (4,), (9,), page_size=16, **{**fp8, "q_dtype": "e4m3fn", "kv_dtype": "e4m3fn"}),
+            "exponent bias",
+        ),
         ("auto", Case("paged", (4,), (9,), page_size=32, **fp8), "flat-gather"),
         ("aiter", Case("paged", (4,), (9,), page_size=32, **fp8), "fp8 prefill"),
         ("aiter", Case("ragged", (4,), (9,), **fp8), "ragged batch prefill"),
@@ -427,7 +521,8 @@ REASONS = [
 
 @pytest.mark.parametrize("config,case,code,t", [r[1:] for r in REASONS], ids=[r[0] for r in REASONS])
 def test_fallback_reasons_read_through_the_adapter_parse_to_their_constant(
-        use: Any, config: dict, case: Case, code: R.ReasonCode, t: Optional[int]) -> None:
+    use: Any, config: dict, case: Case, code: R.ReasonCode, t: Optional[int]
+) -> None:
     """auto -> fa2 with the fork's reason; parse_reason names it; a short-query reason embeds T, not the length."""
     use(**config)
     inp, res = run_case(adapter("auto"), case)
@@ -438,6 +533,7 @@ def test_fallback_reasons_read_through_the_adapter_parse_to_their_constant(
 
 # ---- lifecycle (s4) -------------------------------------------------------------------------------
 
+
 def test_eager_paged_re_resolves_every_plan_and_the_demotion_flag_follows(use: Any) -> None:
     """Rule 12: long -> aiter, short -> fa2 (flag set), long -> aiter again with reason None (flag cleared)."""
     use(arch="gfx942")
@@ -446,8 +542,13 @@ def test_eager_paged_re_resolves_every_plan_and_the_demotion_flag_follows(use: A
     for case in (PAGED, PAGED_SHORT, PAGED):
         inp, res = run_case(a, case)
         assert passes(inp, res)
-        got.append((res.resolved_backend, R.parse_reason(res.fallback_reason),
-                    a._wrappers[("paged", "NHD")]._backend_short_query_demoted))
+        got.append(
+            (
+                res.resolved_backend,
+                R.parse_reason(res.fallback_reason),
+                a._wrappers[("paged", "NHD")]._backend_short_query_demoted,
+            )
+        )
     assert got == [("aiter", None, False), ("fa2", R.PAGED_SHORT_QUERY, True), ("aiter", None, False)]
 
 
@@ -505,9 +606,17 @@ def test_both_length_gates_raise_before_any_other_check(use: Any) -> None:
     """Rule 2 / s2 step 0: max_q_len and ragged_q_len together -> ValueError, even where step 1 would decline."""
     use(arch="unknown")
     with pytest.raises(ValueError) as err:
-        prefill._auto_select_prefill_backend(torch.device(CPU), dtype_q=torch.bfloat16, dtype_kv=torch.bfloat16,
-                                             kv_layout="HND", has_custom_mask=True, head_dim_qk=64, head_dim_vo=64,
-                                             max_q_len=4, ragged_q_len=4)
+        prefill._auto_select_prefill_backend(
+            torch.device(CPU),
+            dtype_q=torch.bfloat16,
+            dtype_kv=torch.bfloat16,
+            kv_layout="HND",
+            has_custom_mask=True,
+            head_dim_qk=64,
+            head_dim_vo=64,
+            max_q_len=4,
+            ragged_q_len=4,
+        )
     assert str(err.value) == text.BOTH_LENGTHS
 
 
@@ -520,6 +629,7 @@ def test_a_fallback_is_warned_once_per_device_and_reason(use: Any) -> None:
 
 
 # ---- probes (s4 "Probe site", "Probe failures") ---------------------------------------------------
+
 
 def test_native_paging_probe_failure_at_a_routed_page(use: Any) -> None:
     """Rule 16: short -> fa2 flat-gather reason and flag; long -> aiter on the flat gather; explicit aiter stays."""
@@ -572,6 +682,7 @@ def test_bootstrap_failures_demote_auto_raise_explicit_and_strict(use: Any) -> N
 
 # ---- the wrappers' own errors (s1, s4), called directly ------------------------------------------
 
+
 def _ws() -> torch.Tensor:
     return torch.zeros(16, dtype=torch.uint8)
 
@@ -582,9 +693,19 @@ def _paged(backend: str = "auto", **kw: Any) -> Any:
 
 def _plan_paged(w: Any, case: Case, **extra: Any) -> Inputs:
     inp = materialize(case, 0, CPU)
-    w.plan(inp.qo_indptr, inp.kv_page_indptr, inp.kv_page_indices, inp.kv_last_page_len, case.num_qo_heads,
-           case.num_kv_heads, case.head_dim_qk, case.page_size, causal=case.causal,
-           q_data_type=getattr(torch, {"bf16": "bfloat16", "e4m3fnuz": "float8_e4m3fnuz"}[case.q_dtype]), **extra)
+    w.plan(
+        inp.qo_indptr,
+        inp.kv_page_indptr,
+        inp.kv_page_indices,
+        inp.kv_last_page_len,
+        case.num_qo_heads,
+        case.num_kv_heads,
+        case.head_dim_qk,
+        case.page_size,
+        causal=case.causal,
+        q_data_type=getattr(torch, {"bf16": "bfloat16", "e4m3fnuz": "float8_e4m3fnuz"}[case.q_dtype]),
+        **extra,
+    )
     return inp
 
 
@@ -597,8 +718,12 @@ def test_constructor_rules(use: Any) -> None:
     with pytest.raises(ValueError, match="backend must be one of 'fa2', 'aiter', 'auto'"):
         prefill.BatchPrefillWithRaggedKVCacheWrapper(_ws(), "NHD", backend="triton")
     with pytest.raises(ValueError, match="paged_kv_indices_buf"):
-        _paged(use_cuda_graph=True, qo_indptr_buf=torch.zeros(2), paged_kv_indptr_buf=torch.zeros(2),
-               paged_kv_last_page_len_buf=torch.zeros(1))
+        _paged(
+            use_cuda_graph=True,
+            qo_indptr_buf=torch.zeros(2),
+            paged_kv_indptr_buf=torch.zeros(2),
+            paged_kv_last_page_len_buf=torch.zeros(1),
+        )
     with pytest.raises(NotImplementedError):
         _paged().workspace_size()
     w = _paged()
@@ -628,8 +753,9 @@ def test_paged_run_errors_in_the_documents_order(use: Any) -> None:
     assert w.run(inp.q, (inp.k, inp.v), scale_q=one, scale_k=one, scale_v=one).dtype == torch.bfloat16
     masked = _paged()
     inp = _plan_paged(masked, PAGED_MASK, custom_mask=torch.ones(5 * 13 + 4 * 10, dtype=torch.bool))
-    with pytest.raises(NotImplementedError,
-                       match=re.escape("would ignore them (custom mask (not supported by AITER))")):
+    with pytest.raises(
+        NotImplementedError, match=re.escape("would ignore them (custom mask (not supported by AITER))")
+    ):
         masked.run(inp.q, (inp.k, inp.v), scale_q=one, scale_k=one, scale_v=one)
     with pytest.raises(NotImplementedError, match="o_data_type"):
         _plan_paged(_paged(), PAGED, o_data_type=torch.float16)
@@ -652,15 +778,19 @@ def test_ragged_plan_and_run_rules(use: Any) -> None:
 
 
 def _decode(**kw: Any) -> Any:
-    bufs = dict(indptr_buf=torch.zeros(3, dtype=torch.int32), indices_buf=torch.zeros(64, dtype=torch.int32),
-                last_page_len_buf=torch.zeros(2, dtype=torch.int32))
+    bufs = dict(
+        indptr_buf=torch.zeros(3, dtype=torch.int32),
+        indices_buf=torch.zeros(64, dtype=torch.int32),
+        last_page_len_buf=torch.zeros(2, dtype=torch.int32),
+    )
     return decode.CUDAGraphBatchDecodeWithPagedKVCacheWrapper(_ws(), **bufs, **kw)
 
 
 def _plan_decode(w: Any, kv_lens: tuple, **extra: Any) -> Inputs:
     inp = materialize(Case("decode", (1, 1), kv_lens, page_size=4, **H), 0, CPU)
-    w.plan(inp.kv_page_indptr, inp.kv_page_indices, inp.kv_last_page_len, 4, 2, 64, 4, q_data_type=torch.bfloat16,
-           **extra)
+    w.plan(
+        inp.kv_page_indptr, inp.kv_page_indices, inp.kv_last_page_len, 4, 2, 64, 4, q_data_type=torch.bfloat16, **extra
+    )
     return inp
 
 
@@ -696,8 +826,9 @@ def test_decode_rules(use: Any) -> None:
     with pytest.warns(DeprecationWarning):
         w = decode.BatchDecodeWithPagedKVCacheWrapper(_ws())
         inp = materialize(Case("decode", (1, 1), (9, 12), page_size=4, **H), 0, CPU)
-        w.plan(inp.kv_page_indptr, inp.kv_page_indices, inp.kv_last_page_len, 4, 2, 64, 4, "NONE", -1, None,
-               torch.bfloat16)
+        w.plan(
+            inp.kv_page_indptr, inp.kv_page_indices, inp.kv_last_page_len, 4, 2, 64, 4, "NONE", -1, None, torch.bfloat16
+        )
 
 
 def test_aiter_decode_lse_shadow_plan_eager_and_refusal_under_capture(use: Any) -> None:

@@ -6,6 +6,7 @@ catch it (tests/explore/test_scenario_machines.py) would prove nothing; if it ch
 before that sequence's last plan, it would be a different defect. Driven through the flashinfer
 adapter, as the machines drive it.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -51,8 +52,9 @@ def _fresh_facts() -> Any:
 
 def _outputs(graph: bool, seq: list[Case], **config: Any) -> list[Any]:
     with installed(arch="gfx942", **config):
-        a = fi.FlashInferKernel("auto", "cpu", graph=graph, options=fi.AdapterOptions(workspace_bytes=1024),
-                                graphs=RecordedGraphs())
+        a = fi.FlashInferKernel(
+            "auto", "cpu", graph=graph, options=fi.AdapterOptions(workspace_bytes=1024), graphs=RecordedGraphs()
+        )
         outs = []
         for case in seq:
             inputs = materialize(case, 0, "cpu")

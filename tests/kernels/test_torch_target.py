@@ -5,6 +5,7 @@ declined by supports() for the reason listed in EXPECTED_DECLINES: a skip here i
 decision, not an escape. The remaining tests pin the adapter contract: poisoned outputs,
 refusals, declines, auto's reported choice, fresh(), and that plans never go stale.
 """
+
 from __future__ import annotations
 
 import math
@@ -34,29 +35,53 @@ _H = dict(num_qo_heads=4, num_kv_heads=2, head_dim_qk=64, head_dim_vo=64)
 # name -> case; names are the pytest ids. Lengths are small: the oracle and eager flex run on CPU.
 CASES: dict[str, Case] = {
     "ragged-gqa-bf16": Case("ragged", (5, 9), (12, 9), 8, 2, 64, 64, "bf16", "bf16", "bf16"),
-    "ragged-mqa-fp16-causal-qo<kv": Case("ragged", (4, 7), (20, 7), 4, 1, 64, 64, "fp16", "fp16", "fp16",
-                                         causal=True),
-    "ragged-fp32-causal-qo>kv": Case("ragged", (9, 3), (4, 3), q_dtype="fp32", kv_dtype="fp32", o_dtype="fp32",
-                                     causal=True, **_H),
+    "ragged-mqa-fp16-causal-qo<kv": Case("ragged", (4, 7), (20, 7), 4, 1, 64, 64, "fp16", "fp16", "fp16", causal=True),
+    "ragged-fp32-causal-qo>kv": Case(
+        "ragged", (9, 3), (4, 3), q_dtype="fp32", kv_dtype="fp32", o_dtype="fp32", causal=True, **_H
+    ),
     "ragged-mha-bf16-causal-qo>kv": Case("ragged", (9, 3), (4, 3), 4, 4, 64, 64, causal=True),
     "ragged-mha-fp16-custom": Case("ragged", (6, 5), (19, 5), 4, 4, 64, 64, "fp16", "fp16", "fp16", mask="custom"),
-    "ragged-HND-causal-window-custom": Case("ragged", (6, 8), (15, 8), kv_layout="HND", causal=True,
-                                            window_left=4, mask="custom", **_H),
+    "ragged-HND-causal-window-custom": Case(
+        "ragged", (6, 8), (15, 8), kv_layout="HND", causal=True, window_left=4, mask="custom", **_H
+    ),
     "ragged-zero-lengths": Case("ragged", (0, 5, 0, 3), (7, 0, 0, 6), causal=True, **_H),
     "ragged-empty-batch": Case("ragged", (), (), **_H),
     "paged-empty-batch": Case("paged", (), (), page_size=5, **_H),
     "paged-p1-NHD-causal": Case("paged", (3, 6), (11, 6), page_size=1, causal=True, **_H),
-    "paged-p5-HND-causal-window": Case("paged", (6, 2), (23, 9), page_size=5, kv_layout="HND", causal=True,
-                                       window_left=3, q_dtype="fp16", kv_dtype="fp16", o_dtype="fp16", **_H),
+    "paged-p5-HND-causal-window": Case(
+        "paged",
+        (6, 2),
+        (23, 9),
+        page_size=5,
+        kv_layout="HND",
+        causal=True,
+        window_left=3,
+        q_dtype="fp16",
+        kv_dtype="fp16",
+        o_dtype="fp16",
+        **_H,
+    ),
     "paged-p5-NHD-custom": Case("paged", (5, 4), (13, 10), page_size=5, mask="custom", **_H),
-    "paged-p5-HND-fp32-gqa-own-scale": Case("paged", (7,), (16,), 8, 2, 32, 32, "fp32", "fp32", "fp32",
-                                            page_size=5, kv_layout="HND", sm_scale=0.3),
+    "paged-p5-HND-fp32-gqa-own-scale": Case(
+        "paged", (7,), (16,), 8, 2, 32, 32, "fp32", "fp32", "fp32", page_size=5, kv_layout="HND", sm_scale=0.3
+    ),
     "paged-kv0-beside-real-causal": Case("paged", (3, 2), (0, 9), page_size=5, causal=True, **_H),
     "decode-mqa-p5-HND": Case("decode", (1, 1, 1), (1, 17, 40), 8, 1, 64, 64, page_size=5, kv_layout="HND"),
-    "decode-p1-window": Case("decode", (1, 1), (9, 30), page_size=1, window_left=5, causal=True,
-                             q_dtype="fp16", kv_dtype="fp16", o_dtype="fp16", **_H),
-    "single-fp16-window": Case("single", (10,), (25,), window_left=4, q_dtype="fp16", kv_dtype="fp16",
-                               o_dtype="fp16", **_H),
+    "decode-p1-window": Case(
+        "decode",
+        (1, 1),
+        (9, 30),
+        page_size=1,
+        window_left=5,
+        causal=True,
+        q_dtype="fp16",
+        kv_dtype="fp16",
+        o_dtype="fp16",
+        **_H,
+    ),
+    "single-fp16-window": Case(
+        "single", (10,), (25,), window_left=4, q_dtype="fp16", kv_dtype="fp16", o_dtype="fp16", **_H
+    ),
     "single-bf16-large-logits": Case("single", (8,), (33,), causal=True, input_scale=4.0, **_H),
     "ragged-dqk192-dvo128": Case("ragged", (7, 12), (30, 12), 4, 4, 192, 128, causal=True),
     "single-gqa8-short-q": Case("single", (17,), (300,), 16, 2, 128, 128, causal=True),
@@ -84,8 +109,9 @@ def _judged(adapter: AttentionKernel, name: str) -> tuple[Any, Any, Any]:
     inputs, t = _truth(name)
     adapter.plan(inputs)
     res = adapter.run(inputs)
-    out_cmp, lse_cmp = judge(t, res.out, res.lse, lse_base=res.lse_base, adapter=adapter.target,
-                             backend=adapter.backend)
+    out_cmp, lse_cmp = judge(
+        t, res.out, res.lse, lse_base=res.lse_base, adapter=adapter.target, backend=adapter.backend
+    )
     return res, out_cmp, lse_cmp
 
 
@@ -118,12 +144,16 @@ _BASE = Case("ragged", (4,), (9,), **_H)
 
 
 @pytest.mark.parametrize("backend", CPU_BACKENDS)
-@pytest.mark.parametrize("change, constant", [
-    (dict(q_dtype="e4m3fn", kv_dtype="e4m3fn", o_dtype="bf16"), skips.NO_FP8),
-    (dict(q_dtype="fp16", kv_dtype="e5m2", o_dtype="fp16"), skips.NO_FP8),
-    (dict(q_dtype="fp16", kv_dtype="bf16", o_dtype="fp16"), skips.MIXED_QKV_DTYPE),
-    (dict(q_dtype="bf16", kv_dtype="bf16", o_dtype="fp32"), skips.OUTPUT_DTYPE),
-], ids=["fp8", "fp8-kv-only", "mixed-qkv", "o-dtype"])
+@pytest.mark.parametrize(
+    "change, constant",
+    [
+        (dict(q_dtype="e4m3fn", kv_dtype="e4m3fn", o_dtype="bf16"), skips.NO_FP8),
+        (dict(q_dtype="fp16", kv_dtype="e5m2", o_dtype="fp16"), skips.NO_FP8),
+        (dict(q_dtype="fp16", kv_dtype="bf16", o_dtype="fp16"), skips.MIXED_QKV_DTYPE),
+        (dict(q_dtype="bf16", kv_dtype="bf16", o_dtype="fp32"), skips.OUTPUT_DTYPE),
+    ],
+    ids=["fp8", "fp8-kv-only", "mixed-qkv", "o-dtype"],
+)
 def test_supports_declines_dtypes_no_torch_backend_takes(backend: str, change: dict, constant: str) -> None:
     """fp8, mixed q/kv dtypes and a foreign output dtype are declined by every backend, by name."""
     sup = TORCH.make(backend, CPU).supports(_BASE.replace(**change))
@@ -179,6 +209,7 @@ def test_cuda_adapter_without_cuda_declines_as_device_backend(monkeypatch: pytes
 
 # ---- refusals at run time -------------------------------------------------------------------
 
+
 def test_forced_backend_refusal_at_run_time_raises_library_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     """A real 'No available kernel' from torch becomes LibraryRefused with torch's message, never a pass."""
     adapter = TORCH.make("flash", CPU)
@@ -193,6 +224,7 @@ def test_forced_backend_refusal_at_run_time_raises_library_refused(monkeypatch: 
 
 def test_other_library_errors_propagate_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
     """A RuntimeError that is not a refusal is not reclassified: the runner counts it as an error."""
+
     def broken(*args: Any, **kwargs: Any) -> torch.Tensor:
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
 
@@ -203,6 +235,7 @@ def test_other_library_errors_propagate_unchanged(monkeypatch: pytest.MonkeyPatc
 
 
 # ---- never invent an answer -----------------------------------------------------------------
+
 
 def _counting(monkeypatch: pytest.MonkeyPatch, owner: Any, attr: str) -> list[int]:
     calls: list[int] = []
@@ -264,14 +297,14 @@ def test_flex_returns_empty_tensors_without_a_call_when_there_are_no_queries(mon
 
 # ---- outputs are poisoned: an unwritten row fails ------------------------------------------
 
+
 @pytest.mark.parametrize("backend", CPU_BACKENDS)
-def test_a_row_the_adapter_never_writes_stays_poisoned_and_fails(backend: str,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_row_the_adapter_never_writes_stays_poisoned_and_fails(backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """If the adapter skips a row, the comparison counts it unwritten and the case fails."""
     import kernels._torch_common as common
 
     def drop_first_row(out: torch.Tensor, lo: int, rows: torch.Tensor) -> None:
-        out[lo + 1:lo + rows.shape[0]].copy_(rows[1:])
+        out[lo + 1 : lo + rows.shape[0]].copy_(rows[1:])
 
     for module in (common, torch_sdpa, torch_flex):
         monkeypatch.setattr(module, "store_rows", drop_first_row)
@@ -282,6 +315,7 @@ def test_a_row_the_adapter_never_writes_stays_poisoned_and_fails(backend: str,
 
 
 # ---- flex LSE is the natural log ------------------------------------------------------------
+
 
 def test_flex_lse_is_natural_log() -> None:
     """Flex's LSE matches the oracle in base e, and would not if read as base 2."""
@@ -301,6 +335,7 @@ def test_sdpa_reports_no_lse() -> None:
 
 # ---- auto reports SDPA's choice -------------------------------------------------------------
 
+
 def test_auto_reports_the_backend_sdpa_chose() -> None:
     """auto names CPU flash where it can run and math where it cannot (Dqk != Dvo), 'empty' for no work."""
     assert TORCH.make("auto", CPU).run(_truth("ragged-gqa-bf16")[0]).resolved_backend == "flash"
@@ -316,6 +351,7 @@ def test_auto_joins_differing_choices_sorted(monkeypatch: pytest.MonkeyPatch) ->
 
 
 # ---- lifecycle: fresh(), plan reuse, history --------------------------------------------------
+
 
 @pytest.mark.parametrize("backend", CPU_BACKENDS)
 def test_fresh_gives_an_equal_config_in_a_new_object(backend: str) -> None:
@@ -375,6 +411,7 @@ def test_inputs_on_another_device_are_refused() -> None:
 
 # ---- paging: the adapters read through the page table, independently of the oracle ---------
 
+
 def _share_first_page(inputs: Inputs) -> Inputs:
     """Point request 1's first page at request 0's first page (prefix sharing)."""
     assert inputs.kv_page_indptr is not None and inputs.kv_page_indices is not None
@@ -403,17 +440,23 @@ requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs 
 # checked by kind: only the library's own refusal (or soft cap) may be a reason, and each fused
 # backend must still serve MIN_CUDA_SERVED of the cases, so a probe that declines everything fails.
 CUDA_DECLINE_REASONS: dict[str, set[str]] = {
-    "math": {skips.NO_SOFT_CAP}, "auto": {skips.NO_SOFT_CAP}, "flex": set(),
+    "math": {skips.NO_SOFT_CAP},
+    "auto": {skips.NO_SOFT_CAP},
+    "flex": set(),
     **{b: {skips.NO_SOFT_CAP, skips.LIBRARY_REFUSED} for b in ("flash", "efficient", "cudnn")},
 }
 MIN_CUDA_SERVED = 3
 # Known torch disagreements with "a row with nothing to attend is 0", seen on an H200 with
 # torch 2.11.0+cu130 and cuDNN 9.19 (strict: a torch that fixes them turns these red, to be removed).
-_CUDNN_MASKED_ROW = ("cuDNN SDPA writes a non-zero output row where the boolean mask leaves nothing to "
-                     "attend; SDPA's stated semantics since torch 2.5 are 0 "
-                     "(https://github.com/pytorch/pytorch/pull/133882)")
-_EFFICIENT_QO_GT_KV = ("mem-efficient SDPA with causal_lower_right and qo_len > kv_len leaves the rows with "
-                       "no key unmasked (https://github.com/pytorch/pytorch/pull/193632)")
+_CUDNN_MASKED_ROW = (
+    "cuDNN SDPA writes a non-zero output row where the boolean mask leaves nothing to "
+    "attend; SDPA's stated semantics since torch 2.5 are 0 "
+    "(https://github.com/pytorch/pytorch/pull/133882)"
+)
+_EFFICIENT_QO_GT_KV = (
+    "mem-efficient SDPA with causal_lower_right and qo_len > kv_len leaves the rows with "
+    "no key unmasked (https://github.com/pytorch/pytorch/pull/193632)"
+)
 CUDA_KNOWN_FAILURES: dict[tuple[str, str], str] = {
     ("cudnn", "ragged-HND-causal-window-custom"): _CUDNN_MASKED_ROW,
     ("auto", "ragged-HND-causal-window-custom"): _CUDNN_MASKED_ROW + "; auto picks cuDNN",
@@ -426,7 +469,8 @@ CUDA_KNOWN_FAILURES: dict[tuple[str, str], str] = {
     ("flex", "single-gqa8-short-q"): (
         "compiled flex routes qo_len < 128 to its decoding template, whose BLOCK_M = next_pow2(qo_len x "
         "group) = 256 exceeds the 128 query block and leaves no config: InductorError 'No choices to "
-        "select' (described in https://github.com/AgileRL/AgileRL/pull/643)"),
+        "select' (described in https://github.com/AgileRL/AgileRL/pull/643)"
+    ),
 }
 _CUDA_TRUTH: dict[str, tuple[Inputs, Truth]] = {}
 

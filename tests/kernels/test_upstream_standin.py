@@ -4,6 +4,7 @@ The adapter's upstream code paths are tested against this model in test_flashinf
 (through tests/kernels/fake_flashinfer.py, which removes the label so the library looks real);
 here, the model as a user's script or an exploration meets it: labelled everywhere.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -24,8 +25,9 @@ from scenarios.tensors import materialize
 
 
 def test_every_module_of_the_model_is_marked_and_says_it_is_a_standin() -> None:
-    modules = [model] + [importlib.import_module(i.name) for i in
-                         pkgutil.walk_packages(model.__path__, model.__name__ + ".")]
+    modules = [model] + [
+        importlib.import_module(i.name) for i in pkgutil.walk_packages(model.__path__, model.__name__ + ".")
+    ]
     assert len(modules) >= 8
     for m in modules:
         assert standin_of(m) == upstream.NAME == "flashinfer-upstream", m.__name__
@@ -51,13 +53,17 @@ def test_installed_points_flashinfer_at_the_model_labels_it_and_undoes_it() -> N
 def test_the_model_logs_every_call_and_installing_clears_the_log(monkeypatch: pytest.MonkeyPatch) -> None:
     upstream.install(monkeypatch)
     case = Case("ragged", (3, 5), (7, 9), 4, 2)
-    a = fi.FlashInferKernel("fa2", "cpu", options=fi.AdapterOptions(workspace_bytes=1024),
-                            graphs=upstream.RecordedGraphs())
+    a = fi.FlashInferKernel(
+        "fa2", "cpu", options=fi.AdapterOptions(workspace_bytes=1024), graphs=upstream.RecordedGraphs()
+    )
     inputs = materialize(case, 0, "cpu")
     a.plan(inputs)
     a.run(inputs)
-    assert [(c["api"], c["method"]) for c in STATE.calls] == [("ragged", "__init__"), ("ragged", "plan"),
-                                                              ("ragged", "run")]
+    assert [(c["api"], c["method"]) for c in STATE.calls] == [
+        ("ragged", "__init__"),
+        ("ragged", "plan"),
+        ("ragged", "run"),
+    ]
     upstream.install(monkeypatch)
     assert STATE.calls == [] and STATE.wrappers == []
 

@@ -8,6 +8,7 @@ verdicts (a named test must be the killer; an import-time failure counts only fo
 mutant), the fork server (a crash ends one run only), and the command line (bad usage writes
 nothing). test_verdict_cache.py pins the verdict cache.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,8 +40,12 @@ def test_cpu_catalogue_kills_every_mutant_and_every_test_kills_one(tmp_path: Pat
     command that refreshes it (docs/mutation.md, Verdict cache). A file written on another environment
     (package versions) is not stale code: every mutant runs and proves the catalogue, with a warning."""
     committed = default_path(repo_root(), "all", "cpu", "quick")
-    km = Mutation(Settings(target="all", device="cpu", budget="quick", out_dir=tmp_path, strategy="first-kill",
-                           verdicts=committed), progress=lambda line: None).run()
+    km = Mutation(
+        Settings(
+            target="all", device="cpu", budget="quick", out_dir=tmp_path, strategy="first-kill", verdicts=committed
+        ),
+        progress=lambda line: None,
+    ).run()
     report = (tmp_path / MARKDOWN).read_text()
     assert km.control["passed"], km.control
     assert not km.not_killed(), "\n".join(f"{m.name} ({m.status}): {m.detail}" for m in km.not_killed())
@@ -57,15 +62,18 @@ def test_cpu_catalogue_kills_every_mutant_and_every_test_kills_one(tmp_path: Pat
     if committed.is_file() and Verdicts.load(committed).env != refreshed.env:
         # Another environment (a CI image resolving newer packages) moves every key: the whole catalogue was
         # proven here; the file is not stale for a change in this tree, so the run says so and passes.
-        warnings.warn(f"{committed.name} was written with {Verdicts.load(committed).env}, this run has "
-                      f"{refreshed.env}: every mutant ran; refresh the file on this environment to cache again",
-                      stacklevel=1)
+        warnings.warn(
+            f"{committed.name} was written with {Verdicts.load(committed).env}, this run has "
+            f"{refreshed.env}: every mutant ran; refresh the file on this environment to cache again",
+            stacklevel=1,
+        )
         return
     stale = stale_message(repo_root(), committed, refreshed, "all", "cpu", "quick")
     assert not stale, stale
 
 
 # ---- the catalogue itself -------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("mutant", [m for m in ALL if isinstance(m, Mutant)], ids=lambda m: m.name)
 def test_every_text_mutant_applies_and_compiles(mutant: Mutant) -> None:
@@ -104,10 +112,16 @@ def test_catalogues_cover_every_class_and_the_seeds_ab_list() -> None:
     assert {m.kind for m in CATALOGUES["torch"]} == {"oracle", "routing-spec", "adapter", "library", "harness"}
     assert {m.kind for m in CATALOGUES["flashinfer"]} == {"oracle", "routing-spec", "adapter", "library", "harness"}
     names = {m.name for m in ALL}
-    assert {"rocm-fork-ragged-table-disarmed", "rocm-fork-ragged-q-len-dropped",
-            "rocm-fork-late-recheck-removed"} <= names
-    assert {"flashinfer-mask-ignored-by-auto", "flashinfer-paged-mask-buffer-kept",
-            "flashinfer-ragged-auto-resolved-once"} <= names
+    assert {
+        "rocm-fork-ragged-table-disarmed",
+        "rocm-fork-ragged-q-len-dropped",
+        "rocm-fork-late-recheck-removed",
+    } <= names
+    assert {
+        "flashinfer-mask-ignored-by-auto",
+        "flashinfer-paged-mask-buffer-kept",
+        "flashinfer-ragged-auto-resolved-once",
+    } <= names
     assert {"rocm-ragged-row-disarmed", "rocm-flat-gather-threshold-shifted", "rocm-explicit-none-deleted"} <= names
 
 
@@ -120,7 +134,7 @@ def test_docs_list_every_mutant() -> None:
 
 # ---- selection ------------------------------------------------------------------------------------
 
-SOURCE = textwrap.dedent('''\
+SOURCE = textwrap.dedent("""\
     import functools
     TABLE = {"a": 1,
              "b": 2}
@@ -135,15 +149,18 @@ SOURCE = textwrap.dedent('''\
     @functools.lru_cache(maxsize=None)
     def g():
         return TABLE["a"]
-''')
+""")
 
 
-@pytest.mark.parametrize("first, last, lines, once", [
-    (8, 8, {8}, False),        # a statement in a function: that line, measured per test
-    (7, 7, {7}, False),        # an `if` header only, not its body
-    (3, 3, {2, 3}, True),      # a continuation line of a module-level statement: the whole statement, once
-    (14, 14, {14}, True),      # inside an lru_cache'd function: runs once per process
-])
+@pytest.mark.parametrize(
+    "first, last, lines, once",
+    [
+        (8, 8, {8}, False),  # a statement in a function: that line, measured per test
+        (7, 7, {7}, False),  # an `if` header only, not its body
+        (3, 3, {2, 3}, True),  # a continuation line of a module-level statement: the whole statement, once
+        (14, 14, {14}, True),  # inside an lru_cache'd function: runs once per process
+    ],
+)
 def test_statement_lines_and_what_runs_once(first: int, last: int, lines: set, once: bool) -> None:
     assert sel.statement_lines(SOURCE, first, last) == (lines, once)
 
@@ -151,8 +168,14 @@ def test_statement_lines_and_what_runs_once(first: int, last: int, lines: set, o
 def test_selection_widens_by_fixture_scope_and_parity_case() -> None:
     """A module fixture's lines reach every test of its module; a parity test brings its case's other backends."""
     grid = "conformance/test_parity_grid.py::test_backend_matches_the_oracle"
-    rows = ["tests/a/test_x.py::t1", "tests/a/test_x.py::t2", "tests/a/test_y.py::t3",
-            f"{grid}[math-ragged-b1-abc]", f"{grid}[flex-ragged-b1-abc]", f"{grid}[math-paged-b2-def]"]
+    rows = [
+        "tests/a/test_x.py::t1",
+        "tests/a/test_x.py::t2",
+        "tests/a/test_y.py::t3",
+        f"{grid}[math-ragged-b1-abc]",
+        f"{grid}[flex-ragged-b1-abc]",
+        f"{grid}[math-paged-b2-def]",
+    ]
     got = sel.tests_for({"test:tests/a/test_x.py::t1", "fixture:tests/a/test_y.py"}, rows)
     assert got == {"tests/a/test_x.py::t1", "tests/a/test_y.py::t3"}
     got = sel.tests_for({f"test:{grid}[math-ragged-b1-abc]"}, rows)
@@ -173,6 +196,7 @@ def test_shards_keep_files_whole() -> None:
 
 # ---- verdicts -------------------------------------------------------------------------------------
 
+
 def test_a_kill_counts_only_through_a_named_test() -> None:
     kills = ["t::named", "g::grid[*]"]
     assert classify(kills, ["t::named", "t::other"], {"t::named": "failed", "t::other": "passed"})[0] == "killed"
@@ -184,6 +208,7 @@ def test_a_kill_counts_only_through_a_named_test() -> None:
 
 
 # ---- the fork server ------------------------------------------------------------------------------
+
 
 def test_a_crash_or_a_timeout_ends_one_run_and_the_server_forks_the_next(tmp_path: Path) -> None:
     """A run killed by a signal or by its timeout reports so; the next run on the same server still
@@ -207,9 +232,9 @@ def test_a_crash_or_a_timeout_ends_one_run_and_the_server_forks_the_next(tmp_pat
     assert fine.returncode == 0 and (tmp_path / "ok.log").read_text().split() == ["False", "True"]
 
 
-def test_a_forked_run_sees_the_libraries_on_pythonpath_as_a_fresh_interpreter_does(tmp_path: Path,
-                                                                                  monkeypatch: pytest.MonkeyPatch
-                                                                                  ) -> None:
+def test_a_forked_run_sees_the_libraries_on_pythonpath_as_a_fresh_interpreter_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A GPU runner installs FlashInfer with `pip --target DIR` and puts DIR on PYTHONPATH; the server
     starts without PYTHONPATH (it must not see the repository), so each run puts it back, after the copy."""
     site = tmp_path / "site"
@@ -218,9 +243,10 @@ def test_a_forked_run_sees_the_libraries_on_pythonpath_as_a_fresh_interpreter_do
     copy = tmp_path / "copy"
     copy.mkdir()
     probe = tmp_path / "probe.py"
-    probe.write_text("import sys, runner_only_lib\n"
-                     "print(runner_only_lib.WHERE, sys.path.index(%r) < sys.path.index(%r))\n"
-                     % (str(copy), str(site)))
+    probe.write_text(
+        "import sys, runner_only_lib\n"
+        "print(runner_only_lib.WHERE, sys.path.index(%r) < sys.path.index(%r))\n" % (str(copy), str(site))
+    )
     monkeypatch.setenv("PYTHONPATH", str(site))
     env = child_env((str(copy),))
     server = ForkServerLauncher(env)
@@ -259,15 +285,20 @@ def test_a_fork_server_whose_parent_is_gone_kills_the_runs_it_started(tmp_path: 
 
 # ---- the command line -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("argv, field", [
-    (["--target", "nonesuch"], "--target"),
-    (["--budget", "huge"], "--budget"),
-    (["--only", "no-such-mutant"], "--only"),
-    (["--workers", "0"], "--workers"),
-    (["--isolation", "threads"], "--isolation"),
-])
-def test_bad_usage_exits_2_naming_the_value_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture,
-                                                               argv: list, field: str) -> None:
+
+@pytest.mark.parametrize(
+    "argv, field",
+    [
+        (["--target", "nonesuch"], "--target"),
+        (["--budget", "huge"], "--budget"),
+        (["--only", "no-such-mutant"], "--only"),
+        (["--workers", "0"], "--workers"),
+        (["--isolation", "threads"], "--isolation"),
+    ],
+)
+def test_bad_usage_exits_2_naming_the_value_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture, argv: list, field: str
+) -> None:
     out = tmp_path / "out"
     assert cli.main(["mutate", *argv, "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -296,8 +327,18 @@ def test_an_unwritable_out_dir_is_refused(tmp_path: Path, capsys: pytest.Capture
 def test_mutate_writes_jsonl_json_and_markdown_for_a_small_run(tmp_path: Path) -> None:
     """A two-mutant catalogue: the control then one JSONL record per mutant, the matrix as JSON and markdown."""
     two = tuple(m for m in ALL if m.name in ("bound-exclusive", "torch-reason-none-not-not-reported"))
-    km = Mutation(Settings(target="torch", device="cpu", budget="quick", out_dir=tmp_path, strategy="first-kill",
-                           mutants=two, conformance=False), progress=lambda line: None).run()
+    km = Mutation(
+        Settings(
+            target="torch",
+            device="cpu",
+            budget="quick",
+            out_dir=tmp_path,
+            strategy="first-kill",
+            mutants=two,
+            conformance=False,
+        ),
+        progress=lambda line: None,
+    ).run()
     assert km.ok
     records = [json.loads(line) for line in (tmp_path / JSONL).read_text().splitlines()]
     assert [r["record"] for r in records] == ["control", "mutant", "mutant"]
@@ -307,14 +348,20 @@ def test_mutate_writes_jsonl_json_and_markdown_for_a_small_run(tmp_path: Path) -
     assert "bound-exclusive" in (tmp_path / MARKDOWN).read_text()
 
 
-def test_the_cli_runs_mutate_and_exits_1_on_a_survivor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                      capsys: pytest.CaptureFixture) -> None:
+def test_the_cli_runs_mutate_and_exits_1_on_a_survivor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
     """`attncheck mutate` through cli.main: a mutant none of its tests can see survives, and the exit is 1."""
     import conformance.mutations.engine as engine
 
-    blind = Mutant("blind", "oracle/compare.py", "    passed = n_bad == 0 and max_abs <= bound\n",
-                   "    passed = n_bad == 0 and max_abs <= bound  # a comment changes nothing\n", "an equivalent edit",
-                   ("tests/oracle/test_oracle_compare.py::test_error_equal_to_the_bound_passes_and_the_next_float_fails",))
+    blind = Mutant(
+        "blind",
+        "oracle/compare.py",
+        "    passed = n_bad == 0 and max_abs <= bound\n",
+        "    passed = n_bad == 0 and max_abs <= bound  # a comment changes nothing\n",
+        "an equivalent edit",
+        ("tests/oracle/test_oracle_compare.py::test_error_equal_to_the_bound_passes_and_the_next_float_fails",),
+    )
     monkeypatch.setattr(engine, "catalogue", lambda target: (blind,))
     monkeypatch.setattr(engine, "conformance_rows", lambda *a: [])
     assert cli.main(["mutate", "--target", "torch", "--out", str(tmp_path)]) == 1
@@ -329,18 +376,31 @@ def test_a_failing_control_says_why_each_test_failed(tmp_path: Path, monkeypatch
 
     from conformance.mutations.child import Recorder
 
-    (tmp_path / "test_sample.py").write_text("def test_bad():\n    assert 1 + 1 == 3, 'sums differ'\n\n"
-                                             "def test_good():\n    pass\n")
+    (tmp_path / "test_sample.py").write_text(
+        "def test_bad():\n    assert 1 + 1 == 3, 'sums differ'\n\ndef test_good():\n    pass\n"
+    )
     rec = Recorder()
     pytest.main(["-q", "-p", "no:cacheprovider", str(tmp_path / "test_sample.py")], plugins=[rec])
     (bad,) = [t for t, o in rec.outcomes.items() if o == "failed"]
     assert bad.endswith("test_bad") and "sums differ" in rec.messages[bad] and len(rec.messages) == 1
 
-    m = Mutation(Settings(target="torch", device="cpu", budget="quick", out_dir=tmp_path / "o", strategy="first-kill",
-                          mutants=(), conformance=False), progress=lambda line: None)
-    answer = (types.SimpleNamespace(cpu_s=0.0, timed_out=False),
-              {"outcomes": {"t.py::a": "failed", "t.py::b": "passed"}, "messages": {"t.py::a": "AssertionError: x"}},
-              "")
+    m = Mutation(
+        Settings(
+            target="torch",
+            device="cpu",
+            budget="quick",
+            out_dir=tmp_path / "o",
+            strategy="first-kill",
+            mutants=(),
+            conformance=False,
+        ),
+        progress=lambda line: None,
+    )
+    answer = (
+        types.SimpleNamespace(cpu_s=0.0, timed_out=False),
+        {"outcomes": {"t.py::a": "failed", "t.py::b": "passed"}, "messages": {"t.py::a": "AssertionError: x"}},
+        "",
+    )
     monkeypatch.setattr(m, "_launch", lambda *a, **k: answer)
     monkeypatch.setattr("conformance.mutations.engine.make_copy", lambda src, dst: None)
     control, _ = m.control(["t.py::a", "t.py::b"], with_coverage=False)
@@ -359,10 +419,12 @@ def test_failures_after_a_lost_cuda_context_name_the_test_that_lost_it() -> None
 
     rec = Recorder()
     rec.pytest_runtest_logreport(report("t.py::plain", "E   AssertionError: 1 != 2"))
-    rec.pytest_runtest_logreport(report("t.py::d96", "E   torch.AcceleratorError: CUDA error: an illegal memory "
-                                                     "access was encountered"))
-    rec.pytest_runtest_logreport(report("t.py::grid", "E   torch.AcceleratorError: CUDA error: an illegal memory "
-                                                      "access was encountered"))
+    rec.pytest_runtest_logreport(
+        report("t.py::d96", "E   torch.AcceleratorError: CUDA error: an illegal memory access was encountered")
+    )
+    rec.pytest_runtest_logreport(
+        report("t.py::grid", "E   torch.AcceleratorError: CUDA error: an illegal memory access was encountered")
+    )
     assert rec.messages["t.py::plain"] == "AssertionError: 1 != 2"
     assert rec.messages["t.py::d96"].startswith("lost the CUDA context: torch.AcceleratorError")
     assert rec.messages["t.py::grid"].startswith("after the CUDA context was lost in t.py::d96: ")

@@ -5,6 +5,7 @@ is the proof that the oracle's tests can fail; the small tests around it pin
 the runner's refusals (stale or malformed mutants, modules imported from outside the copy), so
 that a broken runner cannot pass for a strong suite.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -28,8 +29,10 @@ def _current_cached_kills() -> Optional[dict[str, list[str]]]:
     path = default_path(repo_root(), "all", "cpu", "quick")
     if not path.is_file():
         return None
-    run = Mutation(Settings(target="all", device="cpu", budget="quick", out_dir=path.parent, strategy="first-kill"),
-                   progress=lambda line: None)
+    run = Mutation(
+        Settings(target="all", device="cpu", budget="quick", out_dir=path.parent, strategy="first-kill"),
+        progress=lambda line: None,
+    )
     shutil.rmtree(run._tmp, ignore_errors=True)
     keyer, verdicts = Keyer(repo_root(), run.key_settings()), Verdicts.load(path)
     named = sorted({t for m in ORACLE_MUTANTS for t in exact_kills(m.kills)})
@@ -51,8 +54,18 @@ def test_every_oracle_mutant_is_killed_by_its_named_tests(tmp_path: Path) -> Non
         proven = {t for kills in cached.values() for t in kills}
         assert not [t for m in ORACLE_MUTANTS for t in exact_kills(m.kills) if t not in proven]
         return
-    km = Mutation(Settings(target="torch", device="cpu", budget="quick", out_dir=tmp_path, strategy="first-kill",
-                           mutants=ORACLE_MUTANTS, conformance=False), progress=lambda line: None).run()
+    km = Mutation(
+        Settings(
+            target="torch",
+            device="cpu",
+            budget="quick",
+            out_dir=tmp_path,
+            strategy="first-kill",
+            mutants=ORACLE_MUTANTS,
+            conformance=False,
+        ),
+        progress=lambda line: None,
+    ).run()
     assert km.control["passed"], km.control
     assert [m.name for m in km.mutants] == [m.name for m in ORACLE_MUTANTS]
     survivors = "\n\n".join(f"{r.name} ({r.status}): {r.detail}" for r in km.not_killed())
@@ -68,8 +81,11 @@ def test_mutant_applies_to_the_current_source(mutant: Mutant) -> None:
 
 def test_docs_table_lists_every_mutant_with_its_killing_tests() -> None:
     """docs/oracle-mutants.md has one row per catalogue mutant, naming the tests that kill it."""
-    rows = {line.split("|")[1].strip(" `"): line for line in
-            (repo_root() / "docs" / "oracle-mutants.md").read_text().splitlines() if line.startswith("| `")}
+    rows = {
+        line.split("|")[1].strip(" `"): line
+        for line in (repo_root() / "docs" / "oracle-mutants.md").read_text().splitlines()
+        if line.startswith("| `")
+    }
     assert set(rows) == {m.name for m in ORACLE_MUTANTS}
     for m in ORACLE_MUTANTS:
         for kill in m.kills:
@@ -88,14 +104,21 @@ def test_stale_or_ambiguous_mutant_is_refused(tmp_path: Path) -> None:
     assert (tmp_path / "oracle" / "m.py").read_text() == "x = 1\ny = 1\n"
 
 
-@pytest.mark.parametrize("field, value", [
-    ("name", "has space"), ("path", "/abs/oracle/m.py"), ("new", "x = 1\n"), ("kills", ()),
-    ("kills", ("oracle/test_x.py",)),
-])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("name", "has space"),
+        ("path", "/abs/oracle/m.py"),
+        ("new", "x = 1\n"),
+        ("kills", ()),
+        ("kills", ("oracle/test_x.py",)),
+    ],
+)
 def test_malformed_mutant_is_refused(field: str, value: object) -> None:
     """A catalogue entry with a bad name, path, no-op edit or non-node-id kill cannot be built."""
-    fields: dict[str, object] = dict(name="probe", path="oracle/m.py", old="x = 1\n", new="x = 2\n",
-                                     description="probe", kills=("tests/t.py::test",))
+    fields: dict[str, object] = dict(
+        name="probe", path="oracle/m.py", old="x = 1\n", new="x = 2\n", description="probe", kills=("tests/t.py::test",)
+    )
     fields[field] = value
     with pytest.raises(InvalidMutant) as info:
         Mutant(**fields)  # type: ignore[arg-type]

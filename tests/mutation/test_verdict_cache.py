@@ -4,6 +4,7 @@ runs that trust none (--fresh) or all (every key matching and the cached kills p
 All in process and on small trees: the whole catalogue's run against the committed file is
 test_mutation_matrix.py's.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,14 +28,14 @@ FILES = {
     "pyproject.toml": "[tool.pytest.ini_options]\n",
     "oracle/__init__.py": "",
     "oracle/compare.py": "def f():\n    import oracle.extra\n    return oracle.extra.X\n\n\n"
-                         "def g():\n    import routing.spec\n",
+    "def g():\n    import routing.spec\n",
     "oracle/extra.py": "X = 1\n",
     "routing/__init__.py": "",
     "routing/spec.py": "import json\nTABLE = json.load(open('data/table.json'))\n",
     "data/table.json": "[1, 2]\n",
     "tests/oracle/oracle_helper.py": "H = 2\n",
     "tests/oracle/test_a.py": "from oracle_helper import H\nimport oracle.compare\n\n\ndef test_a():\n"
-                              "    assert oracle.compare.f() + H == 3\n",
+    "    assert oracle.compare.f() + H == 3\n",
     "tests/routing/test_b.py": "import routing.spec\n\n\ndef test_b():\n    assert routing.spec.TABLE\n",
 }
 A, B = "tests/oracle/test_a.py::test_a", "tests/routing/test_b.py::test_b"
@@ -51,18 +52,25 @@ def _observed(root: Path, spawns: tuple[str, ...] = ()) -> deps.Observed:
     """What a control run of A and B would have seen: compare.py run by A, spec.py imported collecting B's
     file and reading the table, pytest listing tests/oracle (and processes started in `spawns`)."""
     collect_a = "collect:tests/oracle/test_a.py"
-    ran = {"oracle/compare.py": {1: {collect_a}, 2: {"test:" + A}, 3: {"test:" + A}, 6: {collect_a}},
-           "routing/spec.py": {1: {"collect:tests/routing/test_b.py"}, 2: {"collect:tests/routing/test_b.py"}}}
+    ran = {
+        "oracle/compare.py": {1: {collect_a}, 2: {"test:" + A}, 3: {"test:" + A}, 6: {collect_a}},
+        "routing/spec.py": {1: {"collect:tests/routing/test_b.py"}, 2: {"collect:tests/routing/test_b.py"}},
+    }
     return deps.Observed(root, ran, {"routing/spec.py": {"data/table.json"}, "": {"dir:tests/oracle"}}, spawns, [A, B])
 
 
 def test_static_imports_follow_lazy_imports_and_the_test_helpers_beside_a_test(tmp_path: Path) -> None:
     root = _tree(tmp_path)
     parsed = deps.parse_imports(root, "oracle/compare.py")
-    assert parsed.top == set() and parsed.lazy == ((2, {"oracle/__init__.py", "oracle/extra.py"}),
-                                                   (7, {"routing/__init__.py", "routing/spec.py"}))
-    assert deps.imports(root, "tests/oracle/test_a.py") == {"tests/oracle/oracle_helper.py", "oracle/__init__.py",
-                                                            "oracle/compare.py"}
+    assert parsed.top == set() and parsed.lazy == (
+        (2, {"oracle/__init__.py", "oracle/extra.py"}),
+        (7, {"routing/__init__.py", "routing/spec.py"}),
+    )
+    assert deps.imports(root, "tests/oracle/test_a.py") == {
+        "tests/oracle/oracle_helper.py",
+        "oracle/__init__.py",
+        "oracle/compare.py",
+    }
 
 
 def test_a_test_files_dependencies_are_what_it_runs_imports_and_reads(tmp_path: Path) -> None:
@@ -71,18 +79,29 @@ def test_a_test_files_dependencies_are_what_it_runs_imports_and_reads(tmp_path: 
     listing brings the folder's conftest.py and __init__.py, not its other files; B started a process, so it
     depends on the whole tree."""
     obs = _observed(_tree(tmp_path), spawns=("test:" + B,))
-    assert obs.group("tests/oracle/test_a.py") == {"tests/oracle/test_a.py", "tests/oracle/oracle_helper.py",
-                                                   "oracle/__init__.py", "oracle/compare.py", "oracle/extra.py"}
-    assert obs.group("tests/routing/test_b.py") == {"tests/routing/test_b.py", "routing/__init__.py",
-                                                    "routing/spec.py", "data/table.json"}
+    assert obs.group("tests/oracle/test_a.py") == {
+        "tests/oracle/test_a.py",
+        "tests/oracle/oracle_helper.py",
+        "oracle/__init__.py",
+        "oracle/compare.py",
+        "oracle/extra.py",
+    }
+    assert obs.group("tests/routing/test_b.py") == {
+        "tests/routing/test_b.py",
+        "routing/__init__.py",
+        "routing/spec.py",
+        "data/table.json",
+    }
     assert {"conftest.py", "pyproject.toml", "tests/oracle/conftest.py", "tests/oracle/__init__.py"} <= obs.startup
     assert not any(d.startswith(deps.DIR) for d in obs.startup)
     assert obs.opaque == {B} and deps.TREE in obs.of_tests([B]) and deps.TREE not in obs.of_tests([A])
 
 
 def _mutants() -> tuple[Mutant, Mutant]:
-    return (Mutant("m-compare", "oracle/compare.py", "    return oracle.extra.X\n", "    return 0\n", "x", (A,)),
-            Mutant("m-spec", "routing/spec.py", "TABLE = ", "TABLE = [] or ", "y", (B,)))
+    return (
+        Mutant("m-compare", "oracle/compare.py", "    return oracle.extra.X\n", "    return 0\n", "x", (A,)),
+        Mutant("m-spec", "routing/spec.py", "TABLE = ", "TABLE = [] or ", "y", (B,)),
+    )
 
 
 def _verdicts(root: Path) -> tuple[Verdicts, Keyer]:
@@ -118,8 +137,10 @@ def test_an_edit_invalidates_exactly_the_verdicts_whose_dependencies_it_touched(
     (root / "data/table.json").write_text("[3]\n")
     assert _still(v, root) == ({"m-compare"}, {A})
     v, _ = _verdicts(root)
-    edited = (Mutant("m-compare", "oracle/compare.py", "    return oracle.extra.X\n", "    return 1\n", "x", (A,)),
-              _mutants()[1])
+    edited = (
+        Mutant("m-compare", "oracle/compare.py", "    return oracle.extra.X\n", "    return 1\n", "x", (A,)),
+        _mutants()[1],
+    )
     assert _still(v, root, edited)[0] == {"m-spec"}
 
 
@@ -180,8 +201,17 @@ class Launched(Exception):
 
 
 def _settings(tmp_path: Path, **kw: object) -> Settings:
-    return Settings(target="torch", device="cpu", budget="quick", out_dir=tmp_path / "out", strategy="first-kill",
-                    mutants=TWO, conformance=False, verdicts=tmp_path / "verdicts.json", **kw)  # type: ignore[arg-type]
+    return Settings(
+        target="torch",
+        device="cpu",
+        budget="quick",
+        out_dir=tmp_path / "out",
+        strategy="first-kill",
+        mutants=TWO,
+        conformance=False,
+        verdicts=tmp_path / "verdicts.json",
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 def _write_matching_verdicts(tmp_path: Path, prove_rows: bool = True) -> None:
@@ -191,8 +221,11 @@ def _write_matching_verdicts(tmp_path: Path, prove_rows: bool = True) -> None:
     v = Verdicts(keyer.settings, keyer.env, keyer.machinery)
     for m in TWO:
         (test,) = m.kills
-        entry = {"status": "killed", "killed_by": [test] if prove_rows or m is TWO[0] else [],
-                 "deps": [v.group({m.path, test.split("::")[0]})]}
+        entry = {
+            "status": "killed",
+            "killed_by": [test] if prove_rows or m is TWO[0] else [],
+            "deps": [v.group({m.path, test.split("::")[0]})],
+        }
         v.mutants[m.name] = {**entry, "key": keyer.mutant_key(m, v.deps_of(entry))}
         row = {"outcome": "passed", "deps": [v.group({test.split("::")[0]})]}
         v.rows[test] = {**row, "key": keyer.row_key(test, v.deps_of(row))}
@@ -206,8 +239,9 @@ def _no_process(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Mutation, "_launch", launch)
 
 
-def test_a_run_whose_every_key_matches_runs_nothing_and_fresh_runs_everything(tmp_path: Path,
-                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_run_whose_every_key_matches_runs_nothing_and_fresh_runs_everything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every key matching and every test proven by a cached kill: no process (not even the control), every
     verdict cached, the refreshed file equal to the committed one. --fresh ignores the file: the control runs."""
     _write_matching_verdicts(tmp_path)
@@ -245,8 +279,9 @@ def test_a_stale_committed_file_fails_naming_the_command_that_refreshes_it(tmp_p
     msg = stale_message(root, path, now, "all", "cpu", "quick")
     assert "Fix: run `attncheck mutate --target all --update-verdicts` and commit verdicts.json" in msg
     assert "mutant m-compare: its key changed" in msg and "oracle/extra.py changed" in msg and "m-spec" not in msg
-    assert "verdicts.json.gone does not exist" in stale_message(root, root / "verdicts.json.gone", now, "all", "cpu",
-                                                           "quick")
+    assert "verdicts.json.gone does not exist" in stale_message(
+        root, root / "verdicts.json.gone", now, "all", "cpu", "quick"
+    )
 
 
 def test_the_audit_hook_charges_a_read_to_the_repository_file_that_read_it(tmp_path: Path) -> None:
@@ -255,10 +290,19 @@ def test_the_audit_hook_charges_a_read_to_the_repository_file_that_read_it(tmp_p
     root = _tree(tmp_path)
     reads = Reads(str(root), str(root / "conformance/mutations/child.py"))
     ns: dict = {"hook": reads.hook}
-    exec(compile("def read(p):\n    hook('open', (p, 'r', 0))\ndef write(p):\n    hook('open', (p, 'w', 0))\n"
-                 "def ls(p):\n    hook('os.listdir', (p,))\n", str(root / "routing/spec.py"), "exec"), ns)
-    exec(compile("def load(p):\n    hook('open', (p, 'r', 0))\n", "<frozen importlib._bootstrap_external>", "exec"),
-         ns_import := {"hook": reads.hook})
+    exec(
+        compile(
+            "def read(p):\n    hook('open', (p, 'r', 0))\ndef write(p):\n    hook('open', (p, 'w', 0))\n"
+            "def ls(p):\n    hook('os.listdir', (p,))\n",
+            str(root / "routing/spec.py"),
+            "exec",
+        ),
+        ns,
+    )
+    exec(
+        compile("def load(p):\n    hook('open', (p, 'r', 0))\n", "<frozen importlib._bootstrap_external>", "exec"),
+        ns_import := {"hook": reads.hook},
+    )
     ns["read"](str(root / "data/table.json"))
     ns["write"](str(root / "data/out.json"))
     ns["ls"](str(root / "data"))
@@ -267,13 +311,17 @@ def test_the_audit_hook_charges_a_read_to_the_repository_file_that_read_it(tmp_p
     reads.hook("open", (str(tmp_path.parent / "elsewhere.json"), "r", 0))
     reads.context = "test:" + B
     reads.hook("subprocess.Popen", ("python", ["python"], None, None))
-    assert reads.to_json() == {"data": {"routing/spec.py": ["data/table.json"], "": ["pyproject.toml"]},
-                               "lists": {"routing/spec.py": ["data"]}, "spawns": ["test:" + B]}
+    assert reads.to_json() == {
+        "data": {"routing/spec.py": ["data/table.json"], "": ["pyproject.toml"]},
+        "lists": {"routing/spec.py": ["data"]},
+        "spawns": ["test:" + B],
+    }
 
 
 def test_collecting_a_test_file_is_a_context_of_its_own(tmp_path: Path) -> None:
     """What a test module's collection runs (its imports, its parametrization) is charged to that file, not to
     the session: the control's coverage switches to "collect:<file>" and back."""
+
     class Cov:
         def __init__(self) -> None:
             self.seen: list[str] = []
@@ -288,14 +336,18 @@ def test_collecting_a_test_file_is_a_context_of_its_own(tmp_path: Path) -> None:
     assert cov.seen[:3] == ["collect:test_collected_alone.py", "", "test:test_collected_alone.py::test_one"]
 
 
-@pytest.mark.parametrize("argv, field", [
-    (["--update-verdicts", "--selection", "all"], "--selection"),
-    (["--update-verdicts", "--complete"], "--update-verdicts"),
-    (["--verdicts", "{corrupt}"], "--verdicts"),
-    (["--verdicts", "{dir}"], "--verdicts"),
-])
-def test_a_verdict_file_that_cannot_serve_the_run_exits_2_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture,
-                                                                       argv: list, field: str) -> None:
+@pytest.mark.parametrize(
+    "argv, field",
+    [
+        (["--update-verdicts", "--selection", "all"], "--selection"),
+        (["--update-verdicts", "--complete"], "--update-verdicts"),
+        (["--verdicts", "{corrupt}"], "--verdicts"),
+        (["--verdicts", "{dir}"], "--verdicts"),
+    ],
+)
+def test_a_verdict_file_that_cannot_serve_the_run_exits_2_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture, argv: list, field: str
+) -> None:
     corrupt = tmp_path / "corrupt.json"
     corrupt.write_text('{"format": 1,\n<<<<<<< HEAD\n')
     argv = [a.format(corrupt=corrupt, dir=tmp_path) for a in argv]

@@ -4,6 +4,7 @@ strategies, and builders for hand-written inputs.
 Kept apart from the test modules so that each bound and each setting is stated once: a test
 says "within the rounding bound", never a number.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -24,8 +25,8 @@ from textbook import Textbook, textbook_attention
 
 # ---- the closeness bound -----------------------------------------------------------------
 # Unit roundoff of the two precisions the oracle computes in.
-U32 = 2.0 ** -24
-U64 = 2.0 ** -53
+U32 = 2.0**-24
+U64 = 2.0**-53
 # How far a result computed with unit roundoff u may be from the exact (fp64 textbook) value.
 # First-order rounding analysis of one (row, head) with n visible keys, head dim d and score
 # magnitude S = sm_scale * max_j sum_d |q_d k_d| (Textbook.score_abs):
@@ -87,10 +88,17 @@ def _excess(actual: torch.Tensor, expected: torch.Tensor, bound: torch.Tensor) -
     return float(ratio.reshape(-1)[flat]), idx
 
 
-def assert_within_rounding(out: torch.Tensor, lse: torch.Tensor, tb: Textbook, unit: float, *,
-                           expected: Optional[tuple[torch.Tensor, torch.Tensor]] = None,
-                           factor: float = 1.0, what: str = "",
-                           quantities: Sequence[str] = ("out", "lse")) -> None:
+def assert_within_rounding(
+    out: torch.Tensor,
+    lse: torch.Tensor,
+    tb: Textbook,
+    unit: float,
+    *,
+    expected: Optional[tuple[torch.Tensor, torch.Tensor]] = None,
+    factor: float = 1.0,
+    what: str = "",
+    quantities: Sequence[str] = ("out", "lse"),
+) -> None:
     """out/lse are within `factor` rounding bounds (roundoff `unit`) of `expected` (default: tb)."""
     exp_out, exp_lse = expected if expected is not None else (tb.out, tb.lse)
     assert out.shape == exp_out.shape, f"{what} out shape {tuple(out.shape)} != {tuple(exp_out.shape)}"
@@ -104,7 +112,8 @@ def assert_within_rounding(out: torch.Tensor, lse: torch.Tensor, tb: Textbook, u
             raise AssertionError(
                 f"{what} {name}: error is {r:.3g}x the rounding bound at {idx}: "
                 f"got {a.double()[idx].item()!r}, expected {e.double()[idx].item()!r}, "
-                f"bound {b.expand_as(a)[idx].item():.3g}")
+                f"bound {b.expand_as(a)[idx].item():.3g}"
+            )
 
 
 def assert_hand_close(actual: torch.Tensor, expected: Any, unit: float, what: str = "") -> None:
@@ -134,18 +143,28 @@ def run_impl(name: str, inputs: Inputs) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 # ---- hand-written inputs -------------------------------------------------------------------
-def hand_inputs(q: Any, k: Any, v: Any, *, mask: Optional[Any] = None,
-                dtype: str = "fp32", **case_fields: Any) -> Inputs:
+def hand_inputs(
+    q: Any, k: Any, v: Any, *, mask: Optional[Any] = None, dtype: str = "fp32", **case_fields: Any
+) -> Inputs:
     """Single-request inputs with the given values: q [qo, Hq, D], k [kv, Hkv, D], v [kv, Hkv, Dv].
 
     `mask` is the request's [qo, kv] boolean custom mask (True = attend).
     """
     qt, kt, vt = (torch.as_tensor(x, dtype=torch.float32) for x in (q, k, v))
-    case = Case(layout="single", qo_lens=(qt.shape[0],), kv_lens=(kt.shape[0],),
-                num_qo_heads=qt.shape[1], num_kv_heads=kt.shape[1], head_dim_qk=qt.shape[2],
-                head_dim_vo=vt.shape[2], q_dtype=case_fields.pop("q_dtype", dtype),
-                kv_dtype=case_fields.pop("kv_dtype", dtype), o_dtype="fp32",
-                mask="custom" if mask is not None else "none", **case_fields)
+    case = Case(
+        layout="single",
+        qo_lens=(qt.shape[0],),
+        kv_lens=(kt.shape[0],),
+        num_qo_heads=qt.shape[1],
+        num_kv_heads=kt.shape[1],
+        head_dim_qk=qt.shape[2],
+        head_dim_vo=vt.shape[2],
+        q_dtype=case_fields.pop("q_dtype", dtype),
+        kv_dtype=case_fields.pop("kv_dtype", dtype),
+        o_dtype="fp32",
+        mask="custom" if mask is not None else "none",
+        **case_fields,
+    )
     inputs = materialize(case, seed=0)
     inputs.q = qt.to(to_torch(case.q_dtype))
     inputs.k = kt.to(to_torch(case.kv_dtype))
@@ -162,8 +181,12 @@ def relabel_pages(inputs: Inputs, perm: torch.Tensor) -> Inputs:
     assert inputs.kv_page_indices is not None
     inverse = torch.empty_like(perm)
     inverse[perm] = torch.arange(perm.numel(), dtype=perm.dtype)
-    return dataclasses.replace(inputs, k=inputs.k[inverse], v=inputs.v[inverse],
-                               kv_page_indices=perm[inputs.kv_page_indices.long()].to(torch.int32))
+    return dataclasses.replace(
+        inputs,
+        k=inputs.k[inverse],
+        v=inputs.v[inverse],
+        kv_page_indices=perm[inputs.kv_page_indices.long()].to(torch.int32),
+    )
 
 
 # ---- Hypothesis ----------------------------------------------------------------------------
@@ -171,8 +194,10 @@ def relabel_pages(inputs: Inputs, perm: torch.Tensor) -> Inputs:
 # selects the thorough one (ATTNCHECK_ORACLE_PROFILE=NAME too, an alias kept for older commands);
 # any other loaded profile leaves the oracle tests on their own, derandomised one.
 _LOADED = getattr(settings, "_current_profile", "")  # the profile --hypothesis-profile loaded
-ORACLE_SETTINGS = settings.get_profile(os.environ.get("ATTNCHECK_ORACLE_PROFILE")
-                                       or (_LOADED if _LOADED.startswith("attncheck-oracle") else "attncheck-oracle"))
+ORACLE_SETTINGS = settings.get_profile(
+    os.environ.get("ATTNCHECK_ORACLE_PROFILE")
+    or (_LOADED if _LOADED.startswith("attncheck-oracle") else "attncheck-oracle")
+)
 
 # Small on purpose: the textbook loops in Python. Shapes are kept small, so axis values that
 # only matter at scale (head dims 64-256, GQA ratio 8, window 64) are replaced by small ones
@@ -193,9 +218,13 @@ NEAR_FP16_LIMIT_SCALE = finfo_max("fp16") / 4
 
 
 @st.composite
-def small_cases(draw: st.DrawFn, *, dtypes: Sequence[str] = axes.INPUT_DTYPES + axes.FP8_DTYPES,
-                input_scales: Sequence[float] = axes.INPUT_SCALES,
-                layouts: Sequence[str] = axes.LAYOUTS) -> Case:
+def small_cases(
+    draw: st.DrawFn,
+    *,
+    dtypes: Sequence[str] = axes.INPUT_DTYPES + axes.FP8_DTYPES,
+    input_scales: Sequence[float] = axes.INPUT_SCALES,
+    layouts: Sequence[str] = axes.LAYOUTS,
+) -> Case:
     """A small Case of any layout and feature mix, within the textbook's reach."""
     layout = draw(st.sampled_from(layouts))
     batch = 1 if layout == "single" else draw(st.integers(0, MAX_BATCH))
@@ -214,12 +243,20 @@ def small_cases(draw: st.DrawFn, *, dtypes: Sequence[str] = axes.INPUT_DTYPES + 
         kv_dtype = draw(st.sampled_from((q_dtype,) + tuple(d for d in dtypes if is_fp8(d))))
     paged = layout in ("paged", "decode")
     fields: dict[str, Any] = dict(
-        layout=layout, qo_lens=qo_lens, kv_lens=kv_lens, num_kv_heads=num_kv,
-        num_qo_heads=num_kv * draw(st.sampled_from(GROUPS)), head_dim_qk=dqk, head_dim_vo=dvo,
-        q_dtype=q_dtype, kv_dtype=kv_dtype, o_dtype="fp32",
+        layout=layout,
+        qo_lens=qo_lens,
+        kv_lens=kv_lens,
+        num_kv_heads=num_kv,
+        num_qo_heads=num_kv * draw(st.sampled_from(GROUPS)),
+        head_dim_qk=dqk,
+        head_dim_vo=dvo,
+        q_dtype=q_dtype,
+        kv_dtype=kv_dtype,
+        o_dtype="fp32",
         page_size=draw(st.sampled_from(axes.PAGE_SIZES)) if paged else 1,
         kv_layout=draw(st.sampled_from(axes.KV_LAYOUTS)),
-        causal=draw(st.booleans()), mask=draw(st.sampled_from(axes.MASK_KINDS)),
+        causal=draw(st.booleans()),
+        mask=draw(st.sampled_from(axes.MASK_KINDS)),
         window_left=draw(st.sampled_from(SMALL_WINDOWS)),
         logits_soft_cap=draw(st.sampled_from(SMALL_SOFT_CAPS)),
         sm_scale=draw(st.one_of(st.none(), st.sampled_from(SM_SCALES))),

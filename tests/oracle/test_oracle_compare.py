@@ -4,6 +4,7 @@ Poisoning must tell an element the kernel never wrote from a NaN it computed; ne
 whatever the bound. The tolerance rule and its table are tested here, and only here, with
 literal numbers.
 """
+
 from __future__ import annotations
 
 import math
@@ -56,8 +57,11 @@ def test_computed_nan_counts_as_nan_not_unwritten(dtype: torch.dtype) -> None:
 def test_lse_neg_inf_against_finite_is_an_inf_mismatch() -> None:
     """Where the reference LSE is -inf (an empty row) anything but -inf is an inf mismatch."""
     ref = torch.tensor([-math.inf, -math.inf, 1.0])
-    for actual, mismatches in (([-math.inf, -math.inf, 1.0], 0), ([0.0, -math.inf, 1.0], 1),
-                               ([math.inf, -40.0, 1.0], 2)):
+    for actual, mismatches in (
+        ([-math.inf, -math.inf, 1.0], 0),
+        ([0.0, -math.inf, 1.0], 1),
+        ([math.inf, -40.0, 1.0], 2),
+    ):
         cmp = compare(torch.tensor(actual), ref, quantity="lse", bound=math.inf)
         assert cmp.inf_mismatch_count == mismatches and cmp.passed == (mismatches == 0)
 
@@ -112,14 +116,18 @@ def test_floors_grow_as_dtypes_coarsen() -> None:
     assert tolerances.FLOORS[("e4m3fnuz", "out")] == tolerances.FLOORS[("e4m3fn", "out")]
 
 
-@pytest.mark.parametrize("dtypes, governing", [
-    (("fp32", "fp32", "fp32"), "fp32"),
-    (("bf16", "bf16", "fp32"), "bf16"),
-    (("fp16", "fp16", "bf16"), "bf16"),
-    (("bf16", "e4m3fn", "bf16"), "e4m3fn"),
-    (("e4m3fn", "e5m2", "fp16"), "e5m2"),
-    (("fp32", "fp32", "fp16"), "fp16"),
-], ids=lambda x: "-".join(x) if isinstance(x, tuple) else f"is-{x}")
+@pytest.mark.parametrize(
+    "dtypes, governing",
+    [
+        (("fp32", "fp32", "fp32"), "fp32"),
+        (("bf16", "bf16", "fp32"), "bf16"),
+        (("fp16", "fp16", "bf16"), "bf16"),
+        (("bf16", "e4m3fn", "bf16"), "e4m3fn"),
+        (("e4m3fn", "e5m2", "fp16"), "e5m2"),
+        (("fp32", "fp32", "fp16"), "fp16"),
+    ],
+    ids=lambda x: "-".join(x) if isinstance(x, tuple) else f"is-{x}",
+)
 def test_governing_dtype_is_the_coarsest_of_q_kv_and_o(dtypes: tuple[str, str, str], governing: str) -> None:
     """The floor that applies is the least precise of the case's q, kv and output dtypes."""
     assert tolerances.governing_dtype(*dtypes) == governing
@@ -137,16 +145,38 @@ def test_override_applies_only_to_its_own_row(monkeypatch: pytest.MonkeyPatch) -
     row = tolerances.Override("flashinfer", "fa2", "bf16", "out", 3.0, "known rounding", "#1234")
     monkeypatch.setattr(tolerances, "OVERRIDES", (row,))
     assert tolerances.factor_for("flashinfer", "fa2", "bf16", "out") == 3.0
-    for other in (("flashinfer", "fa3", "bf16", "out"), ("flashinfer", "fa2", "bf16", "lse"),
-                  ("torch", "fa2", "bf16", "out"), ("flashinfer", "fa2", "fp16", "out")):
+    for other in (
+        ("flashinfer", "fa3", "bf16", "out"),
+        ("flashinfer", "fa2", "bf16", "lse"),
+        ("torch", "fa2", "bf16", "out"),
+        ("flashinfer", "fa2", "fp16", "out"),
+    ):
         assert tolerances.factor_for(*other) == tolerances.BASELINE_FACTOR
-    tolerances.Override("flashinfer", "fa2", "bf16", "out", 3.0, "known rounding",
-                        "https://github.com/flashinfer-ai/flashinfer/issues/1")
+    tolerances.Override(
+        "flashinfer",
+        "fa2",
+        "bf16",
+        "out",
+        3.0,
+        "known rounding",
+        "https://github.com/flashinfer-ai/flashinfer/issues/1",
+    )
 
 
 # ---- judge: the rule applied, and LSE bases --------------------------------------------------
-JUDGE_CASE = Case(layout="ragged", qo_lens=(3, 0, 2), kv_lens=(5, 2, 0), num_qo_heads=2, num_kv_heads=1,
-                  head_dim_qk=8, head_dim_vo=8, q_dtype="bf16", kv_dtype="bf16", o_dtype="bf16", causal=True)
+JUDGE_CASE = Case(
+    layout="ragged",
+    qo_lens=(3, 0, 2),
+    kv_lens=(5, 2, 0),
+    num_qo_heads=2,
+    num_kv_heads=1,
+    head_dim_qk=8,
+    head_dim_vo=8,
+    q_dtype="bf16",
+    kv_dtype="bf16",
+    o_dtype="bf16",
+    causal=True,
+)
 
 
 def test_judge_passes_the_reference_itself_in_either_lse_base() -> None:
@@ -159,8 +189,19 @@ def test_judge_passes_the_reference_itself_in_either_lse_base() -> None:
 
 
 # fp32 at large logits and a wide head: the fp32 oracle's own error is far above the fp32 floor.
-FP32_CASE = Case("ragged", (5, 0, 9), (40, 3, 17), num_qo_heads=4, num_kv_heads=4, head_dim_qk=192,
-                 head_dim_vo=128, q_dtype="fp32", kv_dtype="fp32", o_dtype="fp32", input_scale=16.0)
+FP32_CASE = Case(
+    "ragged",
+    (5, 0, 9),
+    (40, 3, 17),
+    num_qo_heads=4,
+    num_kv_heads=4,
+    head_dim_qk=192,
+    head_dim_vo=128,
+    q_dtype="fp32",
+    kv_dtype="fp32",
+    o_dtype="fp32",
+    input_scale=16.0,
+)
 
 
 def test_fp32_cases_are_judged_against_fp64_with_the_fp32_oracle_error_as_baseline() -> None:
@@ -170,11 +211,12 @@ def test_fp32_cases_are_judged_against_fp64_with_the_fp32_oracle_error_as_baseli
     assert t.ref.precision == "fp64" and t.base.precision == "input"
     assert t.out_baseline_err > 0
     from torch.nn.attention import SDPBackend, sdpa_kernel
+
     rows = []
     for i, (qo, kv) in enumerate(zip(FP32_CASE.qo_lens, FP32_CASE.kv_lens)):
         q0, k0 = int(inputs.qo_indptr[i]), int(inputs.kv_indptr[i])
-        q = inputs.q[q0:q0 + qo].transpose(0, 1)
-        k, v = inputs.k[k0:k0 + kv].transpose(0, 1), inputs.v[k0:k0 + kv].transpose(0, 1)
+        q = inputs.q[q0 : q0 + qo].transpose(0, 1)
+        k, v = inputs.k[k0 : k0 + kv].transpose(0, 1), inputs.v[k0 : k0 + kv].transpose(0, 1)
         with sdpa_kernel([SDPBackend.MATH]):
             rows.append(torch.nn.functional.scaled_dot_product_attention(q, k, v).transpose(0, 1))
     out_cmp, _ = judge(t, torch.cat(rows), None)

@@ -3,6 +3,7 @@
 `allowed` is checked against the conventions written out per (row, key) in plain loops; the
 packing against numpy.packbits(bitorder="little"), which is what FlashInfer's packbits mirrors.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -54,20 +55,28 @@ def test_segment_pack_bits_aligns_each_request_to_a_byte(shapes: list[tuple[int,
     assert packed_indptr.tolist() == [0] + np.cumsum([-(-m.numel() // 8) for m in masks]).tolist()
     assert int(packed_indptr[-1]) == packed.numel()
     for i, m in enumerate(masks):
-        seg = packed[int(packed_indptr[i]):int(packed_indptr[i + 1])]
+        seg = packed[int(packed_indptr[i]) : int(packed_indptr[i + 1])]
         assert seg.tolist() == np.packbits(m.numpy(), bitorder="little").tolist()
         assert torch.equal(unpack_bits(seg, m.numel()), m)
 
 
 def test_materialized_custom_mask_round_trips_through_segment_packing() -> None:
     """A materialised batch's custom mask survives segment packing request by request."""
-    case = Case(layout="ragged", qo_lens=(3, 0, 5, 2), kv_lens=(5, 4, 3, 0), num_qo_heads=1, num_kv_heads=1,
-                head_dim_qk=4, head_dim_vo=4, mask="custom")
+    case = Case(
+        layout="ragged",
+        qo_lens=(3, 0, 5, 2),
+        kv_lens=(5, 4, 3, 0),
+        num_qo_heads=1,
+        num_kv_heads=1,
+        head_dim_qk=4,
+        head_dim_vo=4,
+        mask="custom",
+    )
     inputs = materialize(case, seed=1)
     assert inputs.custom_mask is not None and inputs.mask_indptr is not None
     packed, packed_indptr = segment_pack_bits(inputs.custom_mask, inputs.mask_indptr)
     for i, (q, k) in enumerate(zip(case.qo_lens, case.kv_lens)):
-        seg = packed[int(packed_indptr[i]):int(packed_indptr[i + 1])]
+        seg = packed[int(packed_indptr[i]) : int(packed_indptr[i + 1])]
         mask = inputs.request_mask(i)
         assert mask is not None
         assert torch.equal(unpack_bits(seg, q * k).view(q, k), mask)
@@ -84,10 +93,18 @@ def _by_the_book(qo: int, kv: int, causal: bool, window: int, custom: torch.Tens
 
 
 @ORACLE_SETTINGS
-@given(qo=st.integers(0, 7), kv=st.integers(0, 9), causal=st.booleans(), window=st.sampled_from(SMALL_WINDOWS),
-       with_custom=st.booleans(), seed=st.integers(0, 99), data=st.data())
-def test_allowed_follows_the_documented_conventions(qo: int, kv: int, causal: bool, window: int,
-                                                      with_custom: bool, seed: int, data: st.DataObject) -> None:
+@given(
+    qo=st.integers(0, 7),
+    kv=st.integers(0, 9),
+    causal=st.booleans(),
+    window=st.sampled_from(SMALL_WINDOWS),
+    with_custom=st.booleans(),
+    seed=st.integers(0, 99),
+    data=st.data(),
+)
+def test_allowed_follows_the_documented_conventions(
+    qo: int, kv: int, causal: bool, window: int, with_custom: bool, seed: int, data: st.DataObject
+) -> None:
     """allowed() is bottom-right causal AND window AND custom, for any subset of rows asked for."""
     custom = torch.rand(qo, kv, generator=torch.Generator().manual_seed(seed)) < 0.6 if with_custom else None
     rows = sorted(data.draw(st.sets(st.integers(0, qo - 1), min_size=1)) if qo else [])

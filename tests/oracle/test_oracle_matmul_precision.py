@@ -4,6 +4,7 @@ the caller's setting is back once the call returns.
 On a CPU the flags change no number, so the test reads them from inside the call (through a
 wrapped oracle.reference._softmax, which runs between the two GEMMs of every chunk).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,8 +17,18 @@ from oracle.reference import attention
 from scenarios.case import Case
 from scenarios.tensors import materialize
 
-CASE = Case(layout="ragged", qo_lens=(3, 2), kv_lens=(5, 4), num_qo_heads=4, num_kv_heads=2, head_dim_qk=8,
-            head_dim_vo=8, q_dtype="fp32", kv_dtype="fp32", o_dtype="fp32")
+CASE = Case(
+    layout="ragged",
+    qo_lens=(3, 2),
+    kv_lens=(5, 4),
+    num_qo_heads=4,
+    num_kv_heads=2,
+    head_dim_qk=8,
+    head_dim_vo=8,
+    q_dtype="fp32",
+    kv_dtype="fp32",
+    o_dtype="fp32",
+)
 
 
 def _tf32() -> tuple[bool, bool]:

@@ -4,6 +4,7 @@ Chunks are observed by wrapping oracle.reference._softmax (it receives each chun
 rows) and oracle.reference._kv_rows (each gathered K or V key block), so the tests see the
 tensors the oracle really built, not the sizes it planned.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -57,12 +58,35 @@ def chunks(monkeypatch: pytest.MonkeyPatch) -> Chunks:
     return seen
 
 
-@pytest.mark.parametrize("case", [
-    Case(layout="single", qo_lens=(16,), kv_lens=(64,), num_qo_heads=4, num_kv_heads=2, head_dim_qk=8,
-         head_dim_vo=8, causal=True, **FP32),
-    Case(layout="paged", qo_lens=(16, 9), kv_lens=(64, 40), num_qo_heads=4, num_kv_heads=1, head_dim_qk=8,
-         head_dim_vo=4, page_size=5, mask="custom", **FP32),
-], ids=["single", "paged"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        Case(
+            layout="single",
+            qo_lens=(16,),
+            kv_lens=(64,),
+            num_qo_heads=4,
+            num_kv_heads=2,
+            head_dim_qk=8,
+            head_dim_vo=8,
+            causal=True,
+            **FP32,
+        ),
+        Case(
+            layout="paged",
+            qo_lens=(16, 9),
+            kv_lens=(64, 40),
+            num_qo_heads=4,
+            num_kv_heads=1,
+            head_dim_qk=8,
+            head_dim_vo=4,
+            page_size=5,
+            mask="custom",
+            **FP32,
+        ),
+    ],
+    ids=["single", "paged"],
+)
 def test_score_chunks_stay_within_budget(case: Case, chunks: Chunks) -> None:
     """With a budget smaller than one request's scores, every score chunk plus a K/V block fits the budget."""
     assert max(q * k for q, k in zip(case.qo_lens, case.kv_lens)) * case.num_qo_heads * 4 > SMALL_BUDGET
@@ -73,12 +97,37 @@ def test_score_chunks_stay_within_budget(case: Case, chunks: Chunks) -> None:
     assert covered == case.total_qo * case.num_qo_heads  # every (row, head) exactly once
 
 
-@pytest.mark.parametrize("case", [
-    Case(layout="ragged", qo_lens=(5, 3), kv_lens=(9, 6), num_qo_heads=4, num_kv_heads=2, head_dim_qk=6,
-         head_dim_vo=5, causal=True, mask="custom", **FP32),
-    Case(layout="paged", qo_lens=(4, 3), kv_lens=(11, 7), num_qo_heads=4, num_kv_heads=2, head_dim_qk=6,
-         head_dim_vo=5, page_size=3, kv_layout="HND", window_left=4, **FP32),
-], ids=["ragged", "paged"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        Case(
+            layout="ragged",
+            qo_lens=(5, 3),
+            kv_lens=(9, 6),
+            num_qo_heads=4,
+            num_kv_heads=2,
+            head_dim_qk=6,
+            head_dim_vo=5,
+            causal=True,
+            mask="custom",
+            **FP32,
+        ),
+        Case(
+            layout="paged",
+            qo_lens=(4, 3),
+            kv_lens=(11, 7),
+            num_qo_heads=4,
+            num_kv_heads=2,
+            head_dim_qk=6,
+            head_dim_vo=5,
+            page_size=3,
+            kv_layout="HND",
+            window_left=4,
+            **FP32,
+        ),
+    ],
+    ids=["ragged", "paged"],
+)
 def test_tiny_budget_equals_default_budget(case: Case, chunks: Chunks) -> None:
     """A one-byte budget (one head, one row, one key per block) gives the default budget's result."""
     inputs = materialize(case, seed=4)
@@ -86,22 +135,33 @@ def test_tiny_budget_equals_default_budget(case: Case, chunks: Chunks) -> None:
     assert {(h, r) for h, r, _ in chunks.scores} == {(1, 1)} and len(chunks.scores) == case.total_qo * 4
     default = attention(inputs)
     # Both are within one rounding bound of the exact result, hence within two of each other.
-    assert_within_rounding(tiny.out, tiny.lse, textbook_attention(inputs), U32, factor=2.0,
-                           expected=(default.out, default.lse))
+    assert_within_rounding(
+        tiny.out, tiny.lse, textbook_attention(inputs), U32, factor=2.0, expected=(default.out, default.lse)
+    )
 
 
 def test_head_blocks_keep_gqa_groups_whole(chunks: Chunks) -> None:
     """A budget that fits six of eight heads (groups of four) gets head blocks of one whole group, same result."""
-    case = Case(layout="single", qo_lens=(4,), kv_lens=(16,), num_qo_heads=8, num_kv_heads=2, head_dim_qk=4,
-                head_dim_vo=4, causal=True, **FP32)
+    case = Case(
+        layout="single",
+        qo_lens=(4,),
+        kv_lens=(16,),
+        num_qo_heads=8,
+        num_kv_heads=2,
+        head_dim_qk=4,
+        head_dim_vo=4,
+        causal=True,
+        **FP32,
+    )
     budget = 4400  # score rows for 6 heads x 4 rows at _SCORE_COPIES copies, K/V for many keys
     assert budget * 3 // 4 // (case.qo_lens[0] * _SCORE_COPIES * case.kv_lens[0] * 4) == 6
     inputs = materialize(case, seed=3)
     got = attention(inputs, budget_bytes=budget)
     assert {h for h, _, _ in chunks.scores} == {4}
     default = attention(inputs)
-    assert_within_rounding(got.out, got.lse, textbook_attention(inputs), U32, factor=2.0,
-                           expected=(default.out, default.lse))
+    assert_within_rounding(
+        got.out, got.lse, textbook_attention(inputs), U32, factor=2.0, expected=(default.out, default.lse)
+    )
 
 
 @ORACLE_SETTINGS
@@ -111,8 +171,15 @@ def test_result_is_independent_of_any_budget(case: Case, seed: int, budget: int)
     inputs = materialize(case, seed)
     got = attention(inputs, budget_bytes=budget)
     default = attention(inputs)
-    assert_within_rounding(got.out, got.lse, textbook_attention(inputs), U32, factor=2.0,
-                           expected=(default.out, default.lse), what=f"{case.id} budget {budget}")
+    assert_within_rounding(
+        got.out,
+        got.lse,
+        textbook_attention(inputs),
+        U32,
+        factor=2.0,
+        expected=(default.out, default.lse),
+        what=f"{case.id} budget {budget}",
+    )
 
 
 def _magnitudes(inputs: Inputs, exact: reference.Reference) -> Textbook:
@@ -125,18 +192,37 @@ def _magnitudes(inputs: Inputs, exact: reference.Reference) -> Textbook:
     kv_head = torch.arange(c.num_qo_heads) // c.group_size
     score_abs = torch.einsum("ihd,jhd->ihj", q.abs(), k[:, kv_head].abs()).amax(dim=-1) * c.scale
     rows = torch.arange(c.qo_lens[0], dtype=torch.float64)
-    n = (rows + c.kv_lens[0] - c.qo_lens[0] + 1).clamp(0, c.kv_lens[0]) if c.causal else \
-        torch.full_like(rows, c.kv_lens[0])
+    n = (
+        (rows + c.kv_lens[0] - c.qo_lens[0] + 1).clamp(0, c.kv_lens[0])
+        if c.causal
+        else torch.full_like(rows, c.kv_lens[0])
+    )
     v_rows = v[:, kv_head]  # [kv, Hq, D]
-    return Textbook(out=exact.out, lse=exact.lse, score_abs=score_abs,
-                    v_lo=v_rows.amin(dim=0).expand_as(exact.out), v_hi=v_rows.amax(dim=0).expand_as(exact.out),
-                    n_visible=n.view(-1, 1).expand_as(exact.lse), visible=[], head_dim_qk=c.head_dim_qk)
+    return Textbook(
+        out=exact.out,
+        lse=exact.lse,
+        score_abs=score_abs,
+        v_lo=v_rows.amin(dim=0).expand_as(exact.out),
+        v_hi=v_rows.amax(dim=0).expand_as(exact.out),
+        n_visible=n.view(-1, 1).expand_as(exact.lse),
+        visible=[],
+        head_dim_qk=c.head_dim_qk,
+    )
 
 
 def test_long_request_completes_within_a_small_budget(chunks: Chunks) -> None:
     """A 20000-key request under a 1 MiB budget completes in bounded chunks and matches the fp64 oracle."""
-    case = Case(layout="single", qo_lens=(16,), kv_lens=(LONG_KV,), num_qo_heads=2, num_kv_heads=1,
-                head_dim_qk=16, head_dim_vo=16, causal=True, **FP32)
+    case = Case(
+        layout="single",
+        qo_lens=(16,),
+        kv_lens=(LONG_KV,),
+        num_qo_heads=2,
+        num_kv_heads=1,
+        head_dim_qk=16,
+        head_dim_vo=16,
+        causal=True,
+        **FP32,
+    )
     inputs = materialize(case, seed=8)
     got = attention(inputs, budget_bytes=LONG_BUDGET)
     assert chunks.scores and max(chunks.score_bytes) + max(chunks.kv_block_bytes) <= LONG_BUDGET
@@ -146,11 +232,19 @@ def test_long_request_completes_within_a_small_budget(chunks: Chunks) -> None:
 
 
 @ORACLE_SETTINGS
-@given(heads=st.integers(1, 64), group=st.sampled_from((1, 2, 4, 8)), rows=st.integers(1, 4096),
-       kv=st.integers(1, 200_000), dkv=st.integers(1, 512), elem=st.sampled_from((4, 8)),
-       stored_elem=st.sampled_from((1, 2, 4)), budget=st.integers(2**16, 2**30))
+@given(
+    heads=st.integers(1, 64),
+    group=st.sampled_from((1, 2, 4, 8)),
+    rows=st.integers(1, 4096),
+    kv=st.integers(1, 200_000),
+    dkv=st.integers(1, 512),
+    elem=st.sampled_from((4, 8)),
+    stored_elem=st.sampled_from((1, 2, 4)),
+    budget=st.integers(2**16, 2**30),
+)
 def test_planned_chunks_fit_the_budget_when_the_smallest_chunk_does(
-        heads: int, group: int, rows: int, kv: int, dkv: int, elem: int, stored_elem: int, budget: int) -> None:
+    heads: int, group: int, rows: int, kv: int, dkv: int, elem: int, stored_elem: int, budget: int
+) -> None:
     """_plan_chunks keeps score rows plus one K/V key block within budget whenever 1 head x 1 row x 1 key fits."""
     group = min(group, heads)
     hb, rb, kb = _plan_chunks(heads, group, rows, kv, dkv, elem, stored_elem, budget)
@@ -161,10 +255,18 @@ def test_planned_chunks_fit_the_budget_when_the_smallest_chunk_does(
 
 
 @ORACLE_SETTINGS
-@given(kv_heads=st.integers(1, 8), group=st.integers(1, 8), rows=st.integers(1, 64), kv=st.integers(1, 4096),
-       dkv=st.integers(1, 256), pairs=st.integers(1, 64), slack=st.integers(0, 1024))
-def test_head_blocks_are_whole_groups_or_divide_one(kv_heads: int, group: int, rows: int, kv: int, dkv: int,
-                                                   pairs: int, slack: int) -> None:
+@given(
+    kv_heads=st.integers(1, 8),
+    group=st.integers(1, 8),
+    rows=st.integers(1, 64),
+    kv=st.integers(1, 4096),
+    dkv=st.integers(1, 256),
+    pairs=st.integers(1, 64),
+    slack=st.integers(0, 1024),
+)
+def test_head_blocks_are_whole_groups_or_divide_one(
+    kv_heads: int, group: int, rows: int, kv: int, dkv: int, pairs: int, slack: int
+) -> None:
     """A head block is a multiple of the GQA group or a divisor of it, so no block splits a group unevenly.
 
     The budget holds score rows for about `pairs` (head, row) pairs, so blocks of every size come up.

@@ -4,6 +4,7 @@ Magnitudes run from unit scale through large logits (input_scale 4 and 16, score
 hundreds) to values near the fp16 limit (fp32 and fp16 inputs a quarter of fp16's largest
 value apart from the mean). Settings come from the registered profile in oracle_support.py.
 """
+
 from __future__ import annotations
 
 import torch
@@ -11,8 +12,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from oracle.reference import attention
-from oracle_support import (NEAR_FP16_LIMIT_SCALE, ORACLE_SETTINGS, U32, U64, assert_within_rounding,
-                            convex_bounds, relabel_pages, seeds, small_cases)
+from oracle_support import (
+    NEAR_FP16_LIMIT_SCALE,
+    ORACLE_SETTINGS,
+    U32,
+    U64,
+    assert_within_rounding,
+    convex_bounds,
+    relabel_pages,
+    seeds,
+    small_cases,
+)
 from scenarios.case import Case
 from scenarios.tensors import fp8_descales, materialize
 from textbook import real_values, request_kv, textbook_attention
@@ -48,8 +58,15 @@ def test_result_is_independent_of_budget_bytes(case: Case, seed: int) -> None:
     tiny = attention(inputs, budget_bytes=1)
     default = attention(inputs)
     # Both are within one rounding bound of the exact result, hence within two of each other.
-    assert_within_rounding(tiny.out, tiny.lse, textbook_attention(inputs), U32, factor=2.0,
-                           expected=(default.out, default.lse), what=case.id)
+    assert_within_rounding(
+        tiny.out,
+        tiny.lse,
+        textbook_attention(inputs),
+        U32,
+        factor=2.0,
+        expected=(default.out, default.lse),
+        what=case.id,
+    )
 
 
 @ORACLE_SETTINGS
@@ -74,15 +91,14 @@ def test_lse_is_logsumexp_of_visible_scaled_capped_scores(case: Case, seed: int)
     kv_head = torch.arange(case.num_qo_heads) // case.group_size
     for r, qo in enumerate(case.qo_lens):
         q0 = int(inputs.qo_indptr[r])
-        q = real_values(inputs.q[q0:q0 + qo], q_descale)
+        q = real_values(inputs.q[q0 : q0 + qo], q_descale)
         k = request_kv(inputs, "k", r)[:, kv_head]
         s = torch.einsum("ihd,jhd->ihj", q, k) * case.scale
         if case.logits_soft_cap > 0:
             s = case.logits_soft_cap * torch.tanh(s / case.logits_soft_cap)
-        expected[q0:q0 + qo] = torch.logsumexp(s.masked_fill(~tb.visible[r], -torch.inf), dim=-1)
+        expected[q0 : q0 + qo] = torch.logsumexp(s.masked_fill(~tb.visible[r], -torch.inf), dim=-1)
     ref = attention(inputs)
-    assert_within_rounding(ref.out, ref.lse, tb, U32, expected=(tb.out, expected), quantities=("lse",),
-                           what=case.id)
+    assert_within_rounding(ref.out, ref.lse, tb, U32, expected=(tb.out, expected), quantities=("lse",), what=case.id)
 
 
 @ORACLE_SETTINGS
@@ -105,5 +121,12 @@ def test_fp32_and_fp64_oracles_agree(case: Case, seed: int) -> None:
     """The fp32 and fp64 oracles differ by no more than their two rounding bounds together."""
     inputs = materialize(case, seed)
     f32, f64 = attention(inputs, "fp32"), attention(inputs, "fp64")
-    assert_within_rounding(f32.out, f32.lse, textbook_attention(inputs), U32, factor=1.0 + U64 / U32,
-                           expected=(f64.out, f64.lse), what=case.id)
+    assert_within_rounding(
+        f32.out,
+        f32.lse,
+        textbook_attention(inputs),
+        U32,
+        factor=1.0 + U64 / U32,
+        expected=(f64.out, f64.lse),
+        what=case.id,
+    )

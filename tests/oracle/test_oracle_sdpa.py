@@ -6,6 +6,7 @@ result and the fp32 oracle must be within fp32 rounding of it. Masks are given t
 torch users give them: boolean matrices built with tril/triu, or torch's own bottom-right
 causal bias, and GQA through enable_gqa (query head h reads KV head h // group).
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -26,9 +27,11 @@ from textbook import real_values, request_kv, textbook_attention
 COMPARABLE = [(c, i) for c, i in zip(CASES, CASE_IDS) if c.logits_soft_cap == 0]
 # Causal-only cases with qo <= kv in every request: torch's causal_lower_right bias applies
 # (it yields NaN rows, by its own warning, when qo > kv).
-LOWER_RIGHT = [(c, i) for c, i in COMPARABLE
-               if c.causal and c.mask == "none" and c.window_left < 0
-               and all(q <= k for q, k in zip(c.qo_lens, c.kv_lens))]
+LOWER_RIGHT = [
+    (c, i)
+    for c, i in COMPARABLE
+    if c.causal and c.mask == "none" and c.window_left < 0 and all(q <= k for q, k in zip(c.qo_lens, c.kv_lens))
+]
 
 
 def bool_mask(inputs: Inputs, r: int) -> Optional[torch.Tensor]:
@@ -55,13 +58,13 @@ def sdpa_out(inputs: Inputs, style: str) -> torch.Tensor:
         if qo == 0 or kv == 0:
             continue  # SDPA has no answer for an empty softmax; the hand tests pin ours.
         q0 = int(inputs.qo_indptr[r])
-        q = real_values(inputs.q[q0:q0 + qo], q_descale).permute(1, 0, 2).unsqueeze(0)
+        q = real_values(inputs.q[q0 : q0 + qo], q_descale).permute(1, 0, 2).unsqueeze(0)
         k = request_kv(inputs, "k", r).permute(1, 0, 2).unsqueeze(0)
         v = request_kv(inputs, "v", r).permute(1, 0, 2).unsqueeze(0)
         mask = causal_lower_right(qo, kv) if style == "causal_lower_right" else bool_mask(inputs, r)
         with sdpa_kernel([SDPBackend.MATH]):
             o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=c.scale, enable_gqa=True)
-        out[q0:q0 + qo] = o.squeeze(0).permute(1, 0, 2)
+        out[q0 : q0 + qo] = o.squeeze(0).permute(1, 0, 2)
     return out
 
 
@@ -71,8 +74,9 @@ def test_oracle_output_matches_sdpa_math_with_boolean_masks(case: Case) -> None:
     inputs = materialize(case, seed=23)
     ref = attention(inputs)
     tb = textbook_attention(inputs)
-    assert_within_rounding(ref.out, ref.lse, tb, U32, expected=(sdpa_out(inputs, "bool"), tb.lse),
-                           what=f"{case.label} vs SDPA")
+    assert_within_rounding(
+        ref.out, ref.lse, tb, U32, expected=(sdpa_out(inputs, "bool"), tb.lse), what=f"{case.label} vs SDPA"
+    )
 
 
 @pytest.mark.parametrize("case", [c for c, _ in LOWER_RIGHT], ids=[i for _, i in LOWER_RIGHT])
@@ -81,8 +85,14 @@ def test_oracle_causal_matches_sdpa_causal_lower_right(case: Case) -> None:
     inputs = materialize(case, seed=29)
     ref = attention(inputs)
     tb = textbook_attention(inputs)
-    assert_within_rounding(ref.out, ref.lse, tb, U32, expected=(sdpa_out(inputs, "causal_lower_right"), tb.lse),
-                           what=f"{case.label} vs SDPA causal_lower_right")
+    assert_within_rounding(
+        ref.out,
+        ref.lse,
+        tb,
+        U32,
+        expected=(sdpa_out(inputs, "causal_lower_right"), tb.lse),
+        what=f"{case.label} vs SDPA causal_lower_right",
+    )
 
 
 def test_lower_right_list_is_not_empty() -> None:

@@ -2,6 +2,7 @@
 
 Hypothesis explores around this list in test_oracle_properties.py.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -39,8 +40,9 @@ def test_case_list_covers_every_axis() -> None:
         "page_sizes": {c.page_size for c in CASES if c.is_paged},
         "groups": {"mha" if c.group_size == 1 else "mqa" if c.num_kv_heads == 1 else "gqa" for c in CASES},
         "features": {f for c in CASES for f in c.features},
-        "causal_shapes": {(q > k) - (q < k) for c in CASES if c.causal for q, k in zip(c.qo_lens, c.kv_lens)
-                          if q and k},
+        "causal_shapes": {
+            (q > k) - (q < k) for c in CASES if c.causal for q, k in zip(c.qo_lens, c.kv_lens) if q and k
+        },
     }
     assert seen["layouts"] == {"ragged", "paged", "decode", "single"}
     assert seen["kv_layouts"] == {"NHD", "HND"}

@@ -20,6 +20,7 @@ bounds and properties: the largest |scaled score| magnitude the row's dot produc
 (sm_scale * sum_d |q_d k_d|, the condition number of the score rounding error) and the per-column
 range of the V rows the row attends.
 """
+
 from __future__ import annotations
 
 import math
@@ -34,11 +35,11 @@ _FP8 = (torch.float8_e4m3fn, torch.float8_e4m3fnuz, torch.float8_e5m2)
 
 @dataclass
 class Textbook:
-    out: torch.Tensor        # [total_qo, Hq, Dvo] float64
-    lse: torch.Tensor        # [total_qo, Hq] float64, natural log, -inf for empty rows
+    out: torch.Tensor  # [total_qo, Hq, Dvo] float64
+    lse: torch.Tensor  # [total_qo, Hq] float64, natural log, -inf for empty rows
     score_abs: torch.Tensor  # [total_qo, Hq] max over visible keys of sm_scale * sum_d |q_d k_d|
-    v_lo: torch.Tensor       # [total_qo, Hq, Dvo] min of visible V rows (+inf for empty rows)
-    v_hi: torch.Tensor       # [total_qo, Hq, Dvo] max of visible V rows (-inf for empty rows)
+    v_lo: torch.Tensor  # [total_qo, Hq, Dvo] min of visible V rows (+inf for empty rows)
+    v_hi: torch.Tensor  # [total_qo, Hq, Dvo] max of visible V rows (-inf for empty rows)
     n_visible: torch.Tensor  # [total_qo, Hq] number of visible keys
     visible: list[torch.Tensor]  # per request, bool [qo_len, Hq, kv_len]
     head_dim_qk: int
@@ -146,5 +147,13 @@ def textbook_attention(inputs: Inputs) -> Textbook:
                 v_lo[row, h] = vs.amin(dim=0)
                 v_hi[row, h] = vs.amax(dim=0)
         visible_all.append(vis_r)
-    return Textbook(out=out, lse=lse, score_abs=score_abs, v_lo=v_lo, v_hi=v_hi, n_visible=n_visible,
-                    visible=visible_all, head_dim_qk=c.head_dim_qk)
+    return Textbook(
+        out=out,
+        lse=lse,
+        score_abs=score_abs,
+        v_lo=v_lo,
+        v_hi=v_hi,
+        n_visible=n_visible,
+        visible=visible_all,
+        head_dim_qk=c.head_dim_qk,
+    )

@@ -1,5 +1,6 @@
 """`attncheck report`: runs of several runners in one report, as markdown, strict JSON and one
 self-contained HTML page."""
+
 from __future__ import annotations
 
 import json
@@ -16,28 +17,81 @@ from reports.html import parity_color
 from reports.records import ParityRecord, RunFooter, RunHeader, TimingRecord, to_line
 from scenarios.case import Case
 
-CASE = {"layout": "ragged", "qo_lens": [3, 1], "kv_lens": [9, 4], "num_qo_heads": 4, "num_kv_heads": 2,
-        "head_dim_qk": 16, "head_dim_vo": 16, "causal": True, "q_dtype": "fp32", "kv_dtype": "fp32", "o_dtype": "fp32"}
+CASE = {
+    "layout": "ragged",
+    "qo_lens": [3, 1],
+    "kv_lens": [9, 4],
+    "num_qo_heads": 4,
+    "num_kv_heads": 2,
+    "head_dim_qk": 16,
+    "head_dim_vo": 16,
+    "causal": True,
+    "q_dtype": "fp32",
+    "kv_dtype": "fp32",
+    "o_dtype": "fp32",
+}
 C = Case.from_json(CASE)
 
 
 def _gfx942_run(path: str) -> str:
     """A FlashInfer run on a gfx942 runner: one pass near the bound, one fail, one crash, and an A/B sweep."""
     base = dict(run_id="g", target="flashinfer", device="cuda", seed=0)
-    out = {"max_abs": 0.009, "bound": 0.01, "nan_count": 0, "unwritten_count": 0, "inf_mismatch_count": 0,
-           "passed": True, "worst_index": [0, 0, 0], "max_rel": 0.0}
-    recs = [RunHeader(run_id="g", target="flashinfer", device="cuda", budget="quick", seed=0,
-                      versions={"flashinfer": "0.7.4"}, argv=[], started="t", harness_version=HARNESS_VERSION,
-                      arch="gfx942"),
-            ParityRecord(backend="fa2", case_id=C.id, case=CASE, status="pass", out=out, features=["causal"], **base),
-            ParityRecord(backend="aiter", case_id=C.id, case=CASE, status="fail", features=["causal"],
-                         out=dict(out, max_abs=0.05, passed=False), known="flashinfer-x", **base),
-            crashed(C, "aiter+graph", "killed by signal SIGSEGV (11), running aiter+graph", base),
-            *[TimingRecord(run_id="g", target="flashinfer", device="cuda", arch="gfx942",
-                           config_id=f"paged/bs1/kv1024/q{q}", layout="paged", batch=1, kv_len=1024, q_len=q,
-                           case={}, backends=["aiter", "fa2"], samples={"aiter": [r] * 5, "fa2": [1.0] * 5},
-                           timer="cuda-events", cold_l2=True) for q, r in ((16, 1.9), (24, 0.9))],
-            RunFooter(run_id="g", counts={}, elapsed_s=1.0, exit_status=1)]
+    out = {
+        "max_abs": 0.009,
+        "bound": 0.01,
+        "nan_count": 0,
+        "unwritten_count": 0,
+        "inf_mismatch_count": 0,
+        "passed": True,
+        "worst_index": [0, 0, 0],
+        "max_rel": 0.0,
+    }
+    recs = [
+        RunHeader(
+            run_id="g",
+            target="flashinfer",
+            device="cuda",
+            budget="quick",
+            seed=0,
+            versions={"flashinfer": "0.7.4"},
+            argv=[],
+            started="t",
+            harness_version=HARNESS_VERSION,
+            arch="gfx942",
+        ),
+        ParityRecord(backend="fa2", case_id=C.id, case=CASE, status="pass", out=out, features=["causal"], **base),
+        ParityRecord(
+            backend="aiter",
+            case_id=C.id,
+            case=CASE,
+            status="fail",
+            features=["causal"],
+            out=dict(out, max_abs=0.05, passed=False),
+            known="flashinfer-x",
+            **base,
+        ),
+        crashed(C, "aiter+graph", "killed by signal SIGSEGV (11), running aiter+graph", base),
+        *[
+            TimingRecord(
+                run_id="g",
+                target="flashinfer",
+                device="cuda",
+                arch="gfx942",
+                config_id=f"paged/bs1/kv1024/q{q}",
+                layout="paged",
+                batch=1,
+                kv_len=1024,
+                q_len=q,
+                case={},
+                backends=["aiter", "fa2"],
+                samples={"aiter": [r] * 5, "fa2": [1.0] * 5},
+                timer="cuda-events",
+                cold_l2=True,
+            )
+            for q, r in ((16, 1.9), (24, 0.9))
+        ],
+        RunFooter(run_id="g", counts={}, elapsed_s=1.0, exit_status=1),
+    ]
     with open(path, "w", encoding="utf-8") as f:
         f.writelines(to_line(r) + "\n" for r in recs)
     return path
@@ -54,16 +108,33 @@ class _Tags(HTMLParser):
 
 def test_runs_of_two_runners_merge_into_one_report(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     cpu = str(tmp_path / "cpu")
-    assert cli.main(["run", "--device", "cpu", "--backend", "math", "--backend", "auto", "--case", json.dumps(CASE),
-                     "--out", cpu]) == 0
+    assert (
+        cli.main(
+            [
+                "run",
+                "--device",
+                "cpu",
+                "--backend",
+                "math",
+                "--backend",
+                "auto",
+                "--case",
+                json.dumps(CASE),
+                "--out",
+                cpu,
+            ]
+        )
+        == 0
+    )
     gfx = _gfx942_run(str(tmp_path / "gfx942.jsonl"))
     out = str(tmp_path / "rep")
     assert cli.main(["report", cpu, gfx, "--out", out, "--title", "nightly"]) == 0
     capsys.readouterr()
     md = open(os.path.join(out, "report.md"), encoding="utf-8").read()
     assert md.startswith("# nightly") and "`gfx942`: flashinfer on cuda" in md and "`cpu-" in md
-    rows = {tuple(c.strip() for c in line.split("|")[1:4]): line
-            for line in md.splitlines() if line.startswith("| gfx")}
+    rows = {
+        tuple(c.strip() for c in line.split("|")[1:4]): line for line in md.splitlines() if line.startswith("| gfx")
+    }
     assert "| 5.00 " in rows[("gfx942", "flashinfer/aiter", "fp32")]
     assert "| 0.90 " in rows[("gfx942", "flashinfer/fa2", "fp32")]
     assert "**crash** aiter+graph" in md and "known failure: flashinfer-x" in md
@@ -129,4 +200,3 @@ def test_results_with_no_record_or_no_end_are_said_first(tmp_path: Any, capsys: 
     assert first.startswith("**Incomplete results**: ") and f"{empty} holds no attncheck record" in first
     assert "run g (" in first and "has no end record" in first
     assert "Incomplete results" in (tmp_path / "r" / "report.html").read_text()
-

@@ -1,4 +1,5 @@
 """Bootstrap intervals for timing ratios: exact on exact data, honest on small or noisy data, reproducible."""
+
 from __future__ import annotations
 
 import math

@@ -1,4 +1,5 @@
 """A/B tables from timing records: intervals per cell, and a threshold only where the intervals support it."""
+
 from __future__ import annotations
 
 from reports import timing
@@ -10,16 +11,32 @@ NOISY = [0.8, 1.6, 0.9, 1.5, 1.2, 1.2, 0.85, 1.55]  # median ratio 1.2, interval
 
 
 def _rec(bs: int, kv: int, q: int, a: list[float], status: str = "ok") -> TimingRecord:
-    return TimingRecord(run_id="r", target="flashinfer", device="cuda", arch="sm90",
-                        config_id=f"paged/bs{bs}/kv{kv}/q{q}", layout="paged", batch=bs, kv_len=kv, q_len=q,
-                        case={}, backends=["fa2", "fa3"],
-                        samples={"fa2": a, "fa3": B} if status == "ok" else {}, status=status,
-                        reason="" if status == "ok" else "fa3: backend does not serve this layout")
+    return TimingRecord(
+        run_id="r",
+        target="flashinfer",
+        device="cuda",
+        arch="sm90",
+        config_id=f"paged/bs{bs}/kv{kv}/q{q}",
+        layout="paged",
+        batch=bs,
+        kv_len=kv,
+        q_len=q,
+        case={},
+        backends=["fa2", "fa3"],
+        samples={"fa2": a, "fa3": B} if status == "ok" else {},
+        status=status,
+        reason="" if status == "ok" else "fa3: backend does not serve this layout",
+    )
 
 
-RECS = [_rec(1, 1024, 16, TIGHT[1.5]), _rec(8, 1024, 16, TIGHT[1.5]),
-        _rec(1, 1024, 32, TIGHT[1.3]), _rec(8, 1024, 32, NOISY),
-        _rec(1, 1024, 64, TIGHT[0.7]), _rec(8, 1024, 64, [], status="skip")]
+RECS = [
+    _rec(1, 1024, 16, TIGHT[1.5]),
+    _rec(8, 1024, 16, TIGHT[1.5]),
+    _rec(1, 1024, 32, TIGHT[1.3]),
+    _rec(8, 1024, 32, NOISY),
+    _rec(1, 1024, 64, TIGHT[0.7]),
+    _rec(8, 1024, 64, [], status="skip"),
+]
 
 
 def test_a_cell_whose_interval_holds_1_stops_the_threshold() -> None:
@@ -35,8 +52,11 @@ def test_a_cell_whose_interval_holds_1_stops_the_threshold() -> None:
     assert "1.20 [" in md and "]\\*" in md and "–†" in md
     assert "q* = 16: routing row `{'sm90': 16}`" in md and "From point estimates alone q* would be 32" in md
     j = timing.to_json(ab)
-    assert j["threshold"] == 16 and j["threshold_point"] == 32 and j["rows"][1]["cells"][2] == {
-        "unmeasured": "skip: fa3: backend does not serve this layout"}
+    assert (
+        j["threshold"] == 16
+        and j["threshold_point"] == 32
+        and j["rows"][1]["cells"][2] == {"unmeasured": "skip: fa3: backend does not serve this layout"}
+    )
 
 
 def test_no_data_gives_no_threshold_and_says_why() -> None:

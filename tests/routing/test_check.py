@@ -1,4 +1,5 @@
 """Reason parsing and the checker, both directions, on synthetic observations (no FlashInfer)."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,10 +12,14 @@ from routing.check import ObservedRoute, check, coverage
 from routing.spec import ExpectedRoute, RoutingQuery, SpecGap, expected_route
 from routing.specs.flashinfer_rocm import SPEC
 
-PAGED = ("query length <= {t} on a page size AITER cannot page natively (its flat gather copies the "
-         "whole KV cache, which a short query cannot amortise)")
-RAGGED = ("query length <= {t} on ragged KV (AITER's mha_varlen_fwd costs more per call than the "
-          "in-tree kernel, which a short query cannot amortise)")
+PAGED = (
+    "query length <= {t} on a page size AITER cannot page natively (its flat gather copies the "
+    "whole KV cache, which a short query cannot amortise)"
+)
+RAGGED = (
+    "query length <= {t} on ragged KV (AITER's mha_varlen_fwd costs more per call than the "
+    "in-tree kernel, which a short query cannot amortise)"
+)
 BR367 = "qo_len={n} <= 16 (fa2 is faster than AITER for short queries)"
 
 
@@ -43,13 +48,16 @@ def test_no_fragment_contains_another():
             assert a is b or a.fragment not in b.fragment
 
 
-@pytest.mark.parametrize("text", [
-    BR367.format(n=16),  # the open PR's string: not MAIN's, so not explained
-    "query length <= 16",  # the shared prefix alone names no gate
-    "fa2 chosen",
-    PAGED.format(t=16) + "; " + RAGGED.format(t=16),  # two fragments: ambiguous
-    "",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        BR367.format(n=16),  # the open PR's string: not MAIN's, so not explained
+        "query length <= 16",  # the shared prefix alone names no gate
+        "fa2 chosen",
+        PAGED.format(t=16) + "; " + RAGGED.format(t=16),  # two fragments: ambiguous
+        "",
+    ],
+)
 def test_unknown_or_ambiguous_text_is_unrecognised(text):
     """Text matching no single fragment parses to UNRECOGNISED."""
     assert R.parse_reason(text) is R.UNRECOGNISED
@@ -66,24 +74,30 @@ E_RAGGED = ExpectedRoute("fa2", R.RAGGED_SHORT_QUERY, "ragged_short_query", thre
 E_AITER = ExpectedRoute("aiter", None, "aiter")
 
 
-@pytest.mark.parametrize("expected,observed,status", [
-    (E_RAGGED, ObservedRoute("fa2", RAGGED.format(t=16)), "pass"),
-    (E_RAGGED, ObservedRoute("aiter", None), "wrong_backend"),
-    (E_RAGGED, ObservedRoute("fa2", PAGED.format(t=16)), "wrong_reason"),
-    (E_RAGGED, ObservedRoute("fa2", RAGGED.format(t=8)), "wrong_threshold"),
-    (E_RAGGED, ObservedRoute("fa2", BR367.format(n=3)), "unrecognised_reason"),
-    (E_RAGGED, ObservedRoute("fa2", NOT_REPORTED), "library_gives_no_reason"),
-    (E_RAGGED, ObservedRoute("fa2", None), "wrong_reason"),
-    (E_AITER, ObservedRoute("aiter", None), "pass"),
-    (E_AITER, ObservedRoute("aiter", NOT_REPORTED), "library_gives_no_reason"),
-    (E_AITER, ObservedRoute("aiter", "custom mask (not supported by AITER)"), "wrong_reason"),
-    (E_AITER, ObservedRoute(None, None, raised="ValueError"), "unexpected_raise"),
-    (ExpectedRoute(None, None, "r", raises="ValueError"), ObservedRoute(None, None, raised="ValueError"), "pass"),
-    (ExpectedRoute(None, None, "r", raises="ValueError"), ObservedRoute("fa2", None), "expected_raise"),
-    (ExpectedRoute(None, None, "r", raises="ValueError"), ObservedRoute(None, None, raised="TypeError"),
-     "expected_raise"),
-    (ExpectedRoute(None, None, None, gap=SpecGap("ragged", "gfx950")), ObservedRoute("aiter", None), "spec_gap"),
-])
+@pytest.mark.parametrize(
+    "expected,observed,status",
+    [
+        (E_RAGGED, ObservedRoute("fa2", RAGGED.format(t=16)), "pass"),
+        (E_RAGGED, ObservedRoute("aiter", None), "wrong_backend"),
+        (E_RAGGED, ObservedRoute("fa2", PAGED.format(t=16)), "wrong_reason"),
+        (E_RAGGED, ObservedRoute("fa2", RAGGED.format(t=8)), "wrong_threshold"),
+        (E_RAGGED, ObservedRoute("fa2", BR367.format(n=3)), "unrecognised_reason"),
+        (E_RAGGED, ObservedRoute("fa2", NOT_REPORTED), "library_gives_no_reason"),
+        (E_RAGGED, ObservedRoute("fa2", None), "wrong_reason"),
+        (E_AITER, ObservedRoute("aiter", None), "pass"),
+        (E_AITER, ObservedRoute("aiter", NOT_REPORTED), "library_gives_no_reason"),
+        (E_AITER, ObservedRoute("aiter", "custom mask (not supported by AITER)"), "wrong_reason"),
+        (E_AITER, ObservedRoute(None, None, raised="ValueError"), "unexpected_raise"),
+        (ExpectedRoute(None, None, "r", raises="ValueError"), ObservedRoute(None, None, raised="ValueError"), "pass"),
+        (ExpectedRoute(None, None, "r", raises="ValueError"), ObservedRoute("fa2", None), "expected_raise"),
+        (
+            ExpectedRoute(None, None, "r", raises="ValueError"),
+            ObservedRoute(None, None, raised="TypeError"),
+            "expected_raise",
+        ),
+        (ExpectedRoute(None, None, None, gap=SpecGap("ragged", "gfx950")), ObservedRoute("aiter", None), "spec_gap"),
+    ],
+)
 def test_check_statuses(expected, observed, status):
     """Each way an observation can differ from the spec has its own status; only 'pass' passes."""
     v = check(expected, observed)
@@ -109,9 +123,11 @@ def test_coverage_flags_a_decision_no_row_explains():
     """An observed route no row produces (unknown text, or a pairing no row has) is unexplained."""
     query = RoutingQuery(api="ragged", arch="gfx942", max_q_len=64)
     e = expected_route(SPEC, query)
-    odd = [check(e, ObservedRoute("fa2", BR367.format(n=64))),
-           check(e, ObservedRoute("aiter", "custom mask (not supported by AITER)")),
-           check(e, ObservedRoute(None, None, raised="RuntimeError"))]
+    odd = [
+        check(e, ObservedRoute("fa2", BR367.format(n=64))),
+        check(e, ObservedRoute("aiter", "custom mask (not supported by AITER)")),
+        check(e, ObservedRoute(None, None, raised="RuntimeError")),
+    ]
     cov = coverage(SPEC, odd)
     assert len(cov.unexplained) == 3 and len(cov.failed) == 3
 

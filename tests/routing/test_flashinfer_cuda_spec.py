@@ -12,6 +12,7 @@
 (c) Spec mutants (a deleted per-arch row, flipped fa3 conditions, lifecycle flags) are caught by
     the checker on the fake's observations.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -31,8 +32,15 @@ import kernels.flashinfer.lib as fl
 from kernels.flashinfer.variants import reset_seen
 from kernels.protocol import NOT_REPORTED
 from routing.check import ObservedRoute, check, coverage
-from routing.spec import (RoutingEnv, RoutingQuery, RoutingSpec, SpecGap, expected_route, expected_sequence,
-                          query_from_case)
+from routing.spec import (
+    RoutingEnv,
+    RoutingQuery,
+    RoutingSpec,
+    SpecGap,
+    expected_route,
+    expected_sequence,
+    query_from_case,
+)
 from routing.specs import BY_MODULE, SPECS
 from routing.specs.flashinfer_cuda import ARCHS, FA3_CAPABLE, FP8, NOT_DRIVEN_BY_ADAPTER, SPEC
 from scenarios.case import Case
@@ -59,10 +67,21 @@ CRAFTED: dict[str, Case] = {
     "head dims fa3 lacks": Case("ragged", (5, 3), (9, 3), head_dim_qk=96, head_dim_vo=96, **_H),
     "head-dim pair fa3 lacks": Case("paged", (4,), (11,), head_dim_qk=128, head_dim_vo=64, page_size=4, **_H),
     "single prefill, custom mask": Case("single", (6,), (9,), head_dim_qk=64, head_dim_vo=64, mask="custom", **_H),
-    "decode, fp8 q and kv": Case("decode", (1, 1), (5, 9), head_dim_qk=128, head_dim_vo=128, page_size=4,
-                                 q_dtype="e4m3fn", kv_dtype="e4m3fn", o_dtype="bf16", **_H),
-    "decode, fp8 kv under a bf16 q": Case("decode", (1, 1), (5, 9), head_dim_qk=128, head_dim_vo=128, page_size=4,
-                                          kv_dtype="e4m3fn", **_H),
+    "decode, fp8 q and kv": Case(
+        "decode",
+        (1, 1),
+        (5, 9),
+        head_dim_qk=128,
+        head_dim_vo=128,
+        page_size=4,
+        q_dtype="e4m3fn",
+        kv_dtype="e4m3fn",
+        o_dtype="bf16",
+        **_H,
+    ),
+    "decode, fp8 kv under a bf16 q": Case(
+        "decode", (1, 1), (5, 9), head_dim_qk=128, head_dim_vo=128, page_size=4, kv_dtype="e4m3fn", **_H
+    ),
     "decode, 16-bit": Case("decode", (1,), (7,), head_dim_qk=64, head_dim_vo=64, page_size=4, **_H),
 }
 
@@ -84,8 +103,13 @@ def _install_fake(mp: pytest.MonkeyPatch, arch: str, cudnn: bool = False) -> Non
 
 def _adapter(*, tensor_cores: bool = False, graph: bool = False, backend: str = "auto") -> fi.FlashInferKernel:
     # A small workspace: the fake never reads it, and 128 MiB zeroed per adapter would dominate the test.
-    return fi.FlashInferKernel(backend, "cpu", graph=graph, graphs=ff.FakeGraphs(),
-                               options=fi.AdapterOptions(decode_tensor_cores=tensor_cores, workspace_bytes=1024))
+    return fi.FlashInferKernel(
+        backend,
+        "cpu",
+        graph=graph,
+        graphs=ff.FakeGraphs(),
+        options=fi.AdapterOptions(decode_tensor_cores=tensor_cores, workspace_bytes=1024),
+    )
 
 
 def _observe(a: fi.FlashInferKernel, case: Case) -> ObservedRoute:
@@ -94,7 +118,7 @@ def _observe(a: fi.FlashInferKernel, case: Case) -> ObservedRoute:
         out = a.run(inputs)
     except Exception as e:  # the library's own exception is the observation (checked against the spec),
         planned = a.route_after_failed_run(inputs)  # unless plan() returned and chose: a run() defect, as
-        if planned is not None:                      # a parity record keeps it (decode's empty batch)
+        if planned is not None:  # a parity record keeps it (decode's empty batch)
             return ObservedRoute(*planned)
         return ObservedRoute(None, raised=type(e).__name__)
     return ObservedRoute(out.resolved_backend, out.fallback_reason)
@@ -130,11 +154,14 @@ def observed() -> list[tuple[str, RoutingQuery, ObservedRoute]]:
             for backend in ("fa2", "fa3") if arch == "sm90" else ("fa2",):
                 for _label, case in _cases():
                     a = _adapter(backend=backend)
-                    if case.layout in {lbl.split()[-1] for lbl, *_ in out if f"explicit {backend}" in lbl} \
-                            or not a.supports(case).ok:
+                    if (
+                        case.layout in {lbl.split()[-1] for lbl, *_ in out if f"explicit {backend}" in lbl}
+                        or not a.supports(case).ok
+                    ):
                         continue
-                    q = query_from_case(case, RoutingEnv(arch=arch), requested=backend,
-                                        use_tensor_cores=backend == "fa3")
+                    q = query_from_case(
+                        case, RoutingEnv(arch=arch), requested=backend, use_tensor_cores=backend == "fa3"
+                    )
                     out.append((f"{arch} explicit {backend} {case.layout}", q, _observe(a, case)))
         fl.lib_facts.cache_clear()
         with pytest.MonkeyPatch.context() as mp:  # the cuDNN backend where its frontend imports
@@ -157,6 +184,7 @@ def _verdicts(spec: RoutingSpec, observed: list) -> list:
 
 # ---- the spec's own shape -----------------------------------------------------------------------
 
+
 def test_spec_is_registered_cites_the_source_and_never_expects_none():
     """Upstream gives no reason: every row says NOT_REPORTED, never None; every row cites file:line."""
     assert SPECS["flashinfer-cuda"] is SPEC and BY_MODULE["flashinfer_cuda"] is SPEC
@@ -177,6 +205,7 @@ def test_an_arch_outside_the_tables_is_a_gap_not_a_guess():
 
 
 # ---- (a) against the fake -----------------------------------------------------------------------
+
 
 def test_every_observed_decision_passes_and_is_explained(observed):
     assert len(observed) >= 120, "the quick matrix should give the auto adapter most of its cases"
@@ -209,8 +238,9 @@ def _sequence(arch: str, cases: list[Case], **adapter: Any) -> tuple[list[Any], 
         a = _adapter(**adapter)
         tc, graph = adapter.get("tensor_cores", False), adapter.get("graph", False)
         obs = [_observe(a, c) for c in cases]
-        exp = expected_sequence(SPEC, [query_from_case(c, RoutingEnv(arch=arch, graph_mode=graph),
-                                                       use_tensor_cores=tc) for c in cases])
+        exp = expected_sequence(
+            SPEC, [query_from_case(c, RoutingEnv(arch=arch, graph_mode=graph), use_tensor_cores=tc) for c in cases]
+        )
     fl.lib_facts.cache_clear()
     return exp, obs
 
@@ -219,25 +249,51 @@ _P = Case("paged", (3, 6), (11, 6), head_dim_qk=64, head_dim_vo=64, page_size=5,
 _R = Case("ragged", (5, 9), (12, 9), head_dim_qk=64, head_dim_vo=64, **_H)
 LIFECYCLES: dict[str, tuple[str, list[Case], dict, list[str]]] = {
     # paged: the first plan decides, a mask or an fa3-less head dim later changes nothing (prefill.py:3669).
-    "paged sticky": ("sm90", [_P, _P.replace(mask="custom"), _P.replace(head_dim_qk=96, head_dim_vo=96)], {},
-                     ["fa3", "fa3", "fa3"]),
+    "paged sticky": (
+        "sm90",
+        [_P, _P.replace(mask="custom"), _P.replace(head_dim_qk=96, head_dim_vo=96)],
+        {},
+        ["fa3", "fa3", "fa3"],
+    ),
     # a plan that raises (empty batch, prefill.py:3449) fixes nothing: the next plan decides.
-    "paged raise then plan": ("sm90", [Case("paged", (), (), page_size=5, **_H), _P.replace(mask="custom"), _P],
-                              {}, ["RuntimeError", "fa2", "fa2"]),
+    "paged raise then plan": (
+        "sm90",
+        [Case("paged", (), (), page_size=5, **_H), _P.replace(mask="custom"), _P],
+        {},
+        ["RuntimeError", "fa2", "fa2"],
+    ),
     # ragged: every plan re-resolves, but a mask once given stays (prefill.py:5295-5300).
-    "ragged stale mask": ("sm90", [_R, _R.replace(mask="custom"), _R, _R.replace(head_dim_qk=96, head_dim_vo=96)],
-                          {}, ["fa3", "fa2", "fa2", "fa2"]),
+    "ragged stale mask": (
+        "sm90",
+        [_R, _R.replace(mask="custom"), _R, _R.replace(head_dim_qk=96, head_dim_vo=96)],
+        {},
+        ["fa3", "fa2", "fa2", "fa2"],
+    ),
     # ragged under graphs still re-resolves; the graph wrapper's mask is fixed at construction.
-    "ragged graph re-resolves": ("sm90", [_R, _R.replace(head_dim_qk=96, head_dim_vo=96), _R], {"graph": True},
-                                 ["fa3", "fa2", "fa3"]),
+    "ragged graph re-resolves": (
+        "sm90",
+        [_R, _R.replace(head_dim_qk=96, head_dim_vo=96), _R],
+        {"graph": True},
+        ["fa3", "fa2", "fa3"],
+    ),
     # decode with tensor cores: the first plan decides (decode.py:2375).
-    "decode tensor cores sticky": ("sm90", [CRAFTED["decode, fp8 q and kv"], CRAFTED["decode, 16-bit"]],
-                                   {"tensor_cores": True}, ["fa3", "fa3"]),
+    "decode tensor cores sticky": (
+        "sm90",
+        [CRAFTED["decode, fp8 q and kv"], CRAFTED["decode, 16-bit"]],
+        {"tensor_cores": True},
+        ["fa3", "fa3"],
+    ),
     # single prefill: per call.
-    "single per call": ("sm90", [Case("single", (6,), (9,), head_dim_qk=64, head_dim_vo=64, **_H),
-                                 CRAFTED["single prefill, custom mask"],
-                                 Case("single", (6,), (9,), head_dim_qk=64, head_dim_vo=64, **_H)], {},
-                        ["fa3", "fa2", "fa3"]),
+    "single per call": (
+        "sm90",
+        [
+            Case("single", (6,), (9,), head_dim_qk=64, head_dim_vo=64, **_H),
+            CRAFTED["single prefill, custom mask"],
+            Case("single", (6,), (9,), head_dim_qk=64, head_dim_vo=64, **_H),
+        ],
+        {},
+        ["fa3", "fa2", "fa3"],
+    ),
 }
 
 
@@ -261,6 +317,7 @@ def test_lifecycle_matches_the_library_on_a_long_lived_wrapper(lifecycles, name)
 
 # ---- (c) spec mutants ---------------------------------------------------------------------------
 
+
 def _with_rule(name: str, when: Callable[[RoutingQuery, Any], bool]) -> RoutingSpec:
     rules = tuple(dataclasses.replace(r, when=when) if r.name == name else r for r in SPEC.rules)
     return dataclasses.replace(SPEC, rules=rules)
@@ -275,7 +332,8 @@ MUTANTS: dict[str, RoutingSpec] = {
     "fa3 on sm80": SPEC.with_table(FA3_CAPABLE.with_row("sm80", True)),
     "custom-mask condition flipped": _with_rule("fa3_custom_mask", _auto(lambda q: not q.custom_mask)),
     "fp8-KV condition flipped (fp8 q under 16-bit kv)": _with_rule(
-        "fa3_fp8_kv_needs_fp8_q", _auto(lambda q: q.q_dtype in FP8 and q.kv_dtype not in FP8)),
+        "fa3_fp8_kv_needs_fp8_q", _auto(lambda q: q.q_dtype in FP8 and q.kv_dtype not in FP8)
+    ),
     "head-dim check dropped": _with_rule("fa3_head_dims", lambda q, c: False),
     "decode without tensor cores resolves like prefill": SPEC.without_rule("decode_cuda_cores"),
 }
@@ -289,8 +347,9 @@ def test_a_spec_mutant_is_caught_by_the_checker(observed, name):
 
 
 LIFECYCLE_MUTANTS: dict[str, Any] = {
-    "paged re-resolves": dict(sticky_apis=frozenset({"decode"}),
-                              re_resolve_every_eager_plan=frozenset({"paged", "ragged", "single"})),
+    "paged re-resolves": dict(
+        sticky_apis=frozenset({"decode"}), re_resolve_every_eager_plan=frozenset({"paged", "ragged", "single"})
+    ),
     "ragged mask cleared": dict(stale_mask_apis=frozenset()),
     "ragged fixed under graphs": dict(graph_mode_first_plan_decides=True),
     "a raising plan fixes the wrapper": dict(raised_plan_fixes_nothing=False),
@@ -303,8 +362,14 @@ def test_a_lifecycle_mutant_is_caught(lifecycles, name):
     failed = []
     for key, (arch, cases, adapter, _) in LIFECYCLES.items():
         obs = lifecycles[key][1]
-        queries = [query_from_case(c, RoutingEnv(arch=arch, graph_mode=adapter.get("graph", False)),
-                                   use_tensor_cores=adapter.get("tensor_cores", False)) for c in cases]
+        queries = [
+            query_from_case(
+                c,
+                RoutingEnv(arch=arch, graph_mode=adapter.get("graph", False)),
+                use_tensor_cores=adapter.get("tensor_cores", False),
+            )
+            for c in cases
+        ]
         failed += [v for v in (check(e, o) for e, o in zip(expected_sequence(spec, queries), obs)) if not v.passed]
     assert failed, f"lifecycle mutant '{name}' survives"
 
@@ -333,8 +398,10 @@ def real() -> SimpleNamespace:
         for name in set(sys.modules) - before:
             if name == "flashinfer" or name.startswith("flashinfer."):
                 del sys.modules[name]
-        pytest.skip(f"flashinfer does not import here ({type(e).__name__}: {e}); the spec is compared with the "
-                    "library's own selector where flashinfer-python 0.7.2.post1 is installed")
+        pytest.skip(
+            f"flashinfer does not import here ({type(e).__name__}: {e}); the spec is compared with the "
+            "library's own selector where flashinfer-python 0.7.2.post1 is installed"
+        )
     if getattr(utils, "__file__", None) is None:
         pytest.skip("sys.modules['flashinfer'] is the CPU fake, not the library")
     if not str(flashinfer.__version__).startswith("0.7.2"):
@@ -356,9 +423,16 @@ def at_arch(real: SimpleNamespace, monkeypatch: pytest.MonkeyPatch) -> Callable[
 
 
 def _lib_determine(real: SimpleNamespace, dev: Any, q: RoutingQuery, *, mask: bool, red: bool) -> str:
-    return real.utils.determine_attention_backend(dev, real.pos[q.pos_encoding].value, red, mask,
-                                                  DTYPES[q.q_dtype], DTYPES[q.kv_dtype],
-                                                  head_dim_qk=q.head_dim_qk, head_dim_vo=q.head_dim_vo)
+    return real.utils.determine_attention_backend(
+        dev,
+        real.pos[q.pos_encoding].value,
+        red,
+        mask,
+        DTYPES[q.q_dtype],
+        DTYPES[q.kv_dtype],
+        head_dim_qk=q.head_dim_qk,
+        head_dim_vo=q.head_dim_vo,
+    )
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -366,9 +440,19 @@ def test_prefill_and_single_agree_with_determine_attention_backend(real, at_arch
     """paged and single: the library's selector over pos x fp16 reduction x mask x dtypes x head dims."""
     dev = at_arch(arch)
     for pos, red, mask, (dq, dkv), (dqk, dvo) in itertools.product(
-            POS, (False, True), (False, True), itertools.product(DTYPES, DTYPES), HEAD_DIMS):
-        q = RoutingQuery(api="paged", arch=arch, pos_encoding=pos, use_fp16_qk_reduction=red, custom_mask=mask,
-                         q_dtype=dq, kv_dtype=dkv, head_dim_qk=dqk, head_dim_vo=dvo)
+        POS, (False, True), (False, True), itertools.product(DTYPES, DTYPES), HEAD_DIMS
+    ):
+        q = RoutingQuery(
+            api="paged",
+            arch=arch,
+            pos_encoding=pos,
+            use_fp16_qk_reduction=red,
+            custom_mask=mask,
+            q_dtype=dq,
+            kv_dtype=dkv,
+            head_dim_qk=dqk,
+            head_dim_vo=dvo,
+        )
         lib = _lib_determine(real, dev, q, mask=mask, red=red)
         for api in ("paged", "single"):
             want = expected_route(SPEC, q.replace(api=api))
@@ -379,10 +463,21 @@ def test_prefill_and_single_agree_with_determine_attention_backend(real, at_arch
 def test_tensor_core_decode_agrees_with_the_library(real, at_arch, arch):
     """decode.py:2375-2391: fp8 anywhere -> the selector with no mask, no fp16 reduction, (d, d); else fa2."""
     dev = at_arch(arch)
-    for pos, mask, (dq, dkv), d in itertools.product(POS, (False, True), itertools.product(DTYPES, DTYPES),
-                                                       (64, 128, 256, 96)):
-        q = RoutingQuery(api="decode", arch=arch, use_tensor_cores=True, pos_encoding=pos, custom_mask=mask,
-                         use_fp16_qk_reduction=True, q_dtype=dq, kv_dtype=dkv, head_dim_qk=d, head_dim_vo=d)
+    for pos, mask, (dq, dkv), d in itertools.product(
+        POS, (False, True), itertools.product(DTYPES, DTYPES), (64, 128, 256, 96)
+    ):
+        q = RoutingQuery(
+            api="decode",
+            arch=arch,
+            use_tensor_cores=True,
+            pos_encoding=pos,
+            custom_mask=mask,
+            use_fp16_qk_reduction=True,
+            q_dtype=dq,
+            kv_dtype=dkv,
+            head_dim_qk=d,
+            head_dim_vo=d,
+        )
         fp8 = dq in FP8 or dkv in FP8
         lib = _lib_determine(real, dev, q, mask=False, red=False) if fp8 else "fa2"
         assert expected_route(SPEC, q).backend == lib, (arch, pos, mask, dq, dkv, d)
@@ -395,24 +490,51 @@ def _lib_ragged(real: SimpleNamespace, dev: Any, q: RoutingQuery) -> str:
     if b != "fa2":
         return b
     pos = real.pos[q.pos_encoding].value
-    shape = (q.kv_layout == "NHD" and q.num_qo_heads == q.num_kv_heads and q.qo_lens == q.kv_lens
-             and q.head_dim_qk == q.head_dim_vo and q.head_dim_qk in (64, 128, 256) and q.q_dtype == q.kv_dtype
-             and q.use_fp16_qk_reduction and max(q.kv_lens) >= 256 and q.window_left < 0 and q.logits_soft_cap == 0)
+    shape = (
+        q.kv_layout == "NHD"
+        and q.num_qo_heads == q.num_kv_heads
+        and q.qo_lens == q.kv_lens
+        and q.head_dim_qk == q.head_dim_vo
+        and q.head_dim_qk in (64, 128, 256)
+        and q.q_dtype == q.kv_dtype
+        and q.use_fp16_qk_reduction
+        and max(q.kv_lens) >= 256
+        and q.window_left < 0
+        and q.logits_soft_cap == 0
+    )
     if shape and real.utils._should_use_fmha_v2_sm120(dev, pos, q.custom_mask, DTYPES[q.q_dtype], DTYPES[q.kv_dtype]):
         return "fmha_v2"
     qo_indptr = torch.tensor([0, *itertools.accumulate(q.qo_lens)], dtype=torch.int32)
     up = real.prefill._blackwell_ragged_auto_upgrade(
-        dev, q.kv_layout, q.head_dim_qk, q.head_dim_vo, DTYPES[q.q_dtype], DTYPES[q.kv_dtype], DTYPES[q.o_dtype], pos,
-        has_custom_mask=q.custom_mask, window_left=q.window_left, logits_soft_cap=q.logits_soft_cap,
-        has_multi_item_scoring=False, has_sinks=False, cudnn_indptr_is_int32=True,
+        dev,
+        q.kv_layout,
+        q.head_dim_qk,
+        q.head_dim_vo,
+        DTYPES[q.q_dtype],
+        DTYPES[q.kv_dtype],
+        DTYPES[q.o_dtype],
+        pos,
+        has_custom_mask=q.custom_mask,
+        window_left=q.window_left,
+        logits_soft_cap=q.logits_soft_cap,
+        has_multi_item_scoring=False,
+        has_sinks=False,
+        cudnn_indptr_is_int32=True,
         cutlass_work_items=real.prefill._cutlass_plan_work_items(qo_indptr, q.num_qo_heads),
-        cuda_graph_enabled=q.graph_mode, cutlass_indptr_is_int32=True,
-        single_token_gqa=max(q.qo_lens) == 1 and q.num_qo_heads != q.num_kv_heads)
+        cuda_graph_enabled=q.graph_mode,
+        cutlass_indptr_is_int32=True,
+        single_token_gqa=max(q.qo_lens) == 1 and q.num_qo_heads != q.num_kv_heads,
+    )
     return up or b
 
 
 RAGGED_SHAPES = (  # (qo_lens == kv_lens, heads): MHA, single-token GQA, long GQA, over CUTLASS's work capacity
-    ((1, 1), (4, 4)), ((1, 1), (8, 2)), ((300, 7), (8, 2)), ((300, 7), (4, 4)), ((256 * 2048 + 1,), (64, 64)))
+    ((1, 1), (4, 4)),
+    ((1, 1), (8, 2)),
+    ((300, 7), (8, 2)),
+    ((300, 7), (4, 4)),
+    ((256 * 2048 + 1,), (64, 64)),
+)
 FEATURES = ("none", "mask", "window", "cap", "rope")
 
 
@@ -423,28 +545,92 @@ def test_ragged_agrees_with_the_library_upgrades(real, at_arch, arch, monkeypatc
     for direct in (False, True):
         monkeypatch.setattr(real.prefill, "_cudnn_supports_direct_seqlens", lambda dtype, mixed=False, d=direct: d)
         for layout, (dq, dkv, do), feature, (lens, (hq, hk)), (dqk, dvo), graph, red in itertools.product(
-                ("NHD", "HND"), (("bf16", "bf16", "bf16"), ("fp16", "fp16", "fp16"), ("bf16", "bf16", "fp16"),
-                                 ("fp16", "e4m3fn", "fp16"), ("e4m3fn", "e4m3fn", "bf16")),
-                FEATURES, RAGGED_SHAPES, HEAD_DIMS[:5], (False, True), (False, True)):
-            q = RoutingQuery(api="ragged", arch=arch, kv_layout=layout, q_dtype=dq, kv_dtype=dkv, o_dtype=do,
-                             custom_mask=feature == "mask", window_left=7 if feature == "window" else -1,
-                             logits_soft_cap=30.0 if feature == "cap" else 0.0,
-                             pos_encoding="ROPE_LLAMA" if feature == "rope" else "NONE", qo_lens=lens, kv_lens=lens,
-                             max_q_len=max(lens), max_kv_len=max(lens), num_qo_heads=hq, num_kv_heads=hk,
-                             head_dim_qk=dqk, head_dim_vo=dvo, graph_mode=graph, use_fp16_qk_reduction=red,
-                             cudnn_direct_seqlens=direct)
+            ("NHD", "HND"),
+            (
+                ("bf16", "bf16", "bf16"),
+                ("fp16", "fp16", "fp16"),
+                ("bf16", "bf16", "fp16"),
+                ("fp16", "e4m3fn", "fp16"),
+                ("e4m3fn", "e4m3fn", "bf16"),
+            ),
+            FEATURES,
+            RAGGED_SHAPES,
+            HEAD_DIMS[:5],
+            (False, True),
+            (False, True),
+        ):
+            q = RoutingQuery(
+                api="ragged",
+                arch=arch,
+                kv_layout=layout,
+                q_dtype=dq,
+                kv_dtype=dkv,
+                o_dtype=do,
+                custom_mask=feature == "mask",
+                window_left=7 if feature == "window" else -1,
+                logits_soft_cap=30.0 if feature == "cap" else 0.0,
+                pos_encoding="ROPE_LLAMA" if feature == "rope" else "NONE",
+                qo_lens=lens,
+                kv_lens=lens,
+                max_q_len=max(lens),
+                max_kv_len=max(lens),
+                num_qo_heads=hq,
+                num_kv_heads=hk,
+                head_dim_qk=dqk,
+                head_dim_vo=dvo,
+                graph_mode=graph,
+                use_fp16_qk_reduction=red,
+                cudnn_direct_seqlens=direct,
+            )
             want = expected_route(SPEC, q)
-            assert want.backend == _lib_ragged(real, dev, q), (arch, layout, dq, dkv, do, feature, lens, hq, hk,
-                                                                dqk, dvo, graph, red, direct, want.rule)
+            assert want.backend == _lib_ragged(real, dev, q), (
+                arch,
+                layout,
+                dq,
+                dkv,
+                do,
+                feature,
+                lens,
+                hq,
+                hk,
+                dqk,
+                dvo,
+                graph,
+                red,
+                direct,
+                want.rule,
+            )
 
 
 def test_decode_cudnn_auto_never_takes_a_single_token_plan(real):
     """Why decode has no cudnn row: _auto_decode_prefers_cudnn (decode.py:665-815) at q_len_per_req == 1."""
     for cc, override, dt, d, (hq, hk), batch, page in itertools.product(
-            ((10, 0), (10, 3)), ("", "1"), (torch.bfloat16, torch.float16), (128, 256), ((32, 8), (64, 4), (64, 1)),
-            (64, 256), (16, 128)):
+        ((10, 0), (10, 3)),
+        ("", "1"),
+        (torch.bfloat16, torch.float16),
+        (128, 256),
+        ((32, 8), (64, 4), (64, 1)),
+        (64, 256),
+        (16, 128),
+    ):
         assert not real.decode._auto_decode_prefers_cudnn(
-            compute_capability=cc, frontend_serves_frost_decode=True, cudnn_available=True, q_data_type=dt,
-            kv_data_type=dt, o_data_type=dt, head_dim=d, num_qo_heads=hq, num_kv_heads=hk, batch_size=batch,
-            page_size=page, pos_encoding_mode="NONE", window_left=-1, logits_soft_cap=0.0, q_len_per_req=1,
-            fa2_available=True, frontend_leads_short_caches=True, frost_runtime_available=True, override=override)
+            compute_capability=cc,
+            frontend_serves_frost_decode=True,
+            cudnn_available=True,
+            q_data_type=dt,
+            kv_data_type=dt,
+            o_data_type=dt,
+            head_dim=d,
+            num_qo_heads=hq,
+            num_kv_heads=hk,
+            batch_size=batch,
+            page_size=page,
+            pos_encoding_mode="NONE",
+            window_left=-1,
+            logits_soft_cap=0.0,
+            q_len_per_req=1,
+            fa2_available=True,
+            frontend_leads_short_caches=True,
+            frost_runtime_available=True,
+            override=override,
+        )

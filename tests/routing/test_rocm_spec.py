@@ -1,5 +1,6 @@
 """The ROCm fork's routing spec: every row reachable, boundaries, precedence, and a cross-check
 against the selector's elif chain written out imperatively from rocm_fork.md section 2."""
+
 from __future__ import annotations
 
 from typing import Optional
@@ -35,8 +36,9 @@ CRAFTED: dict[str, RoutingQuery] = {
     "explicit_fa2": q(requested="fa2"),
     "explicit_aiter_softcap_defect": q(api="ragged", page_size=1, arch="gfx950", requested="aiter", **SOFTCAP),
     "explicit_aiter_unsupported_feature": q(api="ragged", page_size=1, requested="aiter", kv_layout="HND"),
-    "explicit_aiter_decode_over_capacity": q(api="decode", page_size=16, requested="aiter", max_q_len=1,
-                                             graph_mode=True, max_seq_len=128, max_kv_len=256),
+    "explicit_aiter_decode_over_capacity": q(
+        api="decode", page_size=16, requested="aiter", max_q_len=1, graph_mode=True, max_seq_len=128, max_kv_len=256
+    ),
     "explicit_aiter": q(requested="aiter", max_q_len=1),
     "decode_tensor_cores": q(api="decode", page_size=16, max_q_len=1, use_tensor_cores=True),
     "decode_graph_without_max_seq_len": q(api="decode", page_size=16, max_q_len=1, graph_mode=True),
@@ -57,8 +59,9 @@ CRAFTED: dict[str, RoutingQuery] = {
     "paged_probe_short_query": q(page_size=1024, max_q_len=4, native_paging_ok=False),
     "bootstrap_failed": q(api="ragged", page_size=1, bootstrap_ok=False),
     "single_bootstrap_failed": q(api="single", page_size=1, bootstrap_ok=False),
-    "decode_over_capacity": q(api="decode", page_size=16, max_q_len=1, graph_mode=True,
-                              max_seq_len=128, max_kv_len=256),
+    "decode_over_capacity": q(
+        api="decode", page_size=16, max_q_len=1, graph_mode=True, max_seq_len=128, max_kv_len=256
+    ),
     "aiter": BASE,
 }
 
@@ -68,8 +71,7 @@ def library_text(code: Optional[R.ReasonCode], t: Optional[int] = None) -> Optio
     if code is None:
         return None
     return {
-        R.CAPABILITY_UNDECLARED:
-            "aiter batch_prefill requires an AMD gfx942/gfx950 device; got 'unknown'. Use backend='fa2' instead",
+        R.CAPABILITY_UNDECLARED: "aiter batch_prefill requires an AMD gfx942/gfx950 device; got 'unknown'. Use backend='fa2' instead",
         R.CAPABILITY_UNSUPPORTED: "aiter batch_prefill is not supported on gfx90a",
         R.CAPABILITY_UNKNOWN_OP: "aiter frobnicate is not a declared capability",
         R.CAPABILITY_KNOWN_BAD: "aiter batch_prefill on gfx950 is known-broken in amd-aiter 0.1.19",
@@ -80,18 +82,15 @@ def library_text(code: Optional[R.ReasonCode], t: Optional[int] = None) -> Optio
         R.DTYPE_MISMATCH: "dtype_q=torch.float16 != dtype_kv=torch.bfloat16 (AITER requires equal dtypes)",
         R.HEAD_DIMS: "head_dim_qk=192 != head_dim_vo=128 (AITER requires equal head dims)",
         R.POS_ENCODING: "pos_encoding_mode='ROPE_LLAMA' (AITER only supports NONE)",
-        R.SOFTCAP_DEFECT:
-            "logits_soft_cap=30.0 with causal head_dim=128 (AITER mha_varlen_fwd computes the soft cap incorrectly)",
+        R.SOFTCAP_DEFECT: "logits_soft_cap=30.0 with causal head_dim=128 (AITER mha_varlen_fwd computes the soft cap incorrectly)",
         R.PAGED_SHORT_QUERY: f"query length <= {t} on a page size AITER cannot page natively "
-            "(its flat gather copies the whole KV cache, which a short query cannot amortise)",
+        "(its flat gather copies the whole KV cache, which a short query cannot amortise)",
         R.RAGGED_SHORT_QUERY: f"query length <= {t} on ragged KV (AITER's mha_varlen_fwd costs more per call "
-            "than the in-tree kernel, which a short query cannot amortise)",
-        R.ABI_FLOOR:
-            "amd-aiter 0.1.12 is below the 0.1.20 ABI floor (the vendored struct layouts do not match older releases)",
-        R.NOT_INSTALLED:
-            "aiter package not installed (see docs/rocm/backends.md for the wheel index and pinned version)",
+        "than the in-tree kernel, which a short query cannot amortise)",
+        R.ABI_FLOOR: "amd-aiter 0.1.12 is below the 0.1.20 ABI floor (the vendored struct layouts do not match older releases)",
+        R.NOT_INSTALLED: "aiter package not installed (see docs/rocm/backends.md for the wheel index and pinned version)",
         R.BOOTSTRAP_FAILED: "aiter batch_prefill kernel bootstrap failed on this install: "
-            "ModuleNotFoundError: No module named 'aiter.jit' (set FLASHINFER_AITER_STRICT=1 to raise instead)",
+        "ModuleNotFoundError: No module named 'aiter.jit' (set FLASHINFER_AITER_STRICT=1 to raise instead)",
         R.NATIVE_PAGING_UNAVAILABLE: "aiter native paging was unavailable for page_size=1024; falling back to fa2",
         R.DECODE_CAPACITY: "batch has kv_len=256 exceeding the declared max_seq_len=128",
     }[code]
@@ -143,6 +142,7 @@ def test_paged_flat_gather_boundary(arch, t):
 
 def test_ragged_boundary_on_gfx942():
     """Rule 6: ragged gfx942 16 -> fa2 'ragged KV', 17 -> aiter."""
+
     def r(n):
         return expected_route(SPEC, q(api="ragged", page_size=1, max_q_len=n))
 
@@ -203,23 +203,42 @@ def test_custom_mask_outranks_a_short_query():
 @pytest.mark.parametrize("install,reason", [("not_installed", R.NOT_INSTALLED), ("below_abi_floor", R.ABI_FLOOR)])
 def test_install_reason_outranks_the_perf_gate(install, reason):
     """Rule 4: without importable AITER, a short query hears the install reason, not 'too short'."""
-    for query in (q(max_q_len=1, aiter_install=install),
-                  q(api="ragged", page_size=1, max_q_len=1, aiter_install=install)):
+    for query in (
+        q(max_q_len=1, aiter_install=install),
+        q(api="ragged", page_size=1, max_q_len=1, aiter_install=install),
+    ):
         assert expected_route(SPEC, query).reason is reason
 
 
 def test_full_precedence_chain():
     """Rule 3: capability > layout > mask > dtype > mismatch > head dims > pos_enc > soft-cap > install > gate."""
     steps = [
-        ({}, R.CAPABILITY_UNDECLARED), ({"arch": "gfx950"}, R.LAYOUT), ({"kv_layout": "NHD"}, R.CUSTOM_MASK),
-        ({"custom_mask": False}, R.DTYPE_FP8_ALLOWED), ({"q_dtype": "fp16"}, R.DTYPE_MISMATCH),
-        ({"kv_dtype": "fp16"}, R.HEAD_DIMS), ({"head_dim_vo": 128}, R.POS_ENCODING),
-        ({"pos_encoding": "NONE"}, R.SOFTCAP_DEFECT), ({"logits_soft_cap": 0.0}, R.NOT_INSTALLED),
-        ({"aiter_install": "importable"}, R.PAGED_SHORT_QUERY), ({"max_q_len": 9}, None),
+        ({}, R.CAPABILITY_UNDECLARED),
+        ({"arch": "gfx950"}, R.LAYOUT),
+        ({"kv_layout": "NHD"}, R.CUSTOM_MASK),
+        ({"custom_mask": False}, R.DTYPE_FP8_ALLOWED),
+        ({"q_dtype": "fp16"}, R.DTYPE_MISMATCH),
+        ({"kv_dtype": "fp16"}, R.HEAD_DIMS),
+        ({"head_dim_vo": 128}, R.POS_ENCODING),
+        ({"pos_encoding": "NONE"}, R.SOFTCAP_DEFECT),
+        ({"logits_soft_cap": 0.0}, R.NOT_INSTALLED),
+        ({"aiter_install": "importable"}, R.PAGED_SHORT_QUERY),
+        ({"max_q_len": 9}, None),
     ]
-    query = q(arch="unknown", kv_layout="HND", custom_mask=True, q_dtype="fp32", kv_dtype="bf16",
-              head_dim_qk=128, head_dim_vo=64, pos_encoding="ROPE_LLAMA", causal=True,
-              logits_soft_cap=30.0, aiter_install="not_installed", max_q_len=8)
+    query = q(
+        arch="unknown",
+        kv_layout="HND",
+        custom_mask=True,
+        q_dtype="fp32",
+        kv_dtype="bf16",
+        head_dim_qk=128,
+        head_dim_vo=64,
+        pos_encoding="ROPE_LLAMA",
+        causal=True,
+        logits_soft_cap=30.0,
+        aiter_install="not_installed",
+        max_q_len=8,
+    )
     for change, reason in steps:
         query = query.replace(**change)
         assert expected_route(SPEC, query).reason is reason, change
@@ -247,8 +266,9 @@ def test_softcap_defect_is_gfx950_only_and_routed_pages_keep_aiter():
     assert expected_route(SPEC, q(arch="gfx950", page_size=5, max_q_len=64, **SOFTCAP)).reason is R.SOFTCAP_DEFECT
 
 
-@pytest.mark.parametrize("arch,fp8,page",
-                         [("gfx942", "e4m3fnuz", 16), ("gfx942", "e4m3fnuz", 1), ("gfx950", "e4m3fn", 1024)])
+@pytest.mark.parametrize(
+    "arch,fp8,page", [("gfx942", "e4m3fnuz", 16), ("gfx942", "e4m3fnuz", 1), ("gfx950", "e4m3fn", 1024)]
+)
 def test_fp8_paged_at_a_routed_page_goes_to_aiter_without_a_gate(arch, fp8, page):
     """Rule 20: fp8 at a routed page with bf16 output -> aiter, even for a 1-token query."""
     e = expected_route(SPEC, q(arch=arch, q_dtype=fp8, kv_dtype=fp8, page_size=page, max_q_len=1))
@@ -258,8 +278,10 @@ def test_fp8_paged_at_a_routed_page_goes_to_aiter_without_a_gate(arch, fp8, page
 @pytest.mark.parametrize("requested", ["auto", "aiter", "fa2"])
 def test_fp8_off_native_paging_raises_for_every_backend(requested):
     """Rule 21: fp8 at page 32 raises NotImplementedError (auto and aiter; fa2 has no fp8 kernel)."""
-    assert expected_route(SPEC, q(q_dtype="e4m3fnuz", kv_dtype="e4m3fnuz", page_size=32,
-                                  requested=requested)).raises == "NotImplementedError"
+    assert (
+        expected_route(SPEC, q(q_dtype="e4m3fnuz", kv_dtype="e4m3fnuz", page_size=32, requested=requested)).raises
+        == "NotImplementedError"
+    )
 
 
 def test_fp8_declined_by_the_selector_raises_instead_of_running_fa2():

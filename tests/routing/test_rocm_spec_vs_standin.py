@@ -13,6 +13,7 @@ row is reached by a passing observation, except NOT_CONFIRMABLE, each with why. 
 observation checks the spec against the document the stand-in was built from; it is never a
 conformance result for the fork.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -48,7 +49,7 @@ OTHER_FP8 = {"gfx942": "e4m3fn", "gfx950": "e4m3fnuz"}
 # Rows no observation can confirm through the adapter on a CPU, and why.
 NOT_CONFIRMABLE = {
     "single_bootstrap_failed": "single prefill exposes no reason (the adapter reports NOT_REPORTED) and the row "
-                               "expects None; its backend (fa2) is checked in test_single_prefill_backends",
+    "expects None; its backend (fa2) is checked in test_single_prefill_backends",
 }
 
 
@@ -79,8 +80,13 @@ class Install:
 
     def env(self, graph: bool) -> RoutingEnv:
         # a failed bootstrap also fails the native-paging probe: it launches the same kernels
-        return RoutingEnv(arch=self.arch, aiter_install=self.aiter, graph_mode=graph, bootstrap_ok=self.bootstrap_ok,
-                          native_paging_ok=self.native_paging_ok and self.bootstrap_ok)
+        return RoutingEnv(
+            arch=self.arch,
+            aiter_install=self.aiter,
+            graph_mode=graph,
+            bootstrap_ok=self.bootstrap_ok,
+            native_paging_ok=self.native_paging_ok and self.bootstrap_ok,
+        )
 
     @property
     def plain(self) -> bool:
@@ -160,30 +166,55 @@ def scenarios() -> list[Scenario]:
             one(f"{arch} bootstrap fails decode", DECODE, bootstrap_ok=False, **a),
         ]
         for aiter in ("not_installed", "below_abi_floor"):
-            out += [one(f"{arch} {aiter} short paged", paged(qo=(3, 4)), aiter=aiter, **a),
-                    one(f"{arch} {aiter} short ragged", ragged(qo=(5, 4)), aiter=aiter, **a),
-                    one(f"{arch} {aiter} decode", DECODE, aiter=aiter, **a)]
+            out += [
+                one(f"{arch} {aiter} short paged", paged(qo=(3, 4)), aiter=aiter, **a),
+                one(f"{arch} {aiter} short ragged", ragged(qo=(5, 4)), aiter=aiter, **a),
+                one(f"{arch} {aiter} decode", DECODE, aiter=aiter, **a),
+            ]
         # lifecycle: successive plans of one adapter
         out += [
-            Scenario(f"{arch} eager paged long-short-long", (paged(), paged(qo=(3, t)), paged()),
-                     install=Install(arch)),
-            Scenario(f"{arch} eager ragged long-short-long", (ragged(), ragged(qo=(5, 9)), ragged()),
-                     install=Install(arch)),
+            Scenario(
+                f"{arch} eager paged long-short-long", (paged(), paged(qo=(3, t)), paged()), install=Install(arch)
+            ),
+            Scenario(
+                f"{arch} eager ragged long-short-long", (ragged(), ragged(qo=(5, 9)), ragged()), install=Install(arch)
+            ),
             Scenario(f"{arch} eager masked then maskless", (paged(mask="custom"), paged()), install=Install(arch)),
-            Scenario(f"{arch} graph ragged short first", (ragged((16, 16), (40, 40)), ragged((1, 31), (40, 40))),
-                     graph=True, install=Install(arch)),
-            Scenario(f"{arch} graph ragged long first", (ragged((1, 31), (40, 40)), ragged((16, 16), (40, 40))),
-                     graph=True, install=Install(arch)),
-            Scenario(f"{arch} graph paged short first", (paged((t, t), (40, 40)), paged((1, 2 * t - 1), (40, 40))),
-                     graph=True, install=Install(arch)),
-            Scenario(f"{arch} graph paged long first", (paged((1, 2 * t - 1), (40, 40)), paged((t, t), (40, 40))),
-                     graph=True, install=Install(arch)),
-            Scenario(f"{arch} decode sticky", (DECODE, DECODE.replace(kv_layout="NHD", kv_lens=(3, 50))),
-                     install=Install(arch)),
+            Scenario(
+                f"{arch} graph ragged short first",
+                (ragged((16, 16), (40, 40)), ragged((1, 31), (40, 40))),
+                graph=True,
+                install=Install(arch),
+            ),
+            Scenario(
+                f"{arch} graph ragged long first",
+                (ragged((1, 31), (40, 40)), ragged((16, 16), (40, 40))),
+                graph=True,
+                install=Install(arch),
+            ),
+            Scenario(
+                f"{arch} graph paged short first",
+                (paged((t, t), (40, 40)), paged((1, 2 * t - 1), (40, 40))),
+                graph=True,
+                install=Install(arch),
+            ),
+            Scenario(
+                f"{arch} graph paged long first",
+                (paged((1, 2 * t - 1), (40, 40)), paged((t, t), (40, 40))),
+                graph=True,
+                install=Install(arch),
+            ),
+            Scenario(
+                f"{arch} decode sticky",
+                (DECODE, DECODE.replace(kv_layout="NHD", kv_lens=(3, 50))),
+                install=Install(arch),
+            ),
         ]
-    out += [one("unknown arch paged", paged(), arch="unknown"),
-            one("unknown arch fp8", paged(page=16, **fp8("gfx942")), arch="unknown"),
-            one("unknown arch decode", DECODE, arch="unknown")]
+    out += [
+        one("unknown arch paged", paged(), arch="unknown"),
+        one("unknown arch fp8", paged(page=16, **fp8("gfx942")), arch="unknown"),
+        one("unknown arch decode", DECODE, arch="unknown"),
+    ]
     return out
 
 
@@ -200,6 +231,7 @@ def _one_intra_op_thread() -> Any:
 
 
 # ---- the fork under test: its stand-in here, the library where it imports ------------------------
+
 
 def _library_fork() -> Optional[str]:
     """Why the real fork cannot be observed here, or None when it can (a ROCm device and the fork)."""
@@ -220,8 +252,12 @@ def _library_fork() -> Optional[str]:
 def machine(target: str, install: Install) -> Iterator[str]:
     """Patch the fork's probes for `install`; yields the adapter's device."""
     if target == "stand-in":
-        with installed(arch=install.arch, aiter=install.aiter, bootstrap_ok=install.bootstrap_ok,
-                       native_paging_ok=install.native_paging_ok):
+        with installed(
+            arch=install.arch,
+            aiter=install.aiter,
+            bootstrap_ok=install.bootstrap_ok,
+            native_paging_ok=install.native_paging_ok,
+        ):
             yield "cpu"
         return
     caps = importlib.import_module("flashinfer.rocm.arch_caps")
@@ -250,8 +286,15 @@ def _observe_plans(target: str, s: Scenario) -> list[ObservedRoute]:
     reset_seen()
     with machine(target, s.install) as device:
         graphs = RecordedGraphs() if target == "stand-in" else None
-        a = fi.FlashInferKernel(s.requested, device, graph=s.graph, graphs=graphs, options=fi.AdapterOptions(
-            decode_tensor_cores=s.tensor_cores, workspace_bytes=1 << 10 if target == "stand-in" else 128 << 20))
+        a = fi.FlashInferKernel(
+            s.requested,
+            device,
+            graph=s.graph,
+            graphs=graphs,
+            options=fi.AdapterOptions(
+                decode_tensor_cores=s.tensor_cores, workspace_bytes=1 << 10 if target == "stand-in" else 128 << 20
+            ),
+        )
         a.supports = lambda case: Support.yes()  # type: ignore[method-assign]
         out = []
         for i, case in enumerate(s.cases):
@@ -274,8 +317,10 @@ def _observe_plans(target: str, s: Scenario) -> list[ObservedRoute]:
 
 
 def _expected(s: Scenario) -> list:
-    queries = [query_from_case(c, s.install.env(s.graph), requested=s.requested, use_tensor_cores=s.tensor_cores)
-               for c in s.cases]
+    queries = [
+        query_from_case(c, s.install.env(s.graph), requested=s.requested, use_tensor_cores=s.tensor_cores)
+        for c in s.cases
+    ]
     return expected_sequence(SPEC, queries)
 
 
@@ -294,6 +339,7 @@ def verdicts(target: str) -> list[tuple[str, RoutingVerdict]]:
 
 # ---- direct scenarios: rows no Case expresses ----------------------------------------------------
 
+
 def _direct() -> list[tuple[str, Any, ObservedRoute]]:
     """(label, expected, observed) from the stand-in's wrappers and selector, called directly."""
     out = []
@@ -305,19 +351,37 @@ def _direct() -> list[tuple[str, Any, ObservedRoute]]:
             pre = sys.modules["flashinfer.rocm.prefill"]
             q = query_from_case(case, env).replace(both_length_gates=True)
             try:
-                pre._auto_select_prefill_backend(torch.device("cpu"), dtype_q=torch.bfloat16,
-                                                 dtype_kv=torch.bfloat16, kv_layout="NHD", has_custom_mask=False,
-                                                 head_dim_qk=64, head_dim_vo=64, max_q_len=4, ragged_q_len=4)
+                pre._auto_select_prefill_backend(
+                    torch.device("cpu"),
+                    dtype_q=torch.bfloat16,
+                    dtype_kv=torch.bfloat16,
+                    kv_layout="NHD",
+                    has_custom_mask=False,
+                    head_dim_qk=64,
+                    head_dim_vo=64,
+                    max_q_len=4,
+                    ragged_q_len=4,
+                )
                 obs = ObservedRoute("no raise", None)
             except Exception as e:
                 obs = ObservedRoute(None, None, raised=type(e).__name__)
             out.append((f"{arch} direct: both length gates", expected_route(SPEC, q), obs))
             for requested in ("auto", "aiter"):
-                w = lib.BatchPrefillWithPagedKVCacheWrapper(torch.zeros(8, dtype=torch.uint8), "NHD",
-                                                            backend=requested)
+                w = lib.BatchPrefillWithPagedKVCacheWrapper(torch.zeros(8, dtype=torch.uint8), "NHD", backend=requested)
                 try:
-                    w.plan(inp.qo_indptr, inp.kv_page_indptr, inp.kv_page_indices, inp.kv_last_page_len, 4, 2, 64,
-                           5, causal=True, pos_encoding_mode="ROPE_LLAMA", q_data_type=torch.bfloat16)
+                    w.plan(
+                        inp.qo_indptr,
+                        inp.kv_page_indptr,
+                        inp.kv_page_indices,
+                        inp.kv_last_page_len,
+                        4,
+                        2,
+                        64,
+                        5,
+                        causal=True,
+                        pos_encoding_mode="ROPE_LLAMA",
+                        q_data_type=torch.bfloat16,
+                    )
                     obs = ObservedRoute(w.backend, w.backend_fallback_reason)
                 except Exception as e:
                     obs = ObservedRoute(None, None, raised=type(e).__name__)
@@ -325,26 +389,40 @@ def _direct() -> list[tuple[str, Any, ObservedRoute]]:
                 out.append((f"{arch} direct: RoPE {requested}", e, obs))
             for requested in ("auto", "aiter"):
                 d = lib.CUDAGraphBatchDecodeWithPagedKVCacheWrapper(
-                    torch.zeros(8, dtype=torch.uint8), torch.zeros(3, dtype=torch.int32),
-                    torch.zeros(64, dtype=torch.int32), torch.zeros(2, dtype=torch.int32), backend=requested,
-                    max_seq_len=16)
+                    torch.zeros(8, dtype=torch.uint8),
+                    torch.zeros(3, dtype=torch.int32),
+                    torch.zeros(64, dtype=torch.int32),
+                    torch.zeros(2, dtype=torch.int32),
+                    backend=requested,
+                    max_seq_len=16,
+                )
                 for kv in ((9, 12), (9, 20), (9, 12)):
                     c = DECODE.replace(kv_lens=kv)
                     di = materialize(c, 0, "cpu")
                     try:
-                        d.plan(di.kv_page_indptr, di.kv_page_indices, di.kv_last_page_len, 4, 2, 64, 4,
-                               q_data_type=torch.bfloat16)
+                        d.plan(
+                            di.kv_page_indptr,
+                            di.kv_page_indices,
+                            di.kv_last_page_len,
+                            4,
+                            2,
+                            64,
+                            4,
+                            q_data_type=torch.bfloat16,
+                        )
                         obs = ObservedRoute(d.backend, d.backend_fallback_reason)
                     except Exception as e:
                         obs = ObservedRoute(None, None, raised=type(e).__name__)
-                    e = expected_route(SPEC, query_from_case(c, Install(arch).env(True), requested=requested,
-                                                             max_seq_len=16))
+                    e = expected_route(
+                        SPEC, query_from_case(c, Install(arch).env(True), requested=requested, max_seq_len=16)
+                    )
                     out.append((f"{arch} direct: decode max_seq_len=16 {requested} kv {kv}", e, obs))
     fl.lib_facts.cache_clear()
     return out
 
 
 # ---- the checks ----------------------------------------------------------------------------------
+
 
 def test_every_observation_passes_and_is_explained(verdicts: list) -> None:
     bad = [f"{label}: {v.status} ({v.detail}); rule {v.expected.rule}" for label, v in verdicts if not v.passed]
@@ -363,12 +441,14 @@ def test_every_row_is_reached_or_listed_as_not_confirmable(target: str, verdicts
 
 def test_single_prefill_backends_follow_the_spec(target: str) -> None:
     """Single prefill reports no reason, so only its backend is compared (including the NOT_CONFIRMABLE row)."""
-    cases = [("plain", Install(), Case("single", (7,), (20,), causal=True, **H)),
-             ("mask", Install(), Case("single", (7,), (20,), mask="custom", **H)),
-             ("soft cap gfx950", Install("gfx950"), Case("single", (7,), (20,), **CAP)),
-             ("soft cap gfx942", Install("gfx942"), Case("single", (7,), (20,), **CAP)),
-             ("no aiter", Install(aiter="not_installed"), Case("single", (7,), (20,), **H)),
-             ("bootstrap fails", Install(bootstrap_ok=False), Case("single", (7,), (20,), **H))]
+    cases = [
+        ("plain", Install(), Case("single", (7,), (20,), causal=True, **H)),
+        ("mask", Install(), Case("single", (7,), (20,), mask="custom", **H)),
+        ("soft cap gfx950", Install("gfx950"), Case("single", (7,), (20,), **CAP)),
+        ("soft cap gfx942", Install("gfx942"), Case("single", (7,), (20,), **CAP)),
+        ("no aiter", Install(aiter="not_installed"), Case("single", (7,), (20,), **H)),
+        ("bootstrap fails", Install(bootstrap_ok=False), Case("single", (7,), (20,), **H)),
+    ]
     rows = set()
     for label, inst, case in cases:
         if target == "library" and not inst.plain:

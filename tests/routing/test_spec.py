@@ -1,4 +1,5 @@
 """The spec format and its engine: precedence, gates, MISSING vs None, lifecycle, self-checks."""
+
 from __future__ import annotations
 
 import pytest
@@ -6,8 +7,20 @@ import pytest
 from kernels import _env
 from routing import reasons as R
 from routing.spec import (
-    MISSING, LengthGate, Lifecycle, RouteRule, RoutingEnv, RoutingQuery, RoutingSpec, SpecError,
-    SpecGap, ThresholdTable, current_arch, expected_route, expected_sequence, query_from_case,
+    MISSING,
+    LengthGate,
+    Lifecycle,
+    RouteRule,
+    RoutingEnv,
+    RoutingQuery,
+    RoutingSpec,
+    SpecError,
+    SpecGap,
+    ThresholdTable,
+    current_arch,
+    expected_route,
+    expected_sequence,
+    query_from_case,
     validate,
 )
 from scenarios.case import Case
@@ -19,13 +32,18 @@ DEFAULT_LIFECYCLE = Lifecycle()  # frozen: one shared default, as a default argu
 def toy_spec(table: ThresholdTable = GATE, lifecycle: Lifecycle = DEFAULT_LIFECYCLE) -> RoutingSpec:
     """Mask beats the gate beats the default: three rows in precedence order."""
     return RoutingSpec(
-        library="toy", archs=("a1", "a2"), lifecycle=lifecycle, thresholds={"gate": table},
+        library="toy",
+        archs=("a1", "a2"),
+        lifecycle=lifecycle,
+        thresholds={"gate": table},
         rules=(
             RouteRule("mask", lambda q, c: q.custom_mask, "fa2", R.CUSTOM_MASK),
-            RouteRule("short", lambda q, c: True, "fa2", R.RAGGED_SHORT_QUERY,
-                      gate=LengthGate("gate", lambda q: q.max_q_len)),
+            RouteRule(
+                "short", lambda q, c: True, "fa2", R.RAGGED_SHORT_QUERY, gate=LengthGate("gate", lambda q: q.max_q_len)
+            ),
             RouteRule("default", lambda q, c: True, "aiter", None),
-        ))
+        ),
+    )
 
 
 def q(**kw):
@@ -113,24 +131,46 @@ def test_eager_plans_re_resolve_and_graph_mode_keeps_the_first():
 def test_a_wrapper_held_on_a_backend_refuses_what_an_explicit_request_for_it_refuses():
     """Graph mode: the first plan fixes fa2; a later plan that explicit fa2 refuses raises, not 'still fa2'."""
     spec = RoutingSpec(
-        library="toy", archs=("a1",), lifecycle=Lifecycle(graph_mode_first_plan_decides=True),
+        library="toy",
+        archs=("a1",),
+        lifecycle=Lifecycle(graph_mode_first_plan_decides=True),
         thresholds={},
-        rules=(RouteRule("fp8_on_fa2", lambda q, c: q.q_dtype == "e4m3fn" and q.requested == "fa2", None, None,
-                         expect_raises="NotImplementedError"),
-               RouteRule("explicit_fa2", lambda q, c: q.requested == "fa2", "fa2", None),
-               RouteRule("masked", lambda q, c: q.custom_mask, "fa2", R.CUSTOM_MASK),
-               RouteRule("default", lambda q, c: True, "aiter", None)))
+        rules=(
+            RouteRule(
+                "fp8_on_fa2",
+                lambda q, c: q.q_dtype == "e4m3fn" and q.requested == "fa2",
+                None,
+                None,
+                expect_raises="NotImplementedError",
+            ),
+            RouteRule("explicit_fa2", lambda q, c: q.requested == "fa2", "fa2", None),
+            RouteRule("masked", lambda q, c: q.custom_mask, "fa2", R.CUSTOM_MASK),
+            RouteRule("default", lambda q, c: True, "aiter", None),
+        ),
+    )
     first, fp8 = q(custom_mask=True, graph_mode=True), q(q_dtype="e4m3fn", graph_mode=True)
     got = expected_sequence(spec, [first, fp8, first])
-    assert [(e.rule, e.raises) for e in got] == [("masked", None), ("fp8_on_fa2", "NotImplementedError"),
-                                                 ("masked", None)]
+    assert [(e.rule, e.raises) for e in got] == [
+        ("masked", None),
+        ("fp8_on_fa2", "NotImplementedError"),
+        ("masked", None),
+    ]
     assert expected_sequence(spec, [fp8])[0].rule == "default"  # a fresh auto wrapper takes aiter for it
 
 
 def test_query_from_case_reads_the_case_and_the_environment():
     """Lengths are the batch maxima (0 for an empty batch); env facts are copied."""
-    case = Case(layout="paged", qo_lens=(3, 17), kv_lens=(100, 40), num_qo_heads=4, num_kv_heads=1,
-                page_size=16, mask="custom", causal=True, logits_soft_cap=30.0)
+    case = Case(
+        layout="paged",
+        qo_lens=(3, 17),
+        kv_lens=(100, 40),
+        num_qo_heads=4,
+        num_kv_heads=1,
+        page_size=16,
+        mask="custom",
+        causal=True,
+        logits_soft_cap=30.0,
+    )
     env = RoutingEnv("gfx950", aiter_install="not_installed", graph_mode=True)
     got = query_from_case(case, env, requested="aiter")
     assert (got.api, got.arch, got.max_q_len, got.max_kv_len, got.page_size) == ("paged", "gfx950", 17, 100, 16)
@@ -140,8 +180,10 @@ def test_query_from_case_reads_the_case_and_the_environment():
     assert query_from_case(empty, env).max_q_len == 0
 
 
-@pytest.mark.parametrize("cap,hip,arch", [((9, 4), "6.2", "gfx942"), ((9, 5), "6.2", "gfx950"),
-                                          (None, None, "unknown"), ((9, 0), None, "unknown")])
+@pytest.mark.parametrize(
+    "cap,hip,arch",
+    [((9, 4), "6.2", "gfx942"), ((9, 5), "6.2", "gfx950"), (None, None, "unknown"), ((9, 0), None, "unknown")],
+)
 def test_current_arch_comes_from_the_patchable_capability(monkeypatch, cap, hip, arch):
     """Architecture facts come from kernels._env, patched here (STYLE item 3)."""
     monkeypatch.setattr(_env, "device_capability", lambda device: cap)

@@ -1,4 +1,5 @@
 """The threshold tool reproduces the seeds' thresholds from their printed tables, and its rule holds."""
+
 from __future__ import annotations
 
 import re
@@ -11,8 +12,19 @@ from hypothesis import strategies as st
 from routing import ab_tables as T
 from scenarios.errors import InvalidValue
 from routing.threshold import (
-    ABTable, Cell, ContradictoryObservation, InvalidTable, NoMeasurements, Observation, Quote, Row,
-    UndeterminedThreshold, costs_at, derive, render, row_crossovers,
+    ABTable,
+    Cell,
+    ContradictoryObservation,
+    InvalidTable,
+    NoMeasurements,
+    Observation,
+    Quote,
+    Row,
+    UndeterminedThreshold,
+    costs_at,
+    derive,
+    render,
+    row_crossovers,
 )
 
 SEED_LINES = Path(__file__).resolve().parents[1] / "data" / "sources" / "seed_lines"
@@ -21,8 +33,14 @@ Q = Quote("synthetic", 1, "synthetic")
 
 def table(columns, *rows, arch="gfx942"):
     """A synthetic table: rows given as (batch, kv_len, cells...)."""
-    return ABTable(arch=arch, layout="paged", a="aiter", b="fa2", columns=tuple(columns),
-                   rows=tuple(Row(b, k, tuple(cells)) for b, k, *cells in rows))
+    return ABTable(
+        arch=arch,
+        layout="paged",
+        a="aiter",
+        b="fa2",
+        columns=tuple(columns),
+        rows=tuple(Row(b, k, tuple(cells)) for b, k, *cells in rows),
+    )
 
 
 def seed(name):
@@ -40,8 +58,7 @@ def test_paged_threshold_is_16_on_both_architectures(name):
     assert r.observations_used == () and r.missing_cells == ()
 
 
-@pytest.mark.parametrize("name,wins", [("paged-gfx942", ["bs8/kv1024/q24"]),
-                                       ("paged-gfx950", ["bs32/kv2048/q24"])])
+@pytest.mark.parametrize("name,wins", [("paged-gfx942", ["bs8/kv1024/q24"]), ("paged-gfx950", ["bs32/kv2048/q24"])])
 def test_paged_q24_wins_are_exactly_the_cells_the_seed_names(name, wins):
     """'at 24 it already wins at bs8/kv1024 on gfx942 and bs32/kv2048 on gfx950' (0.96 and 0.70)."""
     r = seed(name)
@@ -82,17 +99,23 @@ def test_not_gating_q24_leaves_more_than_the_seeds_1_9x(name, ratio):
 
 def test_bs1_rows_cross_between_q128_and_q256_except_a_printed_tie():
     """'bs1 does not cross until ~192': bs1 rows cross in (128, 256], but gfx950 bs1/kv8192 ties at q128."""
-    got = {t.arch: {(x.batch, x.kv_len): (x.last_loss, x.first_non_loss) for x in row_crossovers(t)
-                    if x.batch == 1} for t in (T.PAGED_GFX942, T.PAGED_GFX950)}
-    assert got == {"gfx942": {(1, 1024): (128, 256), (1, 8192): (128, 256)},
-                   "gfx950": {(1, 1024): (128, 256), (1, 8192): (64, 128)}}
+    got = {
+        t.arch: {(x.batch, x.kv_len): (x.last_loss, x.first_non_loss) for x in row_crossovers(t) if x.batch == 1}
+        for t in (T.PAGED_GFX942, T.PAGED_GFX950)
+    }
+    assert got == {
+        "gfx942": {(1, 1024): (128, 256), (1, 8192): (128, 256)},
+        "gfx950": {(1, 1024): (128, 256), (1, 8192): (64, 128)},
+    }
     assert T.PAGED_GFX950.rows[1].cells[4] == 1.00
 
 
 def test_bs8_and_bs32_crossovers_as_printed():
     """'bs>=8 crosses between 24 and 32' holds for one printed row only; the others cross elsewhere."""
-    got = {t.arch: {(x.batch, x.kv_len): (x.last_loss, x.first_non_loss) for x in row_crossovers(t)
-                    if x.batch >= 8} for t in (T.PAGED_GFX942, T.PAGED_GFX950)}
+    got = {
+        t.arch: {(x.batch, x.kv_len): (x.last_loss, x.first_non_loss) for x in row_crossovers(t) if x.batch >= 8}
+        for t in (T.PAGED_GFX942, T.PAGED_GFX950)
+    }
     assert got == {
         "gfx942": {(8, 1024): (16, 24), (8, 8192): (32, 64), (32, 2048): (32, 64)},
         "gfx950": {(8, 1024): (16, 24), (8, 8192): (24, 32), (32, 2048): (16, 24)},
@@ -280,11 +303,14 @@ def test_cells_considered_counts_the_columns_the_decision_read():
     assert r.cells_considered == 3
 
 
-@pytest.mark.parametrize("t,field", [
-    (table((16, 24)), "rows"),
-    (table((), (1, 1024)), "columns"),
-    (table((16, 24), (1, 1024, None, None)), "cells"),
-])
+@pytest.mark.parametrize(
+    "t,field",
+    [
+        (table((16, 24)), "rows"),
+        (table((), (1, 1024)), "columns"),
+        (table((16, 24), (1, 1024, None, None)), "cells"),
+    ],
+)
 def test_an_empty_table_is_no_data_not_none(t, field):
     """No rows, no columns or no measured cell raise NoMeasurements with field, expected and fix."""
     with pytest.raises(NoMeasurements) as e:
@@ -292,20 +318,22 @@ def test_an_empty_table_is_no_data_not_none(t, field):
     assert e.value.field == field and e.value.expected and "not None" in e.value.fix
 
 
-@pytest.mark.parametrize("columns,rows,field", [
-    ((24, 16), [(1, 1024, 2.0, 2.0)], "columns"),
-    ((16, 16), [(1, 1024, 2.0, 2.0)], "columns"),
-    ((0,), [(1, 1024, 2.0)], "columns"),
-    ((16,), [(1, 1024, 2.0), (1, 1024, 3.0)], "rows"),
-    ((16, 24), [(1, 1024, 2.0)], "rows[bs1/kv1024].cells"),
-    ((16,), [(1, 1024, float("nan"))], "rows[bs1/kv1024].cells"),
-    ((16,), [(1, 1024, 0.0)], "rows[bs1/kv1024].cells"),
-])
+@pytest.mark.parametrize(
+    "columns,rows,field",
+    [
+        ((24, 16), [(1, 1024, 2.0, 2.0)], "columns"),
+        ((16, 16), [(1, 1024, 2.0, 2.0)], "columns"),
+        ((0,), [(1, 1024, 2.0)], "columns"),
+        ((16,), [(1, 1024, 2.0), (1, 1024, 3.0)], "rows"),
+        ((16, 24), [(1, 1024, 2.0)], "rows[bs1/kv1024].cells"),
+        ((16,), [(1, 1024, float("nan"))], "rows[bs1/kv1024].cells"),
+        ((16,), [(1, 1024, 0.0)], "rows[bs1/kv1024].cells"),
+    ],
+)
 def test_a_malformed_table_names_the_offending_field(columns, rows, field):
     """Unordered columns, duplicate rows, ragged rows, NaN or zero ratios raise InvalidTable."""
     with pytest.raises(InvalidTable) as e:
-        ABTable("gfx942", "paged", "aiter", "fa2", columns,
-                tuple(Row(b, k, tuple(c)) for b, k, *c in rows))
+        ABTable("gfx942", "paged", "aiter", "fa2", columns, tuple(Row(b, k, tuple(c)) for b, k, *c in rows))
     assert e.value.field == field and e.value.fix
 
 
@@ -385,8 +413,14 @@ RATIO = st.one_of(st.sampled_from([0.5, 0.96, 1.0, 1.04, 2.0]), st.floats(0.05, 
 @st.composite
 def tables(draw, holes=True):
     cols = sorted(draw(st.sets(st.integers(1, 64).map(lambda i: 8 * i), min_size=1, max_size=6)))
-    shapes = draw(st.lists(st.tuples(st.sampled_from([1, 2, 8, 32]), st.sampled_from([128, 1024, 8192])),
-                           min_size=1, max_size=5, unique=True))
+    shapes = draw(
+        st.lists(
+            st.tuples(st.sampled_from([1, 2, 8, 32]), st.sampled_from([128, 1024, 8192])),
+            min_size=1,
+            max_size=5,
+            unique=True,
+        )
+    )
     cell = st.one_of(st.none(), RATIO, RATIO, RATIO) if holes else RATIO
     rows = [(b, k, *draw(st.lists(cell, min_size=len(cols), max_size=len(cols)))) for b, k in shapes]
     return table(cols, *rows)
@@ -428,9 +462,16 @@ def test_inserting_an_all_losing_column_just_above_the_threshold_extends_it(t, d
     q_new = t.columns[0] - 1 if r.threshold is None else r.threshold + 1
     pos = 0 if r.threshold is None else t.columns.index(r.threshold) + 1
     new_cells = data.draw(st.lists(LOSS, min_size=len(t.rows), max_size=len(t.rows)))
-    t2 = ABTable(t.arch, t.layout, t.a, t.b, t.columns[:pos] + (q_new,) + t.columns[pos:],
-                 tuple(Row(row.batch, row.kv_len, row.cells[:pos] + (v,) + row.cells[pos:])
-                       for row, v in zip(t.rows, new_cells)))
+    t2 = ABTable(
+        t.arch,
+        t.layout,
+        t.a,
+        t.b,
+        t.columns[:pos] + (q_new,) + t.columns[pos:],
+        tuple(
+            Row(row.batch, row.kv_len, row.cells[:pos] + (v,) + row.cells[pos:]) for row, v in zip(t.rows, new_cells)
+        ),
+    )
     assert derive(t2).threshold == q_new
 
 
@@ -463,9 +504,11 @@ def test_without_holes_the_threshold_is_the_last_all_losing_prefix_column(t):
     assert r.threshold == q_star
     gated = [c for c in t.cells() if q_star is not None and c.q_len <= q_star]
     assert r.worst_gated_ratio == (max(gated) if gated else None)
-    assert r.cells_considered == sum(len(t.column(q)) for q in t.columns
-                                     if q_star is None and q == t.columns[0]
-                                     or q_star is not None and (q <= q_star or q == r.next_column))
+    assert r.cells_considered == sum(
+        len(t.column(q))
+        for q in t.columns
+        if q_star is None and q == t.columns[0] or q_star is not None and (q <= q_star or q == r.next_column)
+    )
 
 
 def test_cell_order_is_by_ratio_then_position():

@@ -13,6 +13,7 @@ names); tests/routing/data/torch_cuda_h200_records.jsonl holds auto records of `
 run 20261201T145700Z-0eb944, 2026-12-01), one per CUDA row at least, replayed through
 routing.per_request (`batch_route`); the precedence edges are pinned on plain queries.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -42,13 +43,24 @@ _BASE = dict(num_qo_heads=4, num_kv_heads=2)
 CRAFTED: dict[str, Case] = {
     "head dims differ": Case("ragged", (5, 3), (9, 3), head_dim_qk=64, head_dim_vo=32, **_BASE),
     "head dims differ, causal qo != kv, fp32": Case(
-        "paged", (6, 2), (4, 11), head_dim_qk=32, head_dim_vo=64, page_size=4, causal=True,
-        q_dtype="fp32", kv_dtype="fp32", o_dtype="fp32", **_BASE),
+        "paged",
+        (6, 2),
+        (4, 11),
+        head_dim_qk=32,
+        head_dim_vo=64,
+        page_size=4,
+        causal=True,
+        q_dtype="fp32",
+        kv_dtype="fp32",
+        o_dtype="fp32",
+        **_BASE,
+    ),
     "all requests empty, no empty maximum": Case("ragged", (0, 5), (7, 0), head_dim_qk=64, head_dim_vo=64, **_BASE),
     "empty batch with head dims differing": Case("ragged", (), (), head_dim_qk=64, head_dim_vo=32, **_BASE),
     "one empty request beside a real one": Case("ragged", (0, 4), (3, 6), head_dim_qk=64, head_dim_vo=64, **_BASE),
-    "custom mask, window, GQA": Case("ragged", (4, 7), (9, 7), head_dim_qk=64, head_dim_vo=64, mask="custom",
-                                     window_left=2, causal=True, **_BASE),
+    "custom mask, window, GQA": Case(
+        "ragged", (4, 7), (9, 7), head_dim_qk=64, head_dim_vo=64, mask="custom", window_left=2, causal=True, **_BASE
+    ),
 }
 
 
@@ -132,17 +144,34 @@ def test_the_cuda_rows_explain_every_recorded_sm90_auto_record_and_are_all_reach
     assert report.ok and report.coverage.unexplained == () and report.coverage.failed == ()
     assert set(report.coverage.unreached) == {r.name for r in SPEC.rules} - set(GAP_ROWS)
     assert seen["paged-b2-h4x2-d64-bf16-p5HND-custom_mask-6124261a15"].observed.backend == "cudnn"
-    assert seen["paged-b3-h4x1-d192v128-fp16-p16HND-causal+custom_mask+zero_len-a7a6bccd3d"].expected.rule == \
-        "cuda_zero_length+cuda_cudnn+cuda_math"
+    assert (
+        seen["paged-b3-h4x1-d192v128-fp16-p16HND-causal+custom_mask+zero_len-a7a6bccd3d"].expected.rule
+        == "cuda_zero_length+cuda_cudnn+cuda_math"
+    )
 
 
-def _cuda(qo: int, kv: int, dtype: str = "bf16", dims: tuple[int, int] = (64, 64), heads: tuple[int, int] = (4, 4),
-          **kw) -> RoutingQuery:
+def _cuda(
+    qo: int, kv: int, dtype: str = "bf16", dims: tuple[int, int] = (64, 64), heads: tuple[int, int] = (4, 4), **kw
+) -> RoutingQuery:
     """One request as the adapter makes it on the H200."""
-    return RoutingQuery(api="ragged", arch="sm90", device="cuda", q_dtype=dtype, kv_dtype=dtype, o_dtype=dtype,
-                        head_dim_qk=dims[0], head_dim_vo=dims[1], num_qo_heads=heads[0], num_kv_heads=heads[1],
-                        qo_lens=(qo,), kv_lens=(kv,), max_q_len=qo, max_kv_len=kv,
-                        all_requests_empty=qo == 0 or kv == 0, **kw)
+    return RoutingQuery(
+        api="ragged",
+        arch="sm90",
+        device="cuda",
+        q_dtype=dtype,
+        kv_dtype=dtype,
+        o_dtype=dtype,
+        head_dim_qk=dims[0],
+        head_dim_vo=dims[1],
+        num_qo_heads=heads[0],
+        num_kv_heads=heads[1],
+        qo_lens=(qo,),
+        kv_lens=(kv,),
+        max_q_len=qo,
+        max_kv_len=kv,
+        all_requests_empty=qo == 0 or kv == 0,
+        **kw,
+    )
 
 
 def _route(q: RoutingQuery) -> tuple[str, str]:
@@ -175,8 +204,7 @@ def test_cuda_an_unmasked_16bit_request_goes_to_flash_only_where_cudnn_refuses()
 
 def test_a_batch_is_the_sorted_join_of_its_requests_rows():
     """MQA decode over kv_lens (1, 33, 130): flash for the kv_len-1 request, cudnn for the others."""
-    batch = _cuda(1, 1, dims=(128, 128), heads=(8, 1)).replace(qo_lens=(1, 1, 1), kv_lens=(1, 33, 130),
-                                                               max_kv_len=130)
+    batch = _cuda(1, 1, dims=(128, 128), heads=(8, 1)).replace(qo_lens=(1, 1, 1), kv_lens=(1, 33, 130), max_kv_len=130)
     e = per_request.batch_route(SPEC, batch)
     assert (e.backend, e.rule, e.reason) == ("cudnn+flash", "cuda_cudnn+cuda_flash", NOT_REPORTED)
 
@@ -236,8 +264,7 @@ _DT = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32, "fp
 def _choice(q, k, v, mask=None, dropout=0.0, causal=False, scale=None, gqa=False) -> str:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return _choice_name(int(torch._fused_sdp_choice(q, k, v, mask, dropout, causal, scale=scale,
-                                                        enable_gqa=gqa)))
+        return _choice_name(int(torch._fused_sdp_choice(q, k, v, mask, dropout, causal, scale=scale, enable_gqa=gqa)))
 
 
 @pytest.mark.parametrize("dtype", sorted(CPU_FLASH_DTYPES))
@@ -245,17 +272,33 @@ def test_cpu_rule_agrees_with_fused_sdp_choice(dtype):
     """Spec rows vs torch._fused_sdp_choice over head dims x lengths x causal x mask x GQA x scale."""
     dt = _DT[dtype]
     for (dqk, dvo), (qo, kv), causal, masked, gqa, scale in itertools.product(
-            [(8, 8), (64, 64), (7, 7), (256, 256), (8, 16), (64, 32)], [(1, 1), (5, 7), (9, 4)],
-            [False, True], [False, True], [False, True], [None, 0.3]):
+        [(8, 8), (64, 64), (7, 7), (256, 256), (8, 16), (64, 32)],
+        [(1, 1), (5, 7), (9, 4)],
+        [False, True],
+        [False, True],
+        [False, True],
+        [None, 0.3],
+    ):
         hq = 4 if gqa else 2
         q = torch.zeros(1, hq, qo, dqk, dtype=dt)
         k = torch.zeros(1, 2, kv, dqk, dtype=dt)
         v = torch.zeros(1, 2, kv, dvo, dtype=dt)
         mask = torch.ones(qo, kv, dtype=torch.bool) if masked else None
         got = _choice(q, k, v, mask, causal=causal and not masked, scale=scale, gqa=gqa)
-        query = RoutingQuery(api="ragged", arch="unknown", device="cpu", q_dtype=dtype, kv_dtype=dtype,
-                             o_dtype=dtype, head_dim_qk=dqk, head_dim_vo=dvo, causal=causal,
-                             custom_mask=masked, max_q_len=qo, max_kv_len=kv)
+        query = RoutingQuery(
+            api="ragged",
+            arch="unknown",
+            device="cpu",
+            q_dtype=dtype,
+            kv_dtype=dtype,
+            o_dtype=dtype,
+            head_dim_qk=dqk,
+            head_dim_vo=dvo,
+            causal=causal,
+            custom_mask=masked,
+            max_q_len=qo,
+            max_kv_len=kv,
+        )
         want = expected_route(SPEC, query)
         assert got == want.backend, (dtype, dqk, dvo, qo, kv, causal, masked, gqa, scale, want.rule)
 
@@ -281,8 +324,9 @@ def test_successive_plans_of_a_per_request_library_are_each_their_batchs_route()
     from routing.specs.flashinfer_cuda import SPEC as FLASHINFER_CUDA
     from routing.spec import expected_sequence
 
-    two = _cuda(5, 9, dims=(64, 64)).replace(qo_lens=(5, 0), kv_lens=(9, 3), max_q_len=5, max_kv_len=9,
-                                              all_requests_empty=False)
+    two = _cuda(5, 9, dims=(64, 64)).replace(
+        qo_lens=(5, 0), kv_lens=(9, 3), max_q_len=5, max_kv_len=9, all_requests_empty=False
+    )
     routes = per_request.routes_for(SPEC, [two, _cuda(3, 3)])
     assert [r.backend for r in routes] == [per_request.batch_route(SPEC, two).backend, _route(_cuda(3, 3))[0]]
     assert "+" in routes[0].backend  # the zero-length request runs math beside the other's kernel

@@ -3,6 +3,7 @@
 Hypothesis settings here are derandomised and database-free, as in tests/oracle: CI sees the
 same examples every run.
 """
+
 from __future__ import annotations
 
 from hypothesis import HealthCheck, find, given, settings
@@ -16,8 +17,9 @@ from kernels.standins.rocm_fork import installed
 from scenarios.tensors import materialize, validate_inputs
 
 WIDE = S.Profile(layouts=axes.LAYOUTS, dtypes=axes.INPUT_DTYPES + ("e4m3fn",))
-PROPS = settings(max_examples=60, deadline=None, derandomize=True, database=None,
-                 suppress_health_check=[HealthCheck.too_slow])
+PROPS = settings(
+    max_examples=60, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
 FIND = settings(derandomize=True, database=None, deadline=None)
 
 
@@ -64,8 +66,18 @@ def test_zero_lengths_and_empty_batches_are_drawn() -> None:
 def test_shrinking_goes_to_a_small_plain_case() -> None:
     """What a shrunk failure shows: one request, first axis values, lengths at their floor, no features."""
     long_ = find(S.plans(WIDE)["long"], lambda c: True, settings=FIND)
-    assert long_ == Case("ragged", (S.LONG_LO,), (0,), 1, 1, head_dim_qk=64, head_dim_vo=64, q_dtype="fp16",
-                         kv_dtype="fp16", o_dtype="fp16")
+    assert long_ == Case(
+        "ragged",
+        (S.LONG_LO,),
+        (0,),
+        1,
+        1,
+        head_dim_qk=64,
+        head_dim_vo=64,
+        q_dtype="fp16",
+        kv_dtype="fp16",
+        o_dtype="fp16",
+    )
     masked = find(S.plans(WIDE)["masked"], lambda c: c.causal, settings=FIND)
     assert masked.replace(causal=False) == long_.replace(qo_lens=(0,), mask="custom")
 

@@ -12,19 +12,32 @@ harness labels whatever ran against it (kernels/standins/__init__.py).
 `flashinfer.rocm.*` and `flashinfer.quantization`) and patches the architecture and AITER probes
 the way the fork's own GPU-free tests do; importing this package alone changes nothing.
 """
+
 from __future__ import annotations
 
 from kernels.standins.rocm_flashinfer import quantization, rocm
 from kernels.standins.rocm_flashinfer.quantization import packbits, segment_packbits
-from kernels.standins.rocm_flashinfer.rocm.decode import (BatchDecodeWithPagedKVCacheWrapper,
-                                                          CUDAGraphBatchDecodeWithPagedKVCacheWrapper)
-from kernels.standins.rocm_flashinfer.rocm.prefill import (BatchPrefillWithPagedKVCacheWrapper,
-                                                           BatchPrefillWithRaggedKVCacheWrapper,
-                                                           single_prefill_with_kv_cache)
+from kernels.standins.rocm_flashinfer.rocm.decode import (
+    BatchDecodeWithPagedKVCacheWrapper,
+    CUDAGraphBatchDecodeWithPagedKVCacheWrapper,
+)
+from kernels.standins.rocm_flashinfer.rocm.prefill import (
+    BatchPrefillWithPagedKVCacheWrapper,
+    BatchPrefillWithRaggedKVCacheWrapper,
+    single_prefill_with_kv_cache,
+)
 
 __attncheck_standin__ = "flashinfer-rocm-fork"
 __version__ = "0.0.0+standin.rocm-fork"
 
-__all__ = ["BatchDecodeWithPagedKVCacheWrapper", "BatchPrefillWithPagedKVCacheWrapper",
-           "BatchPrefillWithRaggedKVCacheWrapper", "CUDAGraphBatchDecodeWithPagedKVCacheWrapper", "packbits",
-           "quantization", "rocm", "segment_packbits", "single_prefill_with_kv_cache"]
+__all__ = [
+    "BatchDecodeWithPagedKVCacheWrapper",
+    "BatchPrefillWithPagedKVCacheWrapper",
+    "BatchPrefillWithRaggedKVCacheWrapper",
+    "CUDAGraphBatchDecodeWithPagedKVCacheWrapper",
+    "packbits",
+    "quantization",
+    "rocm",
+    "segment_packbits",
+    "single_prefill_with_kv_cache",
+]

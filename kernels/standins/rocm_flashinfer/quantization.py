@@ -5,6 +5,7 @@ FlashInfer's signatures (bitorder defaults to "big"; the wrappers pack with "lit
 fork inherits: they are the upstream model's (kernels/standins/upstream_flashinfer/quantization.py), so the
 adapter's packed mask forms run against the stand-in too.
 """
+
 from __future__ import annotations
 
 from kernels.standins.upstream_flashinfer.quantization import packbits, segment_packbits

@@ -4,6 +4,7 @@ Part of the upstream FlashInfer model, not of FlashInfer's API: every call is lo
 STATE.calls as {"api", "method", "wrapper", "args", "kwargs"}; STATE.wrappers holds every wrapper
 made, STATE.single_modules the backends get_single_prefill_module was asked for. install() clears it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -28,5 +29,12 @@ STATE = State()
 
 
 def log(api: str, method: str, wrapper: Any, args: tuple, kwargs: dict) -> None:
-    STATE.calls.append({"api": api, "method": method, "wrapper": id(wrapper) if wrapper is not None else None,
-                        "args": args, "kwargs": dict(kwargs)})
+    STATE.calls.append(
+        {
+            "api": api,
+            "method": method,
+            "wrapper": id(wrapper) if wrapper is not None else None,
+            "args": args,
+            "kwargs": dict(kwargs),
+        }
+    )

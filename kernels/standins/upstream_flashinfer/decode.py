@@ -3,6 +3,7 @@
 `auto` resolves in plan() with tensor cores (fa2, or determine_attention_backend for fp8) and reads
 as fa2 without; the empty-batch failures of the real wrapper are reproduced where the adapter meets them.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,9 +15,14 @@ from kernels.standins._launch import launch as _launch
 from kernels.standins.upstream_flashinfer._run import _batch_kernel, _kv_tokens
 from kernels.standins.upstream_flashinfer._state import STATE
 from kernels.standins.upstream_flashinfer._state import log as _log
-from kernels.standins.upstream_flashinfer.utils import (MaskMode, _check_cached_qkv_data_type,
-                                                        canonicalize_torch_dtype, check_shape_dtype_device,
-                                                        determine_attention_backend, get_seq_lens)
+from kernels.standins.upstream_flashinfer.utils import (
+    MaskMode,
+    _check_cached_qkv_data_type,
+    canonicalize_torch_dtype,
+    check_shape_dtype_device,
+    determine_attention_backend,
+    get_seq_lens,
+)
 
 __attncheck_standin__ = "flashinfer-upstream"
 NON_CAUSAL = MaskMode.NON_CAUSAL
@@ -35,18 +41,30 @@ class BatchDecodeWithPagedKVCacheWrapper:
         backend: str = "auto",
         jit_args: Optional[List[Any]] = None,
     ) -> None:
-        _log("decode", "__init__", self, (float_workspace_buffer, kv_layout),
-             dict(use_cuda_graph=use_cuda_graph, use_tensor_cores=use_tensor_cores,
-                  paged_kv_indptr_buffer=paged_kv_indptr_buffer, paged_kv_indices_buffer=paged_kv_indices_buffer,
-                  paged_kv_last_page_len_buffer=paged_kv_last_page_len_buffer, backend=backend))
+        _log(
+            "decode",
+            "__init__",
+            self,
+            (float_workspace_buffer, kv_layout),
+            dict(
+                use_cuda_graph=use_cuda_graph,
+                use_tensor_cores=use_tensor_cores,
+                paged_kv_indptr_buffer=paged_kv_indptr_buffer,
+                paged_kv_indices_buffer=paged_kv_indices_buffer,
+                paged_kv_last_page_len_buffer=paged_kv_last_page_len_buffer,
+                backend=backend,
+            ),
+        )
         STATE.wrappers.append(self)
         self._kv_layout = kv_layout
         self.device = float_workspace_buffer.device
         self._use_cuda_graph = use_cuda_graph
         if use_cuda_graph:
-            for name, buf in (("paged_kv_indptr_buffer", paged_kv_indptr_buffer),
-                              ("paged_kv_indices_buffer", paged_kv_indices_buffer),
-                              ("paged_kv_last_page_len_buffer", paged_kv_last_page_len_buffer)):
+            for name, buf in (
+                ("paged_kv_indptr_buffer", paged_kv_indptr_buffer),
+                ("paged_kv_indices_buffer", paged_kv_indices_buffer),
+                ("paged_kv_last_page_len_buffer", paged_kv_last_page_len_buffer),
+            ):
                 if not torch.is_tensor(buf):
                     raise ValueError(f"{name} should be a torch.Tensor in cudagraph mode")
             self._fixed_batch_size = len(paged_kv_last_page_len_buffer)
@@ -83,12 +101,19 @@ class BatchDecodeWithPagedKVCacheWrapper:
         *deprecated_positional_args: Any,
         **kwargs: Any,
     ) -> None:
-        _log("decode", "plan", self, (indptr, indices, last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size)
-             + tuple(deprecated_positional_args), kwargs)
+        _log(
+            "decode",
+            "plan",
+            self,
+            (indptr, indices, last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size)
+            + tuple(deprecated_positional_args),
+            kwargs,
+        )
         if deprecated_positional_args:
             raise NotImplementedError("the fake takes plan() options by keyword only")
-        return self._plan_impl(indptr, indices, last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size,
-                               **kwargs)
+        return self._plan_impl(
+            indptr, indices, last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size, **kwargs
+        )
 
     def _plan_impl(
         self,
@@ -142,12 +167,15 @@ class BatchDecodeWithPagedKVCacheWrapper:
         self._cached_o_data_type = o_data_type
         self._batch_size = batch_size
         if self._use_tensor_cores and batch_size == 0:  # decode.py:2371 kv_lens_arr_host.max()
-            raise RuntimeError("max(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
-                               "reduction dim with the 'dim' argument.")
+            raise RuntimeError(
+                "max(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+                "reduction dim with the 'dim' argument."
+            )
         if self._use_tensor_cores and self._backend == "auto":
             if {torch.float8_e4m3fn, torch.float8_e5m2} & {q_data_type, kv_data_type}:
-                self._backend = determine_attention_backend(self.device, 0, False, False, q_data_type, kv_data_type,
-                                                            head_dim_qk=head_dim, head_dim_vo=head_dim)
+                self._backend = determine_attention_backend(
+                    self.device, 0, False, False, q_data_type, kv_data_type, head_dim_qk=head_dim, head_dim_vo=head_dim
+                )
             else:
                 self._backend = "fa2"
         self._page_size = page_size
@@ -173,8 +201,13 @@ class BatchDecodeWithPagedKVCacheWrapper:
         skip_softmax_threshold_scale_factor: Optional[float] = None,
         kv_cache_sf: Optional[Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]] = None,
     ) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
-        _log("decode", "run", self, (q, paged_kv_cache) + tuple(args),
-             dict(q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, out=out, lse=lse, return_lse=return_lse))
+        _log(
+            "decode",
+            "run",
+            self,
+            (q, paged_kv_cache) + tuple(args),
+            dict(q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, out=out, lse=lse, return_lse=return_lse),
+        )
         k_cache, v_cache = paged_kv_cache
         _check_cached_qkv_data_type(q, k_cache, self._cached_q_data_type, self._cached_kv_data_type)
         if q_len_per_req is None:  # decode.py:2835, :2855 infer it, dividing by the batch size
@@ -193,26 +226,44 @@ class BatchDecodeWithPagedKVCacheWrapper:
             out = torch.empty(q.shape, dtype=self._cached_o_data_type, device=q.device)
         else:
             check_shape_dtype_device(out, q.shape, self._cached_o_data_type, q.device, "out")
-        layout, window, cap, batch, page_size = (self._kv_layout, self._window_left, self._logits_soft_cap,
-                                                 self._batch_size, self._page_size)
+        layout, window, cap, batch, page_size = (
+            self._kv_layout,
+            self._window_left,
+            self._logits_soft_cap,
+            self._batch_size,
+            self._page_size,
+        )
 
         def kv_index(t: torch.Tensor, b: int, kv: int) -> torch.Tensor:
             ip = self._paged_kv_indptr_buf.cpu().tolist()
-            pages = self._paged_kv_indices_buf[ip[b]:ip[b + 1]].cpu().tolist()
+            pages = self._paged_kv_indices_buf[ip[b] : ip[b + 1]].cpu().tolist()
             return _kv_tokens(t, layout, pages, kv)
 
         def launch(sm_scale: float = sm_scale, lse: Optional[torch.Tensor] = lse) -> None:
-            kv_lens = get_seq_lens(self._paged_kv_indptr_buf[: batch + 1].cpu(),
-                                   self._paged_kv_last_page_len_buf[:batch].cpu(), page_size).tolist()
+            kv_lens = get_seq_lens(
+                self._paged_kv_indptr_buf[: batch + 1].cpu(), self._paged_kv_last_page_len_buf[:batch].cpu(), page_size
+            ).tolist()
             qo_indptr = torch.arange(batch + 1, dtype=torch.int32)
-            _batch_kernel(q=q, k=k_cache, v=v_cache, out=out, lse=lse if return_lse else None, qo_indptr=qo_indptr,
-                          kv_lens=kv_lens, kv_index=kv_index, layout=layout, mask_mode=NON_CAUSAL,
-                          window_left=window, cap=cap, sm_scale=sm_scale, custom_mask=None, mask_indptr=None,
-                          batch=batch)
+            _batch_kernel(
+                q=q,
+                k=k_cache,
+                v=v_cache,
+                out=out,
+                lse=lse if return_lse else None,
+                qo_indptr=qo_indptr,
+                kv_lens=kv_lens,
+                kv_index=kv_index,
+                layout=layout,
+                mask_mode=NON_CAUSAL,
+                window_left=window,
+                cap=cap,
+                sm_scale=sm_scale,
+                custom_mask=None,
+                mask_indptr=None,
+                batch=batch,
+            )
             if v_scale is not None and not (isinstance(v_scale, float) and v_scale == 1.0):
                 out.mul_(v_scale)  # decode.py:3318
 
         _launch(launch)
         return (out, lse) if return_lse else out
-
-

@@ -5,6 +5,7 @@ prefill.py of 0.7.2.post1): where `auto` is resolved and stored (paged sticky, r
 single inside the call), mask packing and MaskMode.CUSTOM iff a mask buffer is held (the ragged
 wrapper keeps a stale one, as the real one does), the CUDA-graph constraints, fp8 scale folding.
 """
+
 from __future__ import annotations
 
 import math
@@ -15,15 +16,30 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import torch
 
 from kernels.standins._launch import launch as _launch
-from kernels.standins.upstream_flashinfer._run import (CUSTOM, _attend, _batch_kernel, _bits,
-                                                        _compute_mask_indptr, _compute_page_mask_indptr, _keep,
-                                                        _kv_tokens, _store)
+from kernels.standins.upstream_flashinfer._run import (
+    CUSTOM,
+    _attend,
+    _batch_kernel,
+    _bits,
+    _compute_mask_indptr,
+    _compute_page_mask_indptr,
+    _keep,
+    _kv_tokens,
+    _store,
+)
 from kernels.standins.upstream_flashinfer._state import STATE
 from kernels.standins.upstream_flashinfer._state import log as _log
 from kernels.standins.upstream_flashinfer.quantization import packbits, segment_packbits
-from kernels.standins.upstream_flashinfer.utils import (MaskMode, _check_cached_qkv_data_type, _finish_lse,
-                                                        canonicalize_torch_dtype, check_shape_dtype_device,
-                                                        determine_attention_backend, get_seq_lens, is_float8)
+from kernels.standins.upstream_flashinfer.utils import (
+    MaskMode,
+    _check_cached_qkv_data_type,
+    _finish_lse,
+    canonicalize_torch_dtype,
+    check_shape_dtype_device,
+    determine_attention_backend,
+    get_seq_lens,
+    is_float8,
+)
 
 __attncheck_standin__ = "flashinfer-upstream"
 NON_CAUSAL, CAUSAL = MaskMode.NON_CAUSAL, MaskMode.CAUSAL
@@ -46,18 +62,33 @@ class BatchPrefillWithPagedKVCacheWrapper:
         jit_kwargs: Optional[Dict[str, Any]] = None,
         variant_owns_mask: bool = False,
     ) -> None:
-        _log("paged", "__init__", self, (float_workspace_buffer, kv_layout),
-             dict(use_cuda_graph=use_cuda_graph, qo_indptr_buf=qo_indptr_buf, paged_kv_indptr_buf=paged_kv_indptr_buf,
-                  paged_kv_indices_buf=paged_kv_indices_buf, paged_kv_last_page_len_buf=paged_kv_last_page_len_buf,
-                  custom_mask_buf=custom_mask_buf, mask_indptr_buf=mask_indptr_buf, backend=backend))
+        _log(
+            "paged",
+            "__init__",
+            self,
+            (float_workspace_buffer, kv_layout),
+            dict(
+                use_cuda_graph=use_cuda_graph,
+                qo_indptr_buf=qo_indptr_buf,
+                paged_kv_indptr_buf=paged_kv_indptr_buf,
+                paged_kv_indices_buf=paged_kv_indices_buf,
+                paged_kv_last_page_len_buf=paged_kv_last_page_len_buf,
+                custom_mask_buf=custom_mask_buf,
+                mask_indptr_buf=mask_indptr_buf,
+                backend=backend,
+            ),
+        )
         STATE.wrappers.append(self)
         self._kv_layout = kv_layout
         self.device = float_workspace_buffer.device
         self._use_cuda_graph = use_cuda_graph
         if use_cuda_graph:
-            for name, buf in (("qo_indptr_buf", qo_indptr_buf), ("paged_kv_indptr_buf", paged_kv_indptr_buf),
-                              ("paged_kv_indices_buf", paged_kv_indices_buf),
-                              ("paged_kv_last_page_len_buf", paged_kv_last_page_len_buf)):
+            for name, buf in (
+                ("qo_indptr_buf", qo_indptr_buf),
+                ("paged_kv_indptr_buf", paged_kv_indptr_buf),
+                ("paged_kv_indices_buf", paged_kv_indices_buf),
+                ("paged_kv_last_page_len_buf", paged_kv_last_page_len_buf),
+            ):
                 if not torch.is_tensor(buf):
                     raise ValueError(f"{name} should be a torch.Tensor in CUDA graph mode")
             self._fixed_batch_size = len(qo_indptr_buf) - 1
@@ -115,11 +146,33 @@ class BatchPrefillWithPagedKVCacheWrapper:
         disable_split_kv: bool = False,
         uniform_q_len: Optional[int] = None,
     ) -> None:
-        _log("paged", "plan", self, (qo_indptr, paged_kv_indptr, paged_kv_indices, paged_kv_last_page_len,
-                                     num_qo_heads, num_kv_heads, head_dim_qk, page_size),
-             dict(head_dim_vo=head_dim_vo, custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
-                  causal=causal, sm_scale=sm_scale, window_left=window_left, logits_soft_cap=logits_soft_cap,
-                  q_data_type=q_data_type, kv_data_type=kv_data_type, o_data_type=o_data_type))
+        _log(
+            "paged",
+            "plan",
+            self,
+            (
+                qo_indptr,
+                paged_kv_indptr,
+                paged_kv_indices,
+                paged_kv_last_page_len,
+                num_qo_heads,
+                num_kv_heads,
+                head_dim_qk,
+                page_size,
+            ),
+            dict(
+                head_dim_vo=head_dim_vo,
+                custom_mask=custom_mask,
+                packed_custom_mask=packed_custom_mask,
+                causal=causal,
+                sm_scale=sm_scale,
+                window_left=window_left,
+                logits_soft_cap=logits_soft_cap,
+                q_data_type=q_data_type,
+                kv_data_type=kv_data_type,
+                o_data_type=o_data_type,
+            ),
+        )
         q_data_type = canonicalize_torch_dtype(q_data_type)
         kv_data_type = canonicalize_torch_dtype(kv_data_type) if kv_data_type is not None else q_data_type
         o_data_type = canonicalize_torch_dtype(o_data_type) if o_data_type is not None else q_data_type
@@ -134,8 +187,9 @@ class BatchPrefillWithPagedKVCacheWrapper:
         if custom_mask is not None or packed_custom_mask is not None:
             mask_indptr = _compute_page_mask_indptr(qo_indptr, paged_kv_indptr, paged_kv_last_page_len, page_size)
         if packed_custom_mask is None and custom_mask is not None:
-            packed_custom_mask, mask_indptr = segment_packbits(custom_mask.contiguous().view(-1),
-                                                               mask_indptr.to(custom_mask.device), bitorder="little")
+            packed_custom_mask, mask_indptr = segment_packbits(
+                custom_mask.contiguous().view(-1), mask_indptr.to(custom_mask.device), bitorder="little"
+            )
         qo_indptr_host = qo_indptr.to("cpu")
         total_num_rows = int(qo_indptr_host[-1])
         self._qo_indptr_last = total_num_rows
@@ -145,12 +199,16 @@ class BatchPrefillWithPagedKVCacheWrapper:
             if self._max_total_num_rows is None:
                 self._max_total_num_rows = total_num_rows
             elif total_num_rows > self._max_total_num_rows:
-                raise ValueError(f"The total number of rows in qo_indptr {total_num_rows} in cuda graph mode cannot "
-                                 f"exceed the number of rows set during initialization {self._max_total_num_rows}.")
+                raise ValueError(
+                    f"The total number of rows in qo_indptr {total_num_rows} in cuda graph mode cannot "
+                    f"exceed the number of rows set during initialization {self._max_total_num_rows}."
+                )
             if batch_size != self._fixed_batch_size:
-                raise ValueError("The batch size should be fixed during the lifecycle of the wrapper in cuda graph "
-                                 f"mode, the runtime batch size {batch_size} mismatches the batch size "
-                                 f"{self._fixed_batch_size}  set during initialization.")
+                raise ValueError(
+                    "The batch size should be fixed during the lifecycle of the wrapper in cuda graph "
+                    f"mode, the runtime batch size {batch_size} mismatches the batch size "
+                    f"{self._fixed_batch_size}  set during initialization."
+                )
             if len(paged_kv_indices) > len(self._paged_kv_indices_buf):
                 raise ValueError("The length of paged_kv_indices exceeds the allocated buffer size.")
             if self._backend == "cudnn" and block_tables is None:
@@ -168,8 +226,10 @@ class BatchPrefillWithPagedKVCacheWrapper:
             self._paged_kv_indices_buf[: len(paged_kv_indices)].copy_(paged_kv_indices)
             if packed_custom_mask is not None:
                 if not torch.is_tensor(self._custom_mask_buf):
-                    raise ValueError("custom_mask_buf must be initialized with a torch.Tensor in cuda graph mode if "
-                                     "we use custom mask in attention computation.")
+                    raise ValueError(
+                        "custom_mask_buf must be initialized with a torch.Tensor in cuda graph mode if "
+                        "we use custom mask in attention computation."
+                    )
                 self._custom_mask_buf[: len(packed_custom_mask)].copy_(packed_custom_mask)
                 self._mask_indptr_buf.copy_(mask_indptr)
         else:
@@ -194,9 +254,16 @@ class BatchPrefillWithPagedKVCacheWrapper:
 
     def _resolve(self, q_data_type: torch.dtype, kv_data_type: torch.dtype, head_dim_qk: int, head_dim_vo: int) -> None:
         if self._backend == "auto":  # sticky: prefill.py:3669-3670
-            self._backend = determine_attention_backend(self.device, 0, False, self._custom_mask_buf is not None,
-                                                        q_data_type, kv_data_type, head_dim_qk=head_dim_qk,
-                                                        head_dim_vo=head_dim_vo)
+            self._backend = determine_attention_backend(
+                self.device,
+                0,
+                False,
+                self._custom_mask_buf is not None,
+                q_data_type,
+                kv_data_type,
+                head_dim_qk=head_dim_qk,
+                head_dim_vo=head_dim_vo,
+            )
 
     begin_forward = plan
 
@@ -221,13 +288,36 @@ class BatchPrefillWithPagedKVCacheWrapper:
         use_fp16_softmax: Optional[bool] = None,
         uses_spcompress: Optional[bool] = None,
     ) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
-        _log("paged", "run", self, (q, paged_kv_cache) + tuple(args),
-             dict(q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, out=out, lse=lse, return_lse=return_lse,
-                  lse_base=lse_base))
+        _log(
+            "paged",
+            "run",
+            self,
+            (q, paged_kv_cache) + tuple(args),
+            dict(
+                q_scale=q_scale,
+                k_scale=k_scale,
+                v_scale=v_scale,
+                out=out,
+                lse=lse,
+                return_lse=return_lse,
+                lse_base=lse_base,
+            ),
+        )
         return self._run(q, paged_kv_cache, args, q_scale, k_scale, v_scale, out, lse, return_lse, lse_base)
 
-    def _run(self, q: torch.Tensor, paged_kv_cache: Any, args: tuple, q_scale: Any, k_scale: Any, v_scale: Any,
-             out: Optional[torch.Tensor], lse: Optional[torch.Tensor], return_lse: bool, lse_base: str) -> Any:
+    def _run(
+        self,
+        q: torch.Tensor,
+        paged_kv_cache: Any,
+        args: tuple,
+        q_scale: Any,
+        k_scale: Any,
+        v_scale: Any,
+        out: Optional[torch.Tensor],
+        lse: Optional[torch.Tensor],
+        return_lse: bool,
+        lse_base: str,
+    ) -> Any:
         if lse_base not in ("log2", "ln"):
             raise ValueError(f"lse_base must be one of ('log2', 'ln'), got {lse_base!r}")
         k_cache, v_cache = paged_kv_cache
@@ -253,30 +343,48 @@ class BatchPrefillWithPagedKVCacheWrapper:
         if out is None:
             out = torch.zeros(q.shape[:-1] + (v_cache.shape[-1],), dtype=self._cached_o_data_type, device=q.device)
         else:
-            check_shape_dtype_device(out, q.shape[:-1] + (v_cache.shape[-1],), self._cached_o_data_type, q.device,
-                                     "out")
+            check_shape_dtype_device(
+                out, q.shape[:-1] + (v_cache.shape[-1],), self._cached_o_data_type, q.device, "out"
+            )
         if self._custom_mask_buf is not None:
             mask_mode = CUSTOM
         else:
             mask_mode = CAUSAL if self._causal else NON_CAUSAL
         if mask_mode == CUSTOM and self._backend == "fa3":  # a held fa3 meets a mask (the
-            raise RuntimeError("Check failed: (status == cudaSuccess) is false: BatchPrefillWithPagedKVCacheSM90Run "
-                               "failed with error: operation not supported")  # __init__ docstring; seen on the H200
+            raise RuntimeError(
+                "Check failed: (status == cudaSuccess) is false: BatchPrefillWithPagedKVCacheSM90Run "
+                "failed with error: operation not supported"
+            )  # __init__ docstring; seen on the H200
         layout, window, cap, batch = self._kv_layout, self._window_left, self._logits_soft_cap, self._batch_size
 
         def kv_index(t: torch.Tensor, b: int, kv: int) -> torch.Tensor:
             ip = self._paged_kv_indptr_buf.cpu().tolist()
-            pages = self._paged_kv_indices_buf[ip[b]:ip[b + 1]].cpu().tolist()
+            pages = self._paged_kv_indices_buf[ip[b] : ip[b + 1]].cpu().tolist()
             return _kv_tokens(t, layout, pages, kv)
 
         def launch(sm_scale: float = sm_scale, mask_mode: int = mask_mode, lse: Optional[torch.Tensor] = lse) -> None:
-            kv_lens = get_seq_lens(self._paged_kv_indptr_buf[: batch + 1].cpu(),
-                                   self._paged_kv_last_page_len_buf[:batch].cpu(), page_size).tolist()
-            _batch_kernel(q=q, k=k_cache, v=v_cache, out=out, lse=lse if return_lse else None,
-                          qo_indptr=self._qo_indptr_buf, kv_lens=kv_lens, kv_index=kv_index, layout=layout,
-                          mask_mode=mask_mode, window_left=window, cap=cap, sm_scale=sm_scale,
-                          custom_mask=self._custom_mask_buf, mask_indptr=self._mask_indptr_buf, batch=batch,
-                          v_scale_scalar=scale_v_scalar)
+            kv_lens = get_seq_lens(
+                self._paged_kv_indptr_buf[: batch + 1].cpu(), self._paged_kv_last_page_len_buf[:batch].cpu(), page_size
+            ).tolist()
+            _batch_kernel(
+                q=q,
+                k=k_cache,
+                v=v_cache,
+                out=out,
+                lse=lse if return_lse else None,
+                qo_indptr=self._qo_indptr_buf,
+                kv_lens=kv_lens,
+                kv_index=kv_index,
+                layout=layout,
+                mask_mode=mask_mode,
+                window_left=window,
+                cap=cap,
+                sm_scale=sm_scale,
+                custom_mask=self._custom_mask_buf,
+                mask_indptr=self._mask_indptr_buf,
+                batch=batch,
+                v_scale_scalar=scale_v_scalar,
+            )
             if v_scale is not None and not (isinstance(v_scale, float) and v_scale == 1.0):
                 out.mul_(v_scale)  # prefill.py:4631
             if return_lse:
@@ -306,9 +414,20 @@ class BatchPrefillWithRaggedKVCacheWrapper:
         jit_kwargs: Optional[Dict[str, Any]] = None,
         variant_owns_mask: bool = False,
     ) -> None:
-        _log("ragged", "__init__", self, (float_workspace_buffer, kv_layout),
-             dict(use_cuda_graph=use_cuda_graph, qo_indptr_buf=qo_indptr_buf, kv_indptr_buf=kv_indptr_buf,
-                  custom_mask_buf=custom_mask_buf, mask_indptr_buf=mask_indptr_buf, backend=backend))
+        _log(
+            "ragged",
+            "__init__",
+            self,
+            (float_workspace_buffer, kv_layout),
+            dict(
+                use_cuda_graph=use_cuda_graph,
+                qo_indptr_buf=qo_indptr_buf,
+                kv_indptr_buf=kv_indptr_buf,
+                custom_mask_buf=custom_mask_buf,
+                mask_indptr_buf=mask_indptr_buf,
+                backend=backend,
+            ),
+        )
         STATE.wrappers.append(self)
         self._kv_layout = kv_layout
         self.device = float_workspace_buffer.device
@@ -365,10 +484,24 @@ class BatchPrefillWithRaggedKVCacheWrapper:
         o_indptr: Optional[torch.Tensor] = None,
         uniform_q_len: Optional[int] = None,
     ) -> None:
-        _log("ragged", "plan", self, (qo_indptr, kv_indptr, num_qo_heads, num_kv_heads, head_dim_qk),
-             dict(head_dim_vo=head_dim_vo, custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
-                  causal=causal, sm_scale=sm_scale, window_left=window_left, logits_soft_cap=logits_soft_cap,
-                  q_data_type=q_data_type, kv_data_type=kv_data_type, o_data_type=o_data_type))
+        _log(
+            "ragged",
+            "plan",
+            self,
+            (qo_indptr, kv_indptr, num_qo_heads, num_kv_heads, head_dim_qk),
+            dict(
+                head_dim_vo=head_dim_vo,
+                custom_mask=custom_mask,
+                packed_custom_mask=packed_custom_mask,
+                causal=causal,
+                sm_scale=sm_scale,
+                window_left=window_left,
+                logits_soft_cap=logits_soft_cap,
+                q_data_type=q_data_type,
+                kv_data_type=kv_data_type,
+                o_data_type=o_data_type,
+            ),
+        )
         q_data_type = canonicalize_torch_dtype(q_data_type)
         kv_data_type = canonicalize_torch_dtype(kv_data_type) if kv_data_type is not None else q_data_type
         o_data_type = canonicalize_torch_dtype(o_data_type) if o_data_type is not None else q_data_type
@@ -380,8 +513,9 @@ class BatchPrefillWithRaggedKVCacheWrapper:
         if custom_mask is not None or packed_custom_mask is not None:
             mask_indptr = _compute_mask_indptr(qo_indptr, kv_indptr)
         if packed_custom_mask is None and custom_mask is not None:
-            packed_custom_mask, mask_indptr = segment_packbits(custom_mask.contiguous().view(-1),
-                                                               mask_indptr.to(custom_mask.device), bitorder="little")
+            packed_custom_mask, mask_indptr = segment_packbits(
+                custom_mask.contiguous().view(-1), mask_indptr.to(custom_mask.device), bitorder="little"
+            )
         qo_indptr_host = qo_indptr.to("cpu")
         kv_indptr_host = kv_indptr.to("cpu")
         total_num_rows = int(qo_indptr_host[-1])
@@ -390,16 +524,20 @@ class BatchPrefillWithRaggedKVCacheWrapper:
             if self._max_total_num_rows is None:
                 self._max_total_num_rows = total_num_rows
             elif total_num_rows > self._max_total_num_rows:
-                raise ValueError(f"The total number of rows in qo_indptr {total_num_rows} in cuda graph mode cannot "
-                                 f"exceed the number of rows set during initialization {self._max_total_num_rows}.")
+                raise ValueError(
+                    f"The total number of rows in qo_indptr {total_num_rows} in cuda graph mode cannot "
+                    f"exceed the number of rows set during initialization {self._max_total_num_rows}."
+                )
             if batch_size != self._fixed_batch_size:
                 raise ValueError("The batch size should be fixed in cudagraph mode")
             self._qo_indptr_buf.copy_(qo_indptr)
             self._kv_indptr_buf.copy_(kv_indptr)
             if packed_custom_mask is not None:
                 if not torch.is_tensor(self._custom_mask_buf):
-                    raise ValueError("custom_mask_buf must be initialized with a torch.Tensor in cuda graph mode if "
-                                     "we use custom mask in attention computation.")
+                    raise ValueError(
+                        "custom_mask_buf must be initialized with a torch.Tensor in cuda graph mode if "
+                        "we use custom mask in attention computation."
+                    )
                 self._custom_mask_buf[: len(packed_custom_mask)] = packed_custom_mask
                 self._mask_indptr_buf.copy_(mask_indptr)
         else:
@@ -422,9 +560,16 @@ class BatchPrefillWithRaggedKVCacheWrapper:
 
     def _resolve(self, q_data_type: torch.dtype, kv_data_type: torch.dtype, head_dim_qk: int, head_dim_vo: int) -> None:
         if self._requested_backend == "auto":  # every plan: prefill.py:5527-5528
-            self._backend = determine_attention_backend(self.device, 0, False, self._custom_mask_buf is not None,
-                                                        q_data_type, kv_data_type, head_dim_qk=head_dim_qk,
-                                                        head_dim_vo=head_dim_vo)
+            self._backend = determine_attention_backend(
+                self.device,
+                0,
+                False,
+                self._custom_mask_buf is not None,
+                q_data_type,
+                kv_data_type,
+                head_dim_qk=head_dim_qk,
+                head_dim_vo=head_dim_vo,
+            )
 
     def run(
         self,
@@ -444,9 +589,21 @@ class BatchPrefillWithRaggedKVCacheWrapper:
         enable_pdl: Optional[bool] = None,
         kv_cache_sf: Optional[Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]] = None,
     ) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
-        _log("ragged", "run", self, (q, k, v) + tuple(args),
-             dict(q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, out=out, lse=lse, return_lse=return_lse,
-                  lse_base=lse_base))
+        _log(
+            "ragged",
+            "run",
+            self,
+            (q, k, v) + tuple(args),
+            dict(
+                q_scale=q_scale,
+                k_scale=k_scale,
+                v_scale=v_scale,
+                out=out,
+                lse=lse,
+                return_lse=return_lse,
+                lse_base=lse_base,
+            ),
+        )
         if lse_base not in ("log2", "ln"):
             raise ValueError(f"lse_base must be one of ('log2', 'ln'), got {lse_base!r}")
         _check_cached_qkv_data_type(q, k, self._cached_q_data_type, self._cached_kv_data_type)
@@ -475,15 +632,30 @@ class BatchPrefillWithRaggedKVCacheWrapper:
         def kv_index(t: torch.Tensor, b: int, kv: int) -> torch.Tensor:
             ip = self._kv_indptr_buf.cpu().tolist()
             s = ip[b]
-            return t[s:s + kv] if layout == "NHD" else t[:, s:s + kv].transpose(0, 1)
+            return t[s : s + kv] if layout == "NHD" else t[:, s : s + kv].transpose(0, 1)
 
         def launch(sm_scale: float = sm_scale, mask_mode: int = mask_mode, lse: Optional[torch.Tensor] = lse) -> None:
             ip = self._kv_indptr_buf.cpu().tolist()
             kv_lens = [ip[b + 1] - ip[b] for b in range(batch)]
-            _batch_kernel(q=q, k=k, v=v, out=out, lse=lse if return_lse else None, qo_indptr=self._qo_indptr_buf,
-                          kv_lens=kv_lens, kv_index=kv_index, layout=layout, mask_mode=mask_mode,
-                          window_left=window, cap=cap, sm_scale=sm_scale, custom_mask=self._custom_mask_buf,
-                          mask_indptr=self._mask_indptr_buf, batch=batch, v_scale_scalar=scale_v_scalar)
+            _batch_kernel(
+                q=q,
+                k=k,
+                v=v,
+                out=out,
+                lse=lse if return_lse else None,
+                qo_indptr=self._qo_indptr_buf,
+                kv_lens=kv_lens,
+                kv_index=kv_index,
+                layout=layout,
+                mask_mode=mask_mode,
+                window_left=window,
+                cap=cap,
+                sm_scale=sm_scale,
+                custom_mask=self._custom_mask_buf,
+                mask_indptr=self._mask_indptr_buf,
+                batch=batch,
+                v_scale_scalar=scale_v_scalar,
+            )
             if apply_kv_scales and v_scale is not None and not (isinstance(v_scale, float) and v_scale == 1.0):
                 out.mul_(v_scale)  # prefill.py:6469
             if return_lse:
@@ -493,7 +665,6 @@ class BatchPrefillWithRaggedKVCacheWrapper:
         return (out, lse) if return_lse else out
 
     run_return_lse = partialmethod(run, return_lse=True)
-
 
 
 def get_single_prefill_module(backend: str, *args: Any) -> Any:
@@ -526,11 +697,29 @@ def single_prefill_with_kv_cache(
     k_scale: Optional[float] = None,
     v_scale: Optional[float] = None,
 ) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
-    _log("single", "call", None, (q, k, v),
-         dict(scale_q=scale_q, scale_k=scale_k, scale_v=scale_v, o_dtype=o_dtype, custom_mask=custom_mask,
-              packed_custom_mask=packed_custom_mask, causal=causal, kv_layout=kv_layout, sm_scale=sm_scale,
-              window_left=window_left, logits_soft_cap=logits_soft_cap, backend=backend, return_lse=return_lse,
-              k_scale=k_scale, v_scale=v_scale))
+    _log(
+        "single",
+        "call",
+        None,
+        (q, k, v),
+        dict(
+            scale_q=scale_q,
+            scale_k=scale_k,
+            scale_v=scale_v,
+            o_dtype=o_dtype,
+            custom_mask=custom_mask,
+            packed_custom_mask=packed_custom_mask,
+            causal=causal,
+            kv_layout=kv_layout,
+            sm_scale=sm_scale,
+            window_left=window_left,
+            logits_soft_cap=logits_soft_cap,
+            backend=backend,
+            return_lse=return_lse,
+            k_scale=k_scale,
+            v_scale=v_scale,
+        ),
+    )
     if logits_soft_cap is None:
         logits_soft_cap = 0.0
     if sm_scale is None:
@@ -549,8 +738,16 @@ def single_prefill_with_kv_cache(
         if scale_v is None:
             scale_v = torch.ones(v.shape[1] if kv_layout == "NHD" else v.shape[0], dtype=torch.float32)
     if backend == "auto":
-        backend = determine_attention_backend(q.device, 0, use_fp16_qk_reduction, packed_custom_mask is not None,
-                                              q.dtype, k.dtype, head_dim_qk=q.shape[-1], head_dim_vo=v.shape[-1])
+        backend = determine_attention_backend(
+            q.device,
+            0,
+            use_fp16_qk_reduction,
+            packed_custom_mask is not None,
+            q.dtype,
+            k.dtype,
+            head_dim_qk=q.shape[-1],
+            head_dim_vo=v.shape[-1],
+        )
     if k_scale is not None:
         sm_scale *= k_scale
     if o_dtype is None:
@@ -572,5 +769,3 @@ def single_prefill_with_kv_cache(
     if v_scale is not None and not (isinstance(v_scale, float) and v_scale == 1.0):
         out *= v_scale
     return (out, lse) if return_lse else out
-
-

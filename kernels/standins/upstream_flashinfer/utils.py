@@ -1,4 +1,5 @@
 """flashinfer.utils of the upstream model (a CPU stand-in): dtype helpers, the fa3 checks, backend determination."""
+
 from __future__ import annotations
 
 from typing import Optional, Union
@@ -36,8 +37,13 @@ def is_fa3_prefill_head_dim_supported(head_dim_qk: int, head_dim_vo: int) -> boo
     return (head_dim_qk, head_dim_vo) == (192, 128)
 
 
-def is_fa3_backend_supported(pos_encoding_mode: int, use_fp16_qk_reductions: bool, use_custom_mask: bool,
-                             dtype_q: torch.dtype, dtype_kv: torch.dtype) -> bool:
+def is_fa3_backend_supported(
+    pos_encoding_mode: int,
+    use_fp16_qk_reductions: bool,
+    use_custom_mask: bool,
+    dtype_q: torch.dtype,
+    dtype_kv: torch.dtype,
+) -> bool:
     if use_custom_mask or pos_encoding_mode != 0 or use_fp16_qk_reductions:
         return False
     if dtype_kv in FP8 and dtype_q not in FP8:
@@ -45,11 +51,20 @@ def is_fa3_backend_supported(pos_encoding_mode: int, use_fp16_qk_reductions: boo
     return True
 
 
-def determine_attention_backend(device: torch.device, pos_encoding_mode: int, use_fp16_qk_reductions: bool,
-                                use_custom_mask: bool, dtype_q: torch.dtype, dtype_kv: torch.dtype, *,
-                                head_dim_qk: Optional[int] = None, head_dim_vo: Optional[int] = None) -> str:
-    if is_sm90a_supported(device) and is_fa3_backend_supported(pos_encoding_mode, use_fp16_qk_reductions,
-                                                                 use_custom_mask, dtype_q, dtype_kv):
+def determine_attention_backend(
+    device: torch.device,
+    pos_encoding_mode: int,
+    use_fp16_qk_reductions: bool,
+    use_custom_mask: bool,
+    dtype_q: torch.dtype,
+    dtype_kv: torch.dtype,
+    *,
+    head_dim_qk: Optional[int] = None,
+    head_dim_vo: Optional[int] = None,
+) -> str:
+    if is_sm90a_supported(device) and is_fa3_backend_supported(
+        pos_encoding_mode, use_fp16_qk_reductions, use_custom_mask, dtype_q, dtype_kv
+    ):
         if head_dim_qk is None or head_dim_vo is None:
             return "fa3"
         if is_fa3_prefill_head_dim_supported(head_dim_qk, head_dim_vo):
@@ -57,22 +72,24 @@ def determine_attention_backend(device: torch.device, pos_encoding_mode: int, us
     return "fa2"
 
 
-def check_shape_dtype_device(x: torch.Tensor, shape: tuple, dtype: torch.dtype, device: torch.device,
-                             name: str) -> None:
+def check_shape_dtype_device(
+    x: torch.Tensor, shape: tuple, dtype: torch.dtype, device: torch.device, name: str
+) -> None:
     if tuple(x.shape) != tuple(shape):
         raise ValueError(f"Invalid shape of {name}: expected {tuple(shape)}, got {tuple(x.shape)}")
     if x.dtype != dtype:
         raise ValueError(f"Invalid dtype of {name}: expected {dtype}, got {x.dtype}")
 
 
-def _check_cached_qkv_data_type(q: torch.Tensor, k: torch.Tensor, dtype_q: torch.dtype,
-                                dtype_kv: torch.dtype) -> None:
+def _check_cached_qkv_data_type(q: torch.Tensor, k: torch.Tensor, dtype_q: torch.dtype, dtype_kv: torch.dtype) -> None:
     if q.dtype != dtype_q:
-        raise ValueError(f"The dtype of q {q.dtype} does not match the q_data_type {dtype_q} specified in plan "
-                         "function.")
+        raise ValueError(
+            f"The dtype of q {q.dtype} does not match the q_data_type {dtype_q} specified in plan function."
+        )
     if k.dtype != dtype_kv:
-        raise ValueError(f"The dtype of k {k.dtype} does not match the kv_data_type {dtype_kv} specified in plan "
-                         "function.")
+        raise ValueError(
+            f"The dtype of k {k.dtype} does not match the kv_data_type {dtype_kv} specified in plan function."
+        )
 
 
 def _finish_lse(lse: torch.Tensor, lse_base: str) -> torch.Tensor:
@@ -83,5 +100,3 @@ def _finish_lse(lse: torch.Tensor, lse_base: str) -> torch.Tensor:
 
 def get_seq_lens(indptr: torch.Tensor, last_page_len: torch.Tensor, page_size: int) -> torch.Tensor:
     return K.seq_lens(indptr, last_page_len, page_size)
-
-

@@ -7,6 +7,7 @@ reason "aiter <op> kernel bootstrap failed on this install: <Exc>: <detail<=200>
 Fatal errors propagate and are never cached (rule 18): the probes that call this are not
 memoised on an exception.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,7 +28,11 @@ class MissingJITCacheError(RuntimeError):
 
 
 _AITER_PROBE_FATAL: tuple[type[BaseException], ...] = (
-    ArchCapabilityError, MissingJITCacheError, ValueError, torch.cuda.OutOfMemoryError)
+    ArchCapabilityError,
+    MissingJITCacheError,
+    ValueError,
+    torch.cuda.OutOfMemoryError,
+)
 
 
 def aiter_strict() -> bool:

@@ -15,6 +15,7 @@ Section 3, per table (dict.get semantics: an arch absent from a table reads None
   pins                            AITER_MIN_VERSION 0.1.20 (the ABI floor, section 2 step 11)
 Section 2 step 1 gives the capability_reason texts (reason_text.py holds them).
 """
+
 from __future__ import annotations
 
 import os

@@ -18,6 +18,7 @@ tests/data/sources/rocm_fork.md (sN = section N, "rule N" = section 7):
 Not in rocm_fork.md, chosen here: an unknown backend raises the ragged wrapper's ValueError; the
 "pages" variant of the capacity reason is not modelled (the kv_len one is).
 """
+
 from __future__ import annotations
 
 import math
@@ -35,8 +36,18 @@ from kernels.standins.rocm_flashinfer.rocm import reason_text as text
 __attncheck_standin__ = "flashinfer-rocm-fork"
 
 # plan()'s optional parameters in their old positional order (passing them so warns).
-POSITIONAL_OPTIONS = ("pos_encoding_mode", "window_left", "logits_soft_cap", "q_data_type", "kv_data_type",
-                      "data_type", "sm_scale", "rope_scale", "rope_theta", "non_blocking")
+POSITIONAL_OPTIONS = (
+    "pos_encoding_mode",
+    "window_left",
+    "logits_soft_cap",
+    "q_data_type",
+    "kv_data_type",
+    "data_type",
+    "sm_scale",
+    "rope_scale",
+    "rope_theta",
+    "non_blocking",
+)
 _lse_shadow_warned = False
 
 
@@ -85,9 +96,11 @@ class BatchDecodeWithPagedKVCacheWrapper:
             if not use_cuda_graph:
                 raise ValueError(text.MAX_SEQ_LEN_GRAPH)
         if use_cuda_graph:
-            for name, buf in (("paged_kv_indptr_buffer", paged_kv_indptr_buffer),
-                              ("paged_kv_indices_buffer", paged_kv_indices_buffer),
-                              ("paged_kv_last_page_len_buffer", paged_kv_last_page_len_buffer)):
+            for name, buf in (
+                ("paged_kv_indptr_buffer", paged_kv_indptr_buffer),
+                ("paged_kv_indices_buffer", paged_kv_indices_buffer),
+                ("paged_kv_last_page_len_buffer", paged_kv_last_page_len_buffer),
+            ):
                 if not torch.is_tensor(buf):
                     raise ValueError(text.GRAPH_BUFFER.format(name=name))
         self.device = float_workspace_buffer.device
@@ -123,8 +136,18 @@ class BatchDecodeWithPagedKVCacheWrapper:
     def use_tensor_cores(self) -> bool:
         return self._use_tensor_cores
 
-    def plan(self, indptr: torch.Tensor, indices: torch.Tensor, last_page_len: torch.Tensor, num_qo_heads: int,
-             num_kv_heads: int, head_dim: int, page_size: int, *args: Any, **kwargs: Any) -> None:
+    def plan(
+        self,
+        indptr: torch.Tensor,
+        indices: torch.Tensor,
+        last_page_len: torch.Tensor,
+        num_qo_heads: int,
+        num_kv_heads: int,
+        head_dim: int,
+        page_size: int,
+        *args: Any,
+        **kwargs: Any,
+    ) -> None:
         if args:
             warnings.warn(text.DEPRECATED_POSITIONAL, DeprecationWarning, stacklevel=2)
             if len(args) > len(POSITIONAL_OPTIONS):
@@ -164,8 +187,12 @@ class BatchDecodeWithPagedKVCacheWrapper:
         q_len_per_req: int = 1,
         is_causal: Optional[bool] = None,
     ) -> None:
-        prefill.reject_cuda_only(block_tables=block_tables, fixed_split_size=fixed_split_size,
-                                 disable_split_kv=disable_split_kv, is_causal=is_causal)
+        prefill.reject_cuda_only(
+            block_tables=block_tables,
+            fixed_split_size=fixed_split_size,
+            disable_split_kv=disable_split_kv,
+            is_causal=is_causal,
+        )
         if window_right != 0:
             raise ValueError(text.WINDOW_RIGHT.format(value=window_right))
         if q_len_per_req > 1 and not self._use_tensor_cores:
@@ -198,8 +225,7 @@ class BatchDecodeWithPagedKVCacheWrapper:
         self._window_left, self._sm_scale = window_left, sm_scale
         self._logits_soft_cap = logits_soft_cap if logits_soft_cap is not None else 0.0
 
-    def _resolve(self, q_dt: torch.dtype, kv_dt: torch.dtype, head_dim: int, pos: str,
-                 cap: Optional[float]) -> None:
+    def _resolve(self, q_dt: torch.dtype, kv_dt: torch.dtype, head_dim: int, pos: str, cap: Optional[float]) -> None:
         if self._backend_capacity_demoted:  # reset by the next plan (rule 30)
             self._backend, self._backend_fallback_reason = "aiter", None
             self._backend_capacity_demoted = False
@@ -208,15 +234,29 @@ class BatchDecodeWithPagedKVCacheWrapper:
                 self._backend, self._backend_fallback_reason = "fa2", None
             else:
                 self._backend, self._backend_fallback_reason = prefill._auto_select_prefill_backend(
-                    self.device, dtype_q=q_dt, dtype_kv=kv_dt, kv_layout=self._kv_layout, has_custom_mask=False,
-                    head_dim_qk=head_dim, head_dim_vo=head_dim, pos_encoding_mode=pos, op="batch_decode",
-                    logits_soft_cap=cap)
+                    self.device,
+                    dtype_q=q_dt,
+                    dtype_kv=kv_dt,
+                    kv_layout=self._kv_layout,
+                    has_custom_mask=False,
+                    head_dim_qk=head_dim,
+                    head_dim_vo=head_dim,
+                    pos_encoding_mode=pos,
+                    op="batch_decode",
+                    logits_soft_cap=cap,
+                )
         if self._backend != "aiter":
             return
         if self._backend_requested == "aiter":
-            what = ("use_tensor_cores=True" if self._use_tensor_cores else
-                    f"kv_layout={self._kv_layout!r}" if self._kv_layout != "NHD" else
-                    f"pos_encoding_mode={pos!r}" if pos != "NONE" else None)
+            what = (
+                "use_tensor_cores=True"
+                if self._use_tensor_cores
+                else f"kv_layout={self._kv_layout!r}"
+                if self._kv_layout != "NHD"
+                else f"pos_encoding_mode={pos!r}"
+                if pos != "NONE"
+                else None
+            )
             if what is not None:
                 raise ValueError(text.AITER_UNSUPPORTED.format(what=what))
             _aiter_pa_v1_available()
@@ -256,8 +296,13 @@ class BatchDecodeWithPagedKVCacheWrapper:
         kv_cache_sf: Optional[Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]] = None,
     ) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
         global _lse_shadow_warned
-        prefill.reject_cuda_only(args=args, enable_pdl=enable_pdl, sinks=sinks, kv_cache_sf=kv_cache_sf,
-                                 skip_softmax_threshold_scale_factor=skip_softmax_threshold_scale_factor)
+        prefill.reject_cuda_only(
+            args=args,
+            enable_pdl=enable_pdl,
+            sinks=sinks,
+            kv_cache_sf=kv_cache_sf,
+            skip_softmax_threshold_scale_factor=skip_softmax_threshold_scale_factor,
+        )
         if return_lse and self._backend == "aiter":
             if _stream_capturing():
                 raise ValueError(text.DECODE_LSE_CAPTURE)
@@ -266,8 +311,10 @@ class BatchDecodeWithPagedKVCacheWrapper:
                 warnings.warn(text.DECODE_LSE_SHADOW, UserWarning, stacklevel=2)
         k_cache, v_cache = paged_kv_cache if isinstance(paged_kv_cache, tuple) else paged_kv_cache.unbind(1)
         if q.dtype != self._cached_q_data_type or k_cache.dtype != self._cached_kv_data_type:
-            raise ValueError(f"q/kv dtypes {q.dtype}/{k_cache.dtype} do not match plan()'s "
-                             f"{self._cached_q_data_type}/{self._cached_kv_data_type}")
+            raise ValueError(
+                f"q/kv dtypes {q.dtype}/{k_cache.dtype} do not match plan()'s "
+                f"{self._cached_q_data_type}/{self._cached_kv_data_type}"
+            )
         rows, heads = q.size(0), q.size(1)
         out = prefill._out_buffer(out, (rows, heads, v_cache.shape[-1]), self._cached_o_data_type, q.device)
         lse = prefill._lse_buffer(lse, (rows, heads), q.device) if return_lse else None
@@ -284,11 +331,10 @@ class BatchDecodeWithPagedKVCacheWrapper:
             kv_lens = K.seq_lens(indptr, last, page_size).tolist()
 
             def kv_of(b: int, kv: int) -> tuple[torch.Tensor, torch.Tensor]:
-                pages = self._paged_kv_indices_buf[ip[b]:ip[b + 1]].cpu().tolist()  # type: ignore[index]
+                pages = self._paged_kv_indices_buf[ip[b] : ip[b + 1]].cpu().tolist()  # type: ignore[index]
                 return K.page_tokens(k_cache, layout, pages, kv), K.page_tokens(v_cache, layout, pages, kv)
 
-            batch_attention(q, out, lse, qo_indptr, kv_lens, kv_of, K.NON_CAUSAL, window, cap, sm, None,
-                                     None, batch)
+            batch_attention(q, out, lse, qo_indptr, kv_lens, kv_of, K.NON_CAUSAL, window, cap, sm, None, None, batch)
             if v_scale is not None:
                 out.mul_(v_scale)
 
@@ -310,5 +356,15 @@ class CUDAGraphBatchDecodeWithPagedKVCacheWrapper(BatchDecodeWithPagedKVCacheWra
         backend: str = "auto",
         max_seq_len: Optional[int] = None,
     ) -> None:
-        super().__init__(workspace, kv_layout, True, use_tensor_cores, indptr_buf, indices_buf, last_page_len_buf,
-                         backend, None, max_seq_len)
+        super().__init__(
+            workspace,
+            kv_layout,
+            True,
+            use_tensor_cores,
+            indptr_buf,
+            indices_buf,
+            last_page_len_buf,
+            backend,
+            None,
+            max_seq_len,
+        )

@@ -30,6 +30,7 @@ flat-gather route and single prefill (`_aiter_batch_ragged_available`,
 `_aiter_single_prefill_available`), the amd-aiter version probe (`_aiter_installed_version`),
 exception types the document leaves open (NotImplementedError for refused CUDA-only arguments).
 """
+
 from __future__ import annotations
 
 import functools
@@ -66,6 +67,7 @@ _aiter_auto_warned: set = set()  # s2 step 10: (device, reason) pairs already wa
 
 
 # ---- probes (what the fork's tests patch) --------------------------------------------------------
+
 
 def _aiter_installed_version() -> Optional[str]:
     """amd-aiter's version from package metadata; None when absent (probe name chosen here)."""
@@ -156,10 +158,18 @@ def _aiter_paged_route_page_sizes(q_dtype: torch.dtype) -> frozenset[int]:
 
 # ---- the selector (s2) ---------------------------------------------------------------------------
 
-def _aiter_softcap_defect(arch: str, causal: bool, logits_soft_cap: Optional[float], head_dim: int,
-                          kv_len: Optional[int]) -> bool:
-    return bool(causal and logits_soft_cap is not None and logits_soft_cap > 0 and head_dim == 128
-                and kv_len is not None and arch_caps.aiter_softcap_defect_arch(arch))
+
+def _aiter_softcap_defect(
+    arch: str, causal: bool, logits_soft_cap: Optional[float], head_dim: int, kv_len: Optional[int]
+) -> bool:
+    return bool(
+        causal
+        and logits_soft_cap is not None
+        and logits_soft_cap > 0
+        and head_dim == 128
+        and kv_len is not None
+        and arch_caps.aiter_softcap_defect_arch(arch)
+    )
 
 
 def _aiter_flat_gather_short_query(arch: str, max_q_len: Optional[int]) -> Optional[str]:
@@ -184,10 +194,23 @@ def _warn_auto_fallback_once(device: Any, reason: str) -> None:
     logger.warning("backend='auto' declined AITER and uses fa2: %s", reason)
 
 
-def _constraint_reason(device: Any, arch: str, *, dtype_q: torch.dtype, dtype_kv: torch.dtype, kv_layout: str,
-                       has_custom_mask: bool, head_dim_qk: int, head_dim_vo: int, pos_encoding_mode: str, op: str,
-                       causal: bool, logits_soft_cap: Optional[float], kv_len: Optional[int],
-                       allow_fp8: bool) -> Optional[str]:
+def _constraint_reason(
+    device: Any,
+    arch: str,
+    *,
+    dtype_q: torch.dtype,
+    dtype_kv: torch.dtype,
+    kv_layout: str,
+    has_custom_mask: bool,
+    head_dim_qk: int,
+    head_dim_vo: int,
+    pos_encoding_mode: str,
+    op: str,
+    causal: bool,
+    logits_soft_cap: Optional[float],
+    kv_len: Optional[int],
+    allow_fp8: bool,
+) -> Optional[str]:
     """Steps 1-8: the first constraint AITER does not meet, or None."""
     reason = arch_caps.capability_reason(device, op, "aiter")
     if reason is not None:
@@ -231,10 +254,22 @@ def _auto_select_prefill_backend(
     if max_q_len is not None and ragged_q_len is not None:
         raise ValueError(text.BOTH_LENGTHS)  # step 0, before anything else
     arch = arch_caps._device_arch(device)
-    reason = _constraint_reason(device, arch, dtype_q=dtype_q, dtype_kv=dtype_kv, kv_layout=kv_layout,
-                                has_custom_mask=has_custom_mask, head_dim_qk=head_dim_qk, head_dim_vo=head_dim_vo,
-                                pos_encoding_mode=pos_encoding_mode, op=op, causal=causal,
-                                logits_soft_cap=logits_soft_cap, kv_len=kv_len, allow_fp8=allow_fp8)
+    reason = _constraint_reason(
+        device,
+        arch,
+        dtype_q=dtype_q,
+        dtype_kv=dtype_kv,
+        kv_layout=kv_layout,
+        has_custom_mask=has_custom_mask,
+        head_dim_qk=head_dim_qk,
+        head_dim_vo=head_dim_vo,
+        pos_encoding_mode=pos_encoding_mode,
+        op=op,
+        causal=causal,
+        logits_soft_cap=logits_soft_cap,
+        kv_len=kv_len,
+        allow_fp8=allow_fp8,
+    )
     if reason is None and _aiter_ops_importable():  # step 9: perf gates only with AITER importable (rule 4)
         reason = _aiter_flat_gather_short_query(arch, max_q_len) or _aiter_ragged_short_query(arch, ragged_q_len)
     if reason is not None:  # step 10
@@ -246,6 +281,7 @@ def _auto_select_prefill_backend(
 
 
 # ---- checks shared by the prefill APIs ------------------------------------------------------------
+
 
 def _reject_fp8_on_fa2(dtype_q: torch.dtype, backend: str) -> None:
     if backend == "fa2" and dtype_q in FP8_PREFILL_DTYPES:
@@ -265,20 +301,30 @@ def _require_native_fp8_dtype(dtype_q: torch.dtype) -> None:
 
 def _reject_fp8_off_native_paging(dtype_q: torch.dtype, page_size: int, routed: frozenset[int]) -> None:
     if dtype_q in FP8_PREFILL_DTYPES and page_size not in routed:
-        raise NotImplementedError(text.FP8_OFF_NATIVE_PAGING.format(dtype_q=dtype_q, routed=sorted(routed),
-                                                                     page_size=page_size))
+        raise NotImplementedError(
+            text.FP8_OFF_NATIVE_PAGING.format(dtype_q=dtype_q, routed=sorted(routed), page_size=page_size)
+        )
 
 
-def _reject_aiter_features(arch: str, *, kv_layout: str, pos_encoding_mode: str, causal: bool,
-                           logits_soft_cap: Optional[float], head_dim: int, kv_len: Optional[int]) -> None:
+def _reject_aiter_features(
+    arch: str,
+    *,
+    kv_layout: str,
+    pos_encoding_mode: str,
+    causal: bool,
+    logits_soft_cap: Optional[float],
+    head_dim: int,
+    kv_len: Optional[int],
+) -> None:
     """backend "aiter": ValueError for HND, RoPE, or the soft-cap defect (s4)."""
     if kv_layout != "NHD":
         raise ValueError(text.AITER_UNSUPPORTED.format(what=f"kv_layout={kv_layout!r} (AITER requires NHD)"))
     if pos_encoding_mode != "NONE":
         raise ValueError(text.AITER_UNSUPPORTED.format(what=f"pos_encoding_mode={pos_encoding_mode!r}"))
     if _aiter_softcap_defect(arch, causal, logits_soft_cap, head_dim, kv_len):
-        raise ValueError(text.AITER_UNSUPPORTED.format(
-            what=text.SOFTCAP_DEFECT.format(cap=logits_soft_cap, hd=head_dim)))
+        raise ValueError(
+            text.AITER_UNSUPPORTED.format(what=text.SOFTCAP_DEFECT.format(cap=logits_soft_cap, hd=head_dim))
+        )
 
 
 def reject_cuda_only(**arguments: Any) -> None:
@@ -314,8 +360,7 @@ def _output_dtype(q: torch.dtype, o: Optional[Union[str, torch.dtype]]) -> torch
 
 def _check_buffer(t: torch.Tensor, shape: tuple, dtype: torch.dtype, name: str) -> None:
     if tuple(t.shape) != tuple(shape) or t.dtype != dtype:
-        raise ValueError(f"Invalid {name}: expected shape {tuple(shape)} dtype {dtype}, got {tuple(t.shape)} "
-                         f"{t.dtype}")
+        raise ValueError(f"Invalid {name}: expected shape {tuple(shape)} dtype {dtype}, got {tuple(t.shape)} {t.dtype}")
 
 
 def _descale(t: Optional[torch.Tensor]) -> float:
@@ -327,16 +372,18 @@ def _per_tensor(name: str, t: torch.Tensor) -> None:
         raise RuntimeError(text.PER_TENSOR.format(name=name, shape=tuple(t.shape)))
 
 
-def _pack_mask(custom_mask: Optional[torch.Tensor], packed_custom_mask: Optional[torch.Tensor],
-               indptr: Callable[[], torch.Tensor]) -> tuple[Optional[torch.Tensor], Optional[torch.Tensor]]:
+def _pack_mask(
+    custom_mask: Optional[torch.Tensor], packed_custom_mask: Optional[torch.Tensor], indptr: Callable[[], torch.Tensor]
+) -> tuple[Optional[torch.Tensor], Optional[torch.Tensor]]:
     """(packed mask, mask_indptr) as upstream plan() builds them (segment_packbits, bit order "little")."""
     if custom_mask is None and packed_custom_mask is None:
         return None, None
     m_indptr = indptr()
     if packed_custom_mask is None:
         assert custom_mask is not None
-        packed_custom_mask, m_indptr = K.segment_pack_bits(custom_mask.contiguous().view(-1),
-                                                           m_indptr.to(custom_mask.device), "little")
+        packed_custom_mask, m_indptr = K.segment_pack_bits(
+            custom_mask.contiguous().view(-1), m_indptr.to(custom_mask.device), "little"
+        )
     return packed_custom_mask, m_indptr
 
 
@@ -345,8 +392,9 @@ class _Wrapper:
 
     _op = "batch_prefill"
 
-    def _init_state(self, ws: torch.Tensor, kv_layout: str, use_cuda_graph: bool, backend: str,
-                    jit_args: Any, jit_kwargs: Any) -> None:
+    def _init_state(
+        self, ws: torch.Tensor, kv_layout: str, use_cuda_graph: bool, backend: str, jit_args: Any, jit_kwargs: Any
+    ) -> None:
         reject_cuda_only(jit_args=jit_args, jit_kwargs=jit_kwargs)
         self._float_workspace_buffer = ws
         self.device = ws.device
@@ -431,9 +479,12 @@ class BatchPrefillWithPagedKVCacheWrapper(_Wrapper):
             warnings.warn(text.PAGED_UNKNOWN_BACKEND.format(backend=backend), UserWarning, stacklevel=2)
             backend = "fa2"
         if use_cuda_graph:
-            for name, buf in (("qo_indptr_buf", qo_indptr_buf), ("paged_kv_indptr_buf", paged_kv_indptr_buf),
-                              ("paged_kv_indices_buf", paged_kv_indices_buf),
-                              ("paged_kv_last_page_len_buf", paged_kv_last_page_len_buf)):
+            for name, buf in (
+                ("qo_indptr_buf", qo_indptr_buf),
+                ("paged_kv_indptr_buf", paged_kv_indptr_buf),
+                ("paged_kv_indices_buf", paged_kv_indices_buf),
+                ("paged_kv_last_page_len_buf", paged_kv_last_page_len_buf),
+            ):
                 if not torch.is_tensor(buf):
                     raise ValueError(text.GRAPH_BUFFER.format(name=name))
         self._init_state(float_workspace_buffer, kv_layout, use_cuda_graph, backend, jit_args, jit_kwargs)
@@ -490,10 +541,16 @@ class BatchPrefillWithPagedKVCacheWrapper(_Wrapper):
         fixed_split_size: Optional[int] = None,
         disable_split_kv: bool = False,
     ) -> None:
-        reject_cuda_only(prefix_len_ptr=prefix_len_ptr, token_pos_in_items_ptr=token_pos_in_items_ptr,
-                         token_pos_in_items_len=token_pos_in_items_len, max_item_len_ptr=max_item_len_ptr,
-                         seq_lens=seq_lens, seq_lens_q=seq_lens_q, block_tables=block_tables,
-                         use_fp16_qk_reduction=use_fp16_qk_reduction)
+        reject_cuda_only(
+            prefix_len_ptr=prefix_len_ptr,
+            token_pos_in_items_ptr=token_pos_in_items_ptr,
+            token_pos_in_items_len=token_pos_in_items_len,
+            max_item_len_ptr=max_item_len_ptr,
+            seq_lens=seq_lens,
+            seq_lens_q=seq_lens_q,
+            block_tables=block_tables,
+            use_fp16_qk_reduction=use_fp16_qk_reduction,
+        )
         q_dt = _dtype(q_data_type, torch.float16)
         kv_dt = _dtype(kv_data_type, q_dt)
         o_dt = _output_dtype(q_dt, o_data_type)
@@ -505,8 +562,11 @@ class BatchPrefillWithPagedKVCacheWrapper(_Wrapper):
         qo_lens = (qo_host[1:] - qo_host[:-1]).tolist()
         kv_lens = K.seq_lens(kvp_host, last_host, page_size).tolist()
         total = int(qo_host[-1])
-        packed, m_indptr = _pack_mask(custom_mask, packed_custom_mask, lambda: K.page_mask_indptr(
-            qo_indptr, paged_kv_indptr, paged_kv_last_page_len, page_size))
+        packed, m_indptr = _pack_mask(
+            custom_mask,
+            packed_custom_mask,
+            lambda: K.page_mask_indptr(qo_indptr, paged_kv_indptr, paged_kv_last_page_len, page_size),
+        )
         if graph:
             self._graph_rows(total, batch)
             if len(paged_kv_indices) > len(self._paged_kv_indices_buf):
@@ -527,11 +587,30 @@ class BatchPrefillWithPagedKVCacheWrapper(_Wrapper):
         self._cached_q_data_type, self._cached_kv_data_type, self._cached_o_data_type = q_dt, kv_dt, o_dt
         self._causal, self._window_left, self._sm_scale = causal, window_left, sm_scale
         self._logits_soft_cap = logits_soft_cap if logits_soft_cap is not None else 0.0
-        self._resolve(q_dt, kv_dt, head_dim_qk, head_dim_vo, pos_encoding_mode, causal, logits_soft_cap, page_size,
-                      paged_kv_indices)
+        self._resolve(
+            q_dt,
+            kv_dt,
+            head_dim_qk,
+            head_dim_vo,
+            pos_encoding_mode,
+            causal,
+            logits_soft_cap,
+            page_size,
+            paged_kv_indices,
+        )
 
-    def _resolve(self, q_dt: torch.dtype, kv_dt: torch.dtype, head_dim_qk: int, head_dim_vo: int, pos: str,
-                 causal: bool, cap: Optional[float], page_size: int, indices: torch.Tensor) -> None:
+    def _resolve(
+        self,
+        q_dt: torch.dtype,
+        kv_dt: torch.dtype,
+        head_dim_qk: int,
+        head_dim_vo: int,
+        pos: str,
+        causal: bool,
+        cap: Optional[float],
+        page_size: int,
+        indices: torch.Tensor,
+    ) -> None:
         graph = self._use_cuda_graph
         arch = arch_caps._device_arch(self.device)
         fp8 = q_dt in FP8_PREFILL_DTYPES
@@ -544,13 +623,25 @@ class BatchPrefillWithPagedKVCacheWrapper(_Wrapper):
         from_auto = self._backend_requested == "auto"
         if self._reresolves(from_auto):
             self._backend, self._backend_fallback_reason = _auto_select_prefill_backend(
-                self.device, dtype_q=q_dt, dtype_kv=kv_dt, kv_layout=self._kv_layout,
-                has_custom_mask=self._custom_mask_buf is not None, head_dim_qk=head_dim_qk, head_dim_vo=head_dim_vo,
-                pos_encoding_mode=pos, op="batch_prefill", causal=causal, logits_soft_cap=cap, kv_len=kv_len,
-                allow_fp8=True, max_q_len=None if on_route else self._max_q_len)
+                self.device,
+                dtype_q=q_dt,
+                dtype_kv=kv_dt,
+                kv_layout=self._kv_layout,
+                has_custom_mask=self._custom_mask_buf is not None,
+                head_dim_qk=head_dim_qk,
+                head_dim_vo=head_dim_vo,
+                pos_encoding_mode=pos,
+                op="batch_prefill",
+                causal=causal,
+                logits_soft_cap=cap,
+                kv_len=kv_len,
+                allow_fp8=True,
+                max_q_len=None if on_route else self._max_q_len,
+            )
             self._backend_short_query_demoted = (
                 self._backend_fallback_reason is not None
-                and self._backend_fallback_reason == _aiter_flat_gather_short_query(arch, self._max_q_len))
+                and self._backend_fallback_reason == _aiter_flat_gather_short_query(arch, self._max_q_len)
+            )
         # checks after selection (s4)
         if self._backend == "aiter":
             _require_native_fp8_dtype(q_dt)
@@ -558,8 +649,15 @@ class BatchPrefillWithPagedKVCacheWrapper(_Wrapper):
             _reject_fp8_off_native_paging(q_dt, page_size, routed)
         _reject_fp8_on_fa2(q_dt, self._backend)
         if self._backend == "aiter":
-            _reject_aiter_features(arch, kv_layout=self._kv_layout, pos_encoding_mode=pos, causal=causal,
-                                   logits_soft_cap=cap, head_dim=head_dim_qk, kv_len=kv_len)
+            _reject_aiter_features(
+                arch,
+                kv_layout=self._kv_layout,
+                pos_encoding_mode=pos,
+                causal=causal,
+                logits_soft_cap=cap,
+                head_dim=head_dim_qk,
+                kv_len=kv_len,
+            )
             flat = not on_route or not self._native_paging(q_dt, page_size, arch, causal, cap, head_dim_qk, from_auto)
             if self._backend == "aiter" and flat and not on_route:
                 self._bootstrap_or_demote(_aiter_batch_ragged_available, from_auto)  # route chosen here, see docstring
@@ -570,8 +668,16 @@ class BatchPrefillWithPagedKVCacheWrapper(_Wrapper):
         else:
             self._aiter_flat_gather_idx = self._aiter_flat_kv_indptr = None
 
-    def _native_paging(self, q_dt: torch.dtype, page_size: int, arch: str, causal: bool, cap: Optional[float],
-                       head_dim: int, from_auto: bool) -> bool:
+    def _native_paging(
+        self,
+        q_dt: torch.dtype,
+        page_size: int,
+        arch: str,
+        causal: bool,
+        cap: Optional[float],
+        head_dim: int,
+        from_auto: bool,
+    ) -> bool:
         """s4 probe site at a routed page: True when native; else demote, raise, or stay aiter off-route."""
         if _aiter_native_paging_available(page_size):
             return True
@@ -583,8 +689,7 @@ class BatchPrefillWithPagedKVCacheWrapper(_Wrapper):
         defect = _aiter_softcap_defect(arch, causal, cap, head_dim, self._max_kv_len)
         short = _aiter_flat_gather_short_query(arch, self._max_q_len)
         if defect and not demotable:
-            raise ValueError(text.AITER_UNSUPPORTED.format(
-                what=text.SOFTCAP_DEFECT.format(cap=cap, hd=head_dim)))
+            raise ValueError(text.AITER_UNSUPPORTED.format(what=text.SOFTCAP_DEFECT.format(cap=cap, hd=head_dim)))
         if defect:
             self._backend = "fa2"
             self._backend_fallback_reason = text.NATIVE_PAGING_UNAVAILABLE.format(page_size=page_size, arch=arch)
@@ -598,12 +703,15 @@ class BatchPrefillWithPagedKVCacheWrapper(_Wrapper):
     def _fill_flat_gather(self, indices: torch.Tensor, page_size: int) -> None:
         """Token indices of the flattened KV cache per request (AITER's flat gather, s4 "Buffers")."""
         ip = self._paged_kv_indptr_buf[: self._batch_size + 1].cpu().tolist()
-        kv_lens = K.seq_lens(self._paged_kv_indptr_buf[: self._batch_size + 1].cpu(),
-                             self._paged_kv_last_page_len_buf[: self._batch_size].cpu(), page_size).tolist()
+        kv_lens = K.seq_lens(
+            self._paged_kv_indptr_buf[: self._batch_size + 1].cpu(),
+            self._paged_kv_last_page_len_buf[: self._batch_size].cpu(),
+            page_size,
+        ).tolist()
         pages = indices.cpu().to(torch.int64)
         parts = []
         for b in range(self._batch_size):
-            p = pages[ip[b]:ip[b + 1]]
+            p = pages[ip[b] : ip[b + 1]]
             tokens = (p.view(-1, 1) * page_size + torch.arange(page_size).view(1, -1)).reshape(-1)
             parts.append(tokens[: max(0, kv_lens[b])])
         flat = torch.cat(parts) if parts else torch.zeros(0, dtype=torch.int64)
@@ -613,7 +721,8 @@ class BatchPrefillWithPagedKVCacheWrapper(_Wrapper):
             if self._flat_gather_storage is None:  # allocated once, reused by every later plan
                 self._flat_gather_storage = (
                     torch.zeros(self._paged_kv_indices_buf.numel() * page_size, dtype=torch.int32, device=self.device),
-                    torch.zeros(self._batch_size + 1, dtype=torch.int32, device=self.device))
+                    torch.zeros(self._batch_size + 1, dtype=torch.int32, device=self.device),
+                )
             self._aiter_flat_gather_idx, self._aiter_flat_kv_indptr = self._flat_gather_storage
             self._aiter_flat_gather_idx[: len(flat)].copy_(flat)
             self._aiter_flat_kv_indptr.copy_(indptr)
@@ -644,9 +753,15 @@ class BatchPrefillWithPagedKVCacheWrapper(_Wrapper):
         scale_k: Optional[torch.Tensor] = None,
         scale_v: Optional[torch.Tensor] = None,
     ) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
-        reject_cuda_only(args=args, enable_pdl=enable_pdl, sinks=sinks, kv_cache_sf=kv_cache_sf,
-                         skip_softmax_threshold_scale_factor=skip_softmax_threshold_scale_factor,
-                         use_fp16_softmax=use_fp16_softmax, uses_spcompress=uses_spcompress)
+        reject_cuda_only(
+            args=args,
+            enable_pdl=enable_pdl,
+            sinks=sinks,
+            kv_cache_sf=kv_cache_sf,
+            skip_softmax_threshold_scale_factor=skip_softmax_threshold_scale_factor,
+            use_fp16_softmax=use_fp16_softmax,
+            uses_spcompress=uses_spcompress,
+        )
         fp8 = q.dtype in FP8_PREFILL_DTYPES
         scales = (scale_q, scale_k, scale_v)
         if fp8 and any(s is not None for s in (q_scale, k_scale, v_scale)):
@@ -662,8 +777,10 @@ class BatchPrefillWithPagedKVCacheWrapper(_Wrapper):
             _require_native_fp8_dtype(q.dtype)
         k_cache, v_cache = paged_kv_cache if isinstance(paged_kv_cache, tuple) else paged_kv_cache.unbind(1)
         if q.dtype != self._cached_q_data_type or k_cache.dtype != self._cached_kv_data_type:
-            raise ValueError(f"q/kv dtypes {q.dtype}/{k_cache.dtype} do not match plan()'s "
-                             f"{self._cached_q_data_type}/{self._cached_kv_data_type}")
+            raise ValueError(
+                f"q/kv dtypes {q.dtype}/{k_cache.dtype} do not match plan()'s "
+                f"{self._cached_q_data_type}/{self._cached_kv_data_type}"
+            )
         if q.size(0) != self._qo_indptr_last:
             raise ValueError(f"q.shape[0] ({q.size(0)}) does not match qo_indptr[-1] ({self._qo_indptr_last}).")
         rows, heads, dv = q.size(0), q.size(1), v_cache.shape[-1]
@@ -680,21 +797,35 @@ class BatchPrefillWithPagedKVCacheWrapper(_Wrapper):
         def kernel(sm: float = sm, mask_mode: int = mask_mode) -> None:
             scale = sm * _descale(scale_q) * _descale(scale_k)  # AITER reads its descale tensors at launch
             ip = self._paged_kv_indptr_buf[: batch + 1].cpu().tolist()
-            kv_lens = K.seq_lens(self._paged_kv_indptr_buf[: batch + 1].cpu(),
-                                 self._paged_kv_last_page_len_buf[:batch].cpu(), page_size).tolist()
+            kv_lens = K.seq_lens(
+                self._paged_kv_indptr_buf[: batch + 1].cpu(), self._paged_kv_last_page_len_buf[:batch].cpu(), page_size
+            ).tolist()
             if flat:
                 fi = self._aiter_flat_kv_indptr.cpu().tolist()  # type: ignore[union-attr]
                 k_flat, v_flat = k_cache.reshape(-1, *k_cache.shape[2:]), v_cache.reshape(-1, *v_cache.shape[2:])
 
             def kv_of(b: int, kv: int) -> tuple[torch.Tensor, torch.Tensor]:
                 if flat:
-                    idx = self._aiter_flat_gather_idx[fi[b]:fi[b + 1]].long()  # type: ignore[index]
+                    idx = self._aiter_flat_gather_idx[fi[b] : fi[b + 1]].long()  # type: ignore[index]
                     return k_flat[idx], v_flat[idx]
-                pages = self._paged_kv_indices_buf[ip[b]:ip[b + 1]].cpu().tolist()
+                pages = self._paged_kv_indices_buf[ip[b] : ip[b + 1]].cpu().tolist()
                 return K.page_tokens(k_cache, layout, pages, kv), K.page_tokens(v_cache, layout, pages, kv)
 
-            batch_attention(q, out, lse, self._qo_indptr_buf, kv_lens, kv_of, mask_mode, window, cap, scale,
-                             self._custom_mask_buf, self._mask_indptr_buf, batch)
+            batch_attention(
+                q,
+                out,
+                lse,
+                self._qo_indptr_buf,
+                kv_lens,
+                kv_of,
+                mask_mode,
+                window,
+                cap,
+                scale,
+                self._custom_mask_buf,
+                self._mask_indptr_buf,
+                batch,
+            )
             if scale_v is not None:
                 out.mul_(_descale(scale_v))
             elif v_scale is not None:
@@ -775,12 +906,21 @@ class BatchPrefillWithRaggedKVCacheWrapper(_Wrapper):
         v_indptr: Optional[torch.Tensor] = None,
         o_indptr: Optional[torch.Tensor] = None,
     ) -> None:
-        reject_cuda_only(prefix_len_ptr=prefix_len_ptr, token_pos_in_items_ptr=token_pos_in_items_ptr,
-                         token_pos_in_items_len=token_pos_in_items_len, max_item_len_ptr=max_item_len_ptr,
-                         fixed_split_size=fixed_split_size, disable_split_kv=disable_split_kv, seq_lens=seq_lens,
-                         seq_lens_q=seq_lens_q, max_token_per_sequence=max_token_per_sequence,
-                         max_sequence_kv=max_sequence_kv, v_indptr=v_indptr, o_indptr=o_indptr,
-                         use_fp16_qk_reduction=use_fp16_qk_reduction)
+        reject_cuda_only(
+            prefix_len_ptr=prefix_len_ptr,
+            token_pos_in_items_ptr=token_pos_in_items_ptr,
+            token_pos_in_items_len=token_pos_in_items_len,
+            max_item_len_ptr=max_item_len_ptr,
+            fixed_split_size=fixed_split_size,
+            disable_split_kv=disable_split_kv,
+            seq_lens=seq_lens,
+            seq_lens_q=seq_lens_q,
+            max_token_per_sequence=max_token_per_sequence,
+            max_sequence_kv=max_sequence_kv,
+            v_indptr=v_indptr,
+            o_indptr=o_indptr,
+            use_fp16_qk_reduction=use_fp16_qk_reduction,
+        )
         q_dt = _dtype(q_data_type, torch.float16)
         kv_dt = _dtype(kv_data_type, q_dt)
         if q_dt in FP8_PREFILL_DTYPES:  # every backend, before the selector (rule 22)
@@ -809,16 +949,32 @@ class BatchPrefillWithRaggedKVCacheWrapper(_Wrapper):
         from_auto = self._backend_requested == "auto"
         if self._reresolves(from_auto):
             self._backend, self._backend_fallback_reason = _auto_select_prefill_backend(
-                self.device, dtype_q=q_dt, dtype_kv=kv_dt, kv_layout=self._kv_layout,
-                has_custom_mask=self._custom_mask_buf is not None, head_dim_qk=head_dim_qk, head_dim_vo=head_dim_vo,
-                pos_encoding_mode=pos_encoding_mode, op="batch_prefill", causal=causal,
-                logits_soft_cap=logits_soft_cap, kv_len=self._max_kv_len, ragged_q_len=self._ragged_gate_len())
+                self.device,
+                dtype_q=q_dt,
+                dtype_kv=kv_dt,
+                kv_layout=self._kv_layout,
+                has_custom_mask=self._custom_mask_buf is not None,
+                head_dim_qk=head_dim_qk,
+                head_dim_vo=head_dim_vo,
+                pos_encoding_mode=pos_encoding_mode,
+                op="batch_prefill",
+                causal=causal,
+                logits_soft_cap=logits_soft_cap,
+                kv_len=self._max_kv_len,
+                ragged_q_len=self._ragged_gate_len(),
+            )
             if self._backend == "aiter":
                 self._bootstrap_or_demote(_aiter_batch_ragged_available, True)
         elif self._backend == "aiter" and not from_auto:
-            _reject_aiter_features(arch, kv_layout=self._kv_layout, pos_encoding_mode=pos_encoding_mode,
-                                   causal=causal, logits_soft_cap=logits_soft_cap, head_dim=head_dim_qk,
-                                   kv_len=self._max_kv_len)
+            _reject_aiter_features(
+                arch,
+                kv_layout=self._kv_layout,
+                pos_encoding_mode=pos_encoding_mode,
+                causal=causal,
+                logits_soft_cap=logits_soft_cap,
+                head_dim=head_dim_qk,
+                kv_len=self._max_kv_len,
+            )
             _aiter_batch_ragged_available()
 
     def run(
@@ -841,8 +997,10 @@ class BatchPrefillWithRaggedKVCacheWrapper(_Wrapper):
         if o_scale is not None and o_scale != 1.0:
             raise ValueError(text.O_SCALE.format(value=o_scale))
         if q.dtype != self._cached_q_data_type or k.dtype != self._cached_kv_data_type:
-            raise ValueError(f"q/kv dtypes {q.dtype}/{k.dtype} do not match plan()'s "
-                             f"{self._cached_q_data_type}/{self._cached_kv_data_type}")
+            raise ValueError(
+                f"q/kv dtypes {q.dtype}/{k.dtype} do not match plan()'s "
+                f"{self._cached_q_data_type}/{self._cached_kv_data_type}"
+            )
         if q.size(0) != self._qo_indptr_last:
             raise ValueError(f"q.shape[0] ({q.size(0)}) does not match qo_indptr[-1] ({self._qo_indptr_last}).")
         rows, heads = q.size(0), q.size(1)
@@ -860,11 +1018,24 @@ class BatchPrefillWithRaggedKVCacheWrapper(_Wrapper):
             def kv_of(b: int, kv: int) -> tuple[torch.Tensor, torch.Tensor]:
                 s = ip[b]
                 if layout == "NHD":
-                    return k[s:s + kv], v[s:s + kv]
-                return k[:, s:s + kv].transpose(0, 1), v[:, s:s + kv].transpose(0, 1)
+                    return k[s : s + kv], v[s : s + kv]
+                return k[:, s : s + kv].transpose(0, 1), v[:, s : s + kv].transpose(0, 1)
 
-            batch_attention(q, out, lse, self._qo_indptr_buf, kv_lens, kv_of, mask_mode, window, cap, sm,
-                             self._custom_mask_buf, self._mask_indptr_buf, batch)
+            batch_attention(
+                q,
+                out,
+                lse,
+                self._qo_indptr_buf,
+                kv_lens,
+                kv_of,
+                mask_mode,
+                window,
+                cap,
+                sm,
+                self._custom_mask_buf,
+                self._mask_indptr_buf,
+                batch,
+            )
             if v_scale is not None:
                 out.mul_(v_scale)
 
@@ -887,6 +1058,7 @@ def _lse_buffer(lse: Optional[torch.Tensor], shape: tuple, device: torch.device)
 
 
 # ---- single prefill ------------------------------------------------------------------------------
+
 
 def get_single_prefill_module(backend: str, *args: Any) -> Any:
     """The module single prefill runs; the fork's tests patch this global to see the resolved backend."""
@@ -925,10 +1097,19 @@ def single_prefill_with_kv_cache(
     arch = arch_caps._device_arch(q.device)
     if backend == "auto":
         backend, _ = _auto_select_prefill_backend(
-            q.device, dtype_q=q.dtype, dtype_kv=k.dtype, kv_layout=kv_layout,
-            has_custom_mask=custom_mask is not None or packed_custom_mask is not None, head_dim_qk=q.shape[-1],
-            head_dim_vo=v.shape[-1], pos_encoding_mode=pos_encoding_mode, op="single_prefill", causal=causal,
-            logits_soft_cap=logits_soft_cap, kv_len=kv)
+            q.device,
+            dtype_q=q.dtype,
+            dtype_kv=k.dtype,
+            kv_layout=kv_layout,
+            has_custom_mask=custom_mask is not None or packed_custom_mask is not None,
+            head_dim_qk=q.shape[-1],
+            head_dim_vo=v.shape[-1],
+            pos_encoding_mode=pos_encoding_mode,
+            op="single_prefill",
+            causal=causal,
+            logits_soft_cap=logits_soft_cap,
+            kv_len=kv,
+        )
         if backend == "aiter":
             try:
                 _aiter_single_prefill_available()
@@ -938,8 +1119,15 @@ def single_prefill_with_kv_cache(
         _reject_fp8_on_fa2(q.dtype, backend)
     elif backend == "aiter":
         _require_aiter_runtime(q.device, "single_prefill")
-        _reject_aiter_features(arch, kv_layout=kv_layout, pos_encoding_mode=pos_encoding_mode, causal=causal,
-                               logits_soft_cap=logits_soft_cap, head_dim=q.shape[-1], kv_len=kv)
+        _reject_aiter_features(
+            arch,
+            kv_layout=kv_layout,
+            pos_encoding_mode=pos_encoding_mode,
+            causal=causal,
+            logits_soft_cap=logits_soft_cap,
+            head_dim=q.shape[-1],
+            kv_len=kv,
+        )
         _aiter_single_prefill_available()
     else:
         _reject_fp8_on_fa2(q.dtype, backend)
@@ -955,7 +1143,8 @@ def single_prefill_with_kv_cache(
     custom = K.unpack_bits(packed_custom_mask, 0, qo * kv) if packed_custom_mask is not None else None
     out = torch.empty(q.shape[:-1] + (v.shape[-1],), dtype=out_dtype, device=q.device)
     lse = torch.empty((qo, q.size(1)), dtype=torch.float32, device=q.device) if return_lse else None
-    o, lse_nat = K.attend(q, kk, vv, K.keep_mask(qo, kv, mask_mode, window_left, custom), sm_scale,
-                          logits_soft_cap or 0.0)
+    o, lse_nat = K.attend(
+        q, kk, vv, K.keep_mask(qo, kv, mask_mode, window_left, custom), sm_scale, logits_soft_cap or 0.0
+    )
     _store(out, lse, 0, o, lse_nat * K.LOG2E)  # the kernels' base 2
     return (out, lse) if return_lse else out  # type: ignore[return-value]
