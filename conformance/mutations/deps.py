@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Optional
 
-from conformance.mutations.runner import COPIED, VERDICT_DIR
+from conformance.mutations.runner import COPIED, IGNORED, VERDICT_DIR
 
 TREE = "*"
 DIR = "dir:"
@@ -28,9 +28,8 @@ ABSENT = "absent"
 # Resolved as repository modules by the static import scan (tests/ holds the helpers imported by basename).
 PACKAGES = ("oracle", "scenarios", "kernels", "routing", "conformance", "reports")
 # Never a dependency: the verdict files themselves (a refresh would move every key that holds them; a copy
-# leaves them out), and what a copy leaves out (runner._IGNORED).
+# leaves them out), and what a copy leaves out (runner.IGNORED).
 EXCLUDED = "excluded"
-IGNORED = ("__pycache__", "*.pyc", ".hypothesis", ".pytest_cache", "*.egg-info", "*.png", "*.html")
 # The mutation machinery (conformance/mutations/*.py) is one ingredient of every key, less the catalogue
 # modules: a mutant's own definition stands for its entry, so adding a mutant re-runs no other.
 CATALOGUE_MODULES = (

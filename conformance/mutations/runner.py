@@ -51,9 +51,9 @@ COPIED = (
     "pyproject.toml",
     "docs",
 )  # docs: the ledger tests read the H200 runs' records in docs/evidence
-_IGNORED = shutil.ignore_patterns(
-    "__pycache__", "*.pyc", ".hypothesis", ".pytest_cache", "*.egg-info", "*.png", "*.html"
-)
+# What a copy leaves out (deps.py's listings and tree hash leave out the same).
+IGNORED = ("__pycache__", "*.pyc", ".hypothesis", ".pytest_cache", "*.egg-info", "*.png", "*.html")
+_IGNORED = shutil.ignore_patterns(*IGNORED)
 VERDICT_DIR = "conformance/mutations/verdicts"  # the verdict cache's files (verdicts.py)
 DEFAULT_WORKERS = 2
 DEFAULT_TIMEOUT_S = 300.0

@@ -41,21 +41,15 @@ def _mask_not_cleared(mp: Any) -> None:
 
 
 def _empty_is_short(mp: Any) -> None:
-    """A longest query of 0 (an empty batch, or only empty requests) reads as short and is demoted."""
+    """A longest query of 0 (an empty batch, or only empty requests) reads as short and is demoted: both
+    gates are asked about a length of 1 instead."""
+    for name in ("_aiter_flat_gather_short_query", "_aiter_ragged_short_query"):
+        real = getattr(prefill, name)
 
-    def short(table: Callable[[str], Optional[int]], form: str) -> Callable[[str, Optional[int]], Optional[str]]:
-        def gate(arch: str, q_len: Optional[int]) -> Optional[str]:
-            t = table(arch)
-            return form.format(T=t) if t is not None and q_len is not None and q_len <= t else None
+        def gate(arch: str, q_len: Optional[int], real: Callable[..., Optional[str]] = real) -> Optional[str]:
+            return real(arch, 1 if q_len is not None and q_len <= 0 else q_len)
 
-        return gate
-
-    mp.setattr(
-        prefill,
-        "_aiter_flat_gather_short_query",
-        short(arch_caps.aiter_flat_gather_gated_q_len, text.PAGED_SHORT_QUERY),
-    )
-    mp.setattr(prefill, "_aiter_ragged_short_query", short(arch_caps.aiter_ragged_gated_q_len, text.RAGGED_SHORT_QUERY))
+        mp.setattr(prefill, name, gate)
 
 
 def _graph_repromote(mp: Any) -> None:
@@ -65,12 +59,12 @@ def _graph_repromote(mp: Any) -> None:
 
 def _reason_collision(mp: Any) -> None:
     """The ragged gate reports the paged flat-gather text: the two gates' reasons collide."""
+    real = prefill._aiter_ragged_short_query
 
     def gate(arch: str, q_len: Optional[int]) -> Optional[str]:
-        t = arch_caps.aiter_ragged_gated_q_len(arch)
-        if t is None or q_len is None or not 1 <= q_len <= t:
+        if real(arch, q_len) is None:
             return None
-        return text.PAGED_SHORT_QUERY.format(T=t)
+        return text.PAGED_SHORT_QUERY.format(T=arch_caps.aiter_ragged_gated_q_len(arch))
 
     mp.setattr(prefill, "_aiter_ragged_short_query", gate)
 
