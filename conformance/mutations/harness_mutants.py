@@ -19,6 +19,7 @@ _PREBUILD = "tests/kernels/test_flashinfer_prebuild.py::"
 _MUTATION = "tests/mutation/test_mutation_matrix.py::"
 _ENV = "tests/kernels/test_kernels_env.py::"
 _FAULTS = "tests/kernels/test_standin_faults.py::"
+_UPSTREAM = "tests/kernels/test_upstream_standin.py::"
 _LAYERS = "tests/harness/test_layers.py::"
 _CLI = "tests/harness/test_cli_commands.py::"
 _CACHE = "tests/mutation/test_verdict_cache.py::"
@@ -720,7 +721,10 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         '    "boolean": (lambda v: isinstance(v, bool), "true or false"),\n',
         '    "boolean": (lambda v: True, "true or false"),\n',
         '"causal": "false" is taken, and a non-empty string is a true causal flag: a causal case runs',
-        ("tests/harness/test_case.py::test_a_json_value_of_the_wrong_type_is_refused_not_coerced[bool-as-string]",),
+        (
+            "tests/harness/test_case.py::test_a_json_value_of_the_wrong_type_is_refused_not_coerced[bool-as-string]",
+            "tests/harness/test_case.py::test_the_cli_refuses_a_wrongly_typed_case_in_one_line",
+        ),
     ),
     _harness(
         "case-json-lengths-coerced",
@@ -844,6 +848,62 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "@dataclass\n",
         "a parity record can be edited after it was built (and written)",
         ("tests/reports/test_records.py::test_a_record_cannot_be_edited_only_replaced",),
+    ),
+    _harness(
+        "fault-catalogue-renamed",
+        "kernels/standins/faults.py",
+        '            "reason_collision",\n',
+        '            "reason_collisions",\n',
+        "a fault is renamed in the catalogue while its seed sequence keeps the old name: it is never checked",
+        (_FAULTS + "test_the_catalogue_names_every_sequence",),
+    ),
+    _harness(
+        "fault-unknown-name-keyerror",
+        "kernels/standins/faults.py",
+        "    if name not in FAULTS:\n",
+        "    if False:\n",
+        "an unknown fault name ends in a KeyError, not an error naming the faults there are",
+        (_FAULTS + "test_an_unknown_fault_is_refused_naming_the_choices",),
+    ),
+    _harness(
+        "upstream-module-unlabelled",
+        "kernels/standins/upstream_flashinfer/utils.py",
+        '__attncheck_standin__ = "flashinfer-upstream"\n',
+        '__attncheck_standin__ = ""\n',
+        "a module of the upstream model carries no stand-in label",
+        (_UPSTREAM + "test_every_module_of_the_model_is_marked_and_says_it_is_a_standin",),
+    ),
+    _harness(
+        "upstream-sm90-probe-ignored",
+        "kernels/standins/upstream.py",
+        '    mp.setattr(utils, "is_sm90a_supported", lambda device: sm90)\n',
+        "",
+        "install(sm90=False) still offers fa3: the model answers for a Hopper whatever it is asked",
+        (_UPSTREAM + "test_installed_points_flashinfer_at_the_model_labels_it_and_undoes_it",),
+    ),
+    _harness(
+        "upstream-call-log-kept",
+        "kernels/standins/upstream.py",
+        "    STATE.clear()\n",
+        "",
+        "installing the model keeps the previous install's call log: a test reads calls it did not make",
+        (_UPSTREAM + "test_the_model_logs_every_call_and_installing_clears_the_log",),
+    ),
+    _harness(
+        "fork-packbits-its-own",
+        "kernels/standins/rocm_flashinfer/quantization.py",
+        "from kernels.standins.upstream_flashinfer.quantization import packbits, segment_packbits\n",
+        "from kernels.standins._kernels import pack_bits as packbits, segment_pack_bits as segment_packbits\n",
+        "the fork stand-in packs masks with code of its own beside the upstream model's",
+        (_UPSTREAM + "test_the_fork_is_layered_on_the_model",),
+    ),
+    _harness(
+        "case-json-number-refuses-integers",
+        "scenarios/case.py",
+        '    "number": (lambda v: _is_int(v) or isinstance(v, float), "30.0"),\n',
+        '    "number": (lambda v: isinstance(v, float), "30.0"),\n',
+        '"logits_soft_cap": 30 is refused: a JSON number written without a fraction is a number too',
+        ("tests/harness/test_case.py::test_every_case_field_has_its_json_type_and_well_typed_json_is_taken",),
     ),
     _harness(
         "fault-mask-patch-noop",

@@ -59,6 +59,20 @@ ROCM_STANDIN_MUTANTS: tuple[Mutant, ...] = (
         (_STANDIN_ROUTES,),
         kind="library",
     ),
+    Mutant(
+        "rocm-fork-graph-reresolves",
+        _PREFILL,
+        '        return from_auto and (self._backend == "auto" or not self._use_cuda_graph)\n',
+        "        return from_auto\n",
+        "#367/#373: the correct stand-in re-selects on a captured wrapper's re-plan, as the graph_repromote "
+        "fault does: the control the faults are measured against is itself faulty",
+        (
+            "tests/kernels/test_standin_faults.py::test_the_correct_standin_follows_the_spec_lifecycle_on_the_seed_"
+            "sequences[True]",
+            "tests/explore/test_scenario_machines.py::test_the_correct_standin_holds[standin-gfx942-graph]",
+        ),
+        kind="library",
+    ),
 )
 
 FLASHINFER_PACKAGE_MUTANTS: tuple[PackageMutant, ...] = (
