@@ -4,9 +4,11 @@ An entry exists only for a defect shown by a standalone script of plain library 
 docs/evidence/ (the `evidence` path), never for a tolerance question. `confirmed` says whether
 that script has reproduced it on the hardware named in `seen`; an entry observed through the
 harness whose script has not yet run there says so. `applies(case, backend)` picks out the
-records a defect explains when the case alone shows it; defects that need a sequence of plans
-(lifecycle) have `applies=None`: no single record can be matched to them, the scenario machines
-find them. `upstream` is the library's issue URL once filed (None: not filed yet).
+records a defect explains when the case alone shows it. A lifecycle defect, one that needs a
+sequence of plans on one wrapper, has `history(plans, backend)`: a predicate over the wrapper's
+plans (case records, the failing plan last), with which a scenario machine recognises the defect at
+the step where it shows, logs it as known, and goes on (`history_entry_for`). `upstream` is the
+library's issue URL once filed (None: not filed yet).
 
 A `crash` entry is a case that kills the process or its CUDA context: it is never launched (the
 run records it as skipped, naming the entry), because launching it would take the run down.
@@ -25,6 +27,8 @@ from routing.spec import RoutingQuery, expected_route
 from routing.specs.flashinfer_cuda import SPEC as FLASHINFER_CUDA
 
 Applies = Optional[Callable[[dict[str, Any], str], bool]]
+# Over one wrapper's plans (case records in order, the failing plan last) and the backend asked for.
+History = Optional[Callable[[list[dict[str, Any]], str], bool]]
 # What a record of the defect shows; "crash": the process or its CUDA context dies (never launched).
 ENTRY_STATUSES: tuple[str, ...] = ("error", "fail", "crash")
 NOT_FILED = "not filed upstream yet"
@@ -43,6 +47,7 @@ class KnownFailure:
     confirmed: bool  # the script reproduced it on the hardware in `seen`
     seen: str
     applies: Applies = None
+    history: History = None
     upstream: Optional[str] = None
     archs: tuple[str, ...] = ()  # architectures it exists on (conformance.markers arch names); () = every one
     modes: tuple[str, ...] = ()  # "eager" and/or "graph" (a "+graph" backend); () = both
@@ -201,6 +206,20 @@ def _fa3_hnd_group(c: dict[str, Any]) -> int:
     return c["num_qo_heads"] // kv if kv else 0
 
 
+def _unmasked_after_masked(plans: list[dict[str, Any]], backend: str) -> bool:
+    """A ragged wrapper re-planned without a custom mask after a plan with one (the old mask is never cleared)."""
+    now = plans[-1]
+    return now["layout"] == "ragged" and now["mask"] == "none" and any(p["mask"] == "custom" for p in plans[:-1])
+
+
+def _auto_pick_changed(plans: list[dict[str, Any]], backend: str) -> bool:
+    """A paged `auto` wrapper whose first plan resolved otherwise than a fresh wrapper resolves this plan
+    (fa3 held for a plan fa3 cannot serve, or fa2 held where a fresh wrapper would pick fa3)."""
+    if backend != "auto" or len(plans) < 2 or plans[-1]["layout"] != "paged":
+        return False
+    return _sm90_auto_picks_fa3(plans[0]) != _sm90_auto_picks_fa3(plans[-1])
+
+
 LEDGER: tuple[KnownFailure, ...] = (
     KnownFailure(
         "flashinfer-empty-batch-plan",
@@ -271,6 +290,8 @@ LEDGER: tuple[KnownFailure, ...] = (
         "one request has no query rows (an empty mask, a null buffer) the unmasked re-plan's kernel "
         "(MaskMode 2) reads mask bytes at 0x26-0x2b (compute-sanitizer memcheck), an illegal memory access "
         "in a fresh process too (2026-12-01-h200-5/followup-3)",
+        history=_unmasked_after_masked,
+        modes=("eager",),
     ),
     KnownFailure(
         "flashinfer-packed-mask-indptr",
@@ -301,6 +322,7 @@ LEDGER: tuple[KnownFailure, ...] = (
         # Case-level where the record says what ran: a masked paged plan that ran fa3 came through a held auto
         # wrapper (an explicit fa3 is never given a custom mask: supports() declines it).
         applies=lambda c, b: c["layout"] == "paged" and c["mask"] == "custom" and b == "fa3",
+        history=_auto_pick_changed,
         archs=("sm90",),
     ),
     KnownFailure(
@@ -567,17 +589,40 @@ def entry_for(
     if base == "fa3":  # the adapter's decode on fa3 always takes tensor cores (FlashInferKernel._decode_tensor_cores)
         opts["decode_tensor_cores"] = True
     for e in LEDGER:
-        if e.target != target or e.applies is None:
-            continue
-        if e.modes and mode not in e.modes:
-            continue
-        if any(opts.get(k) not in allowed for k, allowed in e.options.items()):
-            continue
-        if version is not None and version not in e.versions:
-            continue
-        if e.archs and arch not in e.archs:
-            continue
-        if e.applies(case, base):
+        if e.applies is not None and _eligible(e, target, mode, opts, version, arch) and e.applies(case, base):
+            return e
+    return None
+
+
+def _eligible(
+    e: KnownFailure, target: str, mode: str, opts: dict[str, Any], version: Optional[str], arch: Optional[str]
+) -> bool:
+    """Whether `e` can explain a record of `target` in `mode` with adapter options `opts`, at `version` on `arch`."""
+    return (
+        e.target == target
+        and (not e.modes or mode in e.modes)
+        and all(opts.get(k) in allowed for k, allowed in e.options.items())
+        and (version is None or version in e.versions)
+        and (not e.archs or arch in e.archs)
+    )
+
+
+def history_entry_for(
+    target: str,
+    plans: list[dict[str, Any]],
+    backend: str,
+    version: Optional[str] = None,
+    arch: Optional[str] = None,
+    options: Optional[dict[str, Any]] = None,
+) -> Optional[KnownFailure]:
+    """The lifecycle entry whose `history` rule matches one wrapper's `plans` (the failing plan last) on
+    `backend` ("<backend>+graph" in graph mode) at `version` on `arch`, if any."""
+    if not plans:
+        return None
+    base, mode = backend.split("+", 1)[0], "graph" if backend.endswith("+graph") else "eager"
+    opts = {**DEFAULT_OPTIONS, **(options or {})}
+    for e in LEDGER:
+        if e.history is not None and _eligible(e, target, mode, opts, version, arch) and e.history(plans, base):
             return e
     return None
 

@@ -121,4 +121,7 @@ def run_directed(machine: type[ScenarioMachine], seq: Directed) -> tuple[str, Op
         return "failed", e
     finally:
         m.teardown()
+    met = [st.note.split(":", 1)[0] for st in m.steps if st.call == "reset"]
+    if met:  # a violation the ledger's lifecycle entries (or an earlier finding) explain, and the calls went on
+        return f"known: {met[0]}", None
     return "passed", None

@@ -36,14 +36,29 @@ from hypothesis import HealthCheck, Phase, Verbosity, seed as hypothesis_seed, s
 from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import Flaky
 from hypothesis.stateful import get_state_machine_test
+from hypothesis.statistics import collector
 
 from kernels._env import device_type, warm_mkl_vml
 from conformance.explore import machines
+from conformance.explore.defects import Found, signature_of
 from conformance.explore.directed import directed_for, run_directed
-from conformance.explore.machines import ContextLost, ScenarioFailure, ScenarioMachine, Stats, Subject, machine_for
-from conformance.explore.repro import slug, write_repro
+from conformance.explore.machines import (
+    ContextLost,
+    ScenarioFailure,
+    ScenarioMachine,
+    Stats,
+    Subject,
+    Violation,
+    machine_for,
+)
+from conformance.explore.repro import slug, verify_script, write_repro
 from conformance.explore.subjects import TARGETS, subjects_for
 from scenarios.tensors import materialize
+
+if sys.version_info >= (3, 11):
+    from builtins import BaseExceptionGroup
+else:  # hypothesis depends on the backport there
+    from exceptiongroup import BaseExceptionGroup
 
 SUMMARY_NAME = "scenario-summary.json"
 
@@ -71,18 +86,29 @@ BUDGETS: dict[str, MachineBudget] = {
 }
 
 
+# Rounds of one subject's exploration at most: each round ends at the failures it found (every distinct
+# one shrunk), which are known from then on; the next round spends what is left of the budget.
+MAX_ROUNDS = 12
+
+
 def settings_for(
-    budget: MachineBudget, database: Optional[DirectoryBasedExampleDatabase], *, hunt: bool = False
+    budget: MachineBudget,
+    database: Optional[DirectoryBasedExampleDatabase],
+    *,
+    hunt: bool = False,
+    examples: Optional[int] = None,
 ) -> settings:
     """No deadline (first calls and a JIT are slow, and a deadline would make that a failure);
-    one failure shrunk, not several; quiet (the failure carries the shrunk sequence itself)."""
+    every distinct failure (one per signature key: conformance/explore/defects.py) shrunk and
+    reported; quiet (a failure carries the shrunk sequence itself). `examples`: what is left of
+    the budget's count."""
     return settings(
-        max_examples=budget.hunt if hunt else budget.examples,
+        max_examples=examples if examples is not None else (budget.hunt if hunt else budget.examples),
         stateful_step_count=budget.hunt_steps if hunt else budget.steps,
         deadline=None,
         database=database,
         derandomize=False,
-        report_multiple_bugs=False,
+        report_multiple_bugs=True,
         print_blob=False,
         verbosity=Verbosity.quiet,
         phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
@@ -119,8 +145,11 @@ def warm_up(machine: type[ScenarioMachine]) -> None:
 class SubjectResult:
     subject: Subject
     directed: list[dict[str, Any]] = field(default_factory=list)
-    failure: Optional[dict[str, Any]] = None  # the exploration's shrunk failure, as recorded
+    failure: Optional[dict[str, Any]] = None  # the exploration's first shrunk failure, as recorded
     exception: Optional[ScenarioFailure] = None  # the same, as raised (steps and violations)
+    defects: list[Found] = field(default_factory=list)  # every distinct defect found, in order
+    ledger_hits: dict[str, int] = field(default_factory=dict)  # lifecycle ledger entries met, by id
+    rounds: int = 0
     stats: Stats = field(default_factory=Stats)
     seconds: float = 0.0
 
@@ -135,8 +164,12 @@ class SubjectResult:
             "steps": self.stats.steps,
             "runs": self.stats.runs,
             "seconds": round(self.seconds, 2),
+            "rounds": self.rounds,
+            "known_met": self.stats.known,
+            "ledger_hits": self.ledger_hits,
             "directed": self.directed,
             "failure": self.failure,
+            "defects": [d.to_json() for d in self.defects],
         }
 
 
@@ -146,9 +179,11 @@ def subject_failed(failure: Optional[dict[str, Any]], directed: list[dict[str, A
     return failure is not None or any(d["status"] == "failed" for d in directed)
 
 
-def _record(failure: ScenarioFailure, subject: Subject, out: Path, phase: str) -> dict[str, Any]:
+def _record(failure: ScenarioFailure, subject: Subject, out: Path, phase: str, verify: bool = False) -> dict[str, Any]:
+    """The failure as the summary keeps it, with its script; `verify`: the script run in a fresh process
+    right away, and whether it reproduced kept beside it (a script that does not is never called one)."""
     script = write_repro(failure, subject, out / "failures", phase)
-    return {
+    record = {
         "phase": phase,
         "invariant": failure.invariant,
         "also": [v.invariant for v in failure.violations[1:]],
@@ -156,6 +191,9 @@ def _record(failure: ScenarioFailure, subject: Subject, out: Path, phase: str) -
         "sequence": [s.line() for s in failure.steps],
         "repro": str(script),
     }
+    if verify:
+        record["reproduces"], record["replay"] = verify_script(script, subject.device)
+    return record
 
 
 def explore_subject(
@@ -166,10 +204,13 @@ def explore_subject(
     *,
     hunt: bool = False,
     on_directed: Callable[[SubjectResult], None] = lambda r: None,
+    verify: bool = False,
 ) -> SubjectResult:
-    """Directed sequences, then the exploration; `hunt` gives a subject expected to fail the larger budget.
-    `on_directed` sees the result once the directed sequences are done (a child saves them there, so a
-    process killed in the exploration still reports them).
+    """Directed sequences, then the exploration; `hunt` gives a subject expected to fail the larger budget
+    and ends it at its first new defect, where a subject that must hold explores past every defect it
+    finds until its budget is spent (`explore_rounds`). `on_directed` sees the result once the directed
+    sequences are done (a child saves them there, so a process killed in the exploration still reports
+    them). `verify`: every script written is run in a fresh process at once (`_record`).
 
     A lost device context (machines.ContextLost) ends the subject where it happened: its calls so far
     are the failure, unshrunk, with their script; nothing more can run in this process.
@@ -201,36 +242,128 @@ def explore_subject(
                 status, failure = run_directed(machine, d)
                 entry: dict[str, Any] = {"name": d.name, "status": status}
                 if failure is not None:
-                    entry["failure"] = _record(failure, subject, out, f"directed-{d.name}")
+                    entry["failure"] = _record(failure, subject, out, f"directed-{d.name}", verify)
                 result.directed.append(entry)
             on_directed(result)
             machine.stats = Stats()
+            machine.book.ledger_hits.clear()
             phase = "explore"
-            db_dir = out / "hypothesis-db" / subject.name
-            db_dir.mkdir(parents=True, exist_ok=True)
-            db = DirectoryBasedExampleDatabase(str(db_dir))
-            test = get_state_machine_test(hypothesis_seed(seed)(machine), settings=settings_for(budget, db, hunt=hunt))
-            try:
-                test()
-            except ScenarioFailure as e:
-                result.failure, result.exception = _record(e, subject, out, "explore"), e
-            except Flaky as e:  # a failure that did not happen again on the same calls: a finding too
-                result.failure = {
-                    "phase": "explore",
-                    "invariant": "flaky",
-                    "also": [],
-                    "details": {"flaky": str(e)},
-                    "sequence": [n for n in getattr(e, "__notes__", []) if n],
-                    "repro": None,
-                }
+            explore_rounds(machine, result, budget, out, seed, hunt=hunt, verify=verify)
         except ContextLost as lost:
             result.failure = _record(lost.failure, subject, out, f"{phase}-context-lost")
             result.failure["context_lost"] = True
             result.exception = lost.failure
     if machine is not None:
         result.stats = machine.stats
+        result.ledger_hits = dict(machine.book.ledger_hits)
     result.seconds = time.perf_counter() - t0
     return result
+
+
+def _failures_in(e: BaseException) -> list[ScenarioFailure]:
+    """The ScenarioFailures Hypothesis raised: one, or a group of them (one per signature key)."""
+    if isinstance(e, ScenarioFailure):
+        return [e]
+    if isinstance(e, BaseExceptionGroup):
+        return [f for x in e.exceptions for f in _failures_in(x)]
+    return []
+
+
+def explore_rounds(
+    machine: type[ScenarioMachine],
+    result: SubjectResult,
+    budget: MachineBudget,
+    out: Path,
+    seed: int,
+    *,
+    hunt: bool = False,
+    verify: bool = False,
+) -> None:
+    """Explore in rounds until the budget's examples are spent. A round ends at the failures it found,
+    each shrunk; each new one (by signature: conformance/explore/defects.py) is recorded with its script
+    and known from then on, so the next round looks for others. A hunt ends at its first new defect.
+    A Flaky outcome (the failure did not happen again in this process) is replayed in a fresh process."""
+    subject, book = machine.subject, machine.book
+    total = budget.hunt if hunt else budget.examples
+    t0 = time.perf_counter()
+    for rnd in range(1, MAX_ROUNDS + 1):
+        left = total - machine.stats.generated
+        if left < 1:
+            break
+        result.rounds = rnd
+        machine.first_raised = None
+        db_dir = out / "hypothesis-db" / subject.name / f"round-{rnd}"
+        db_dir.mkdir(parents=True, exist_ok=True)
+        db = DirectoryBasedExampleDatabase(str(db_dir))
+        test = get_state_machine_test(
+            hypothesis_seed(seed + 1000 * (rnd - 1))(machine),
+            settings=settings_for(budget, db, hunt=hunt, examples=left),
+        )
+        phases: list[Any] = []
+        try:
+            with collector.with_value(phases.append):  # Hypothesis's statistics: what the round generated
+                test()
+            return  # the round spent what was left and met nothing new
+        except Flaky as e:  # did not happen again on the same calls in this process
+            failures, flaky = _failures_in(e), e
+        except (ScenarioFailure, BaseExceptionGroup) as e:
+            failures, flaky = _failures_in(e), None
+            if not failures:
+                raise
+        finally:
+            machine.stats.generated += sum(_generated(x) for x in phases)
+        if flaky is not None:
+            found = _replay_flaky(machine, flaky, out, rnd, time.perf_counter() - t0, verify=True)
+            if found is None:
+                return  # nothing to go on from: the state between examples is not trustworthy
+            failures = []
+            book.add(found)
+            _note(result, found)
+        for f in sorted(failures, key=lambda f: len(f.steps)):
+            assert f.signature is not None
+            rec = _record(f, subject, out, f"explore-{f.signature.id}", verify)
+            found = Found(f.signature, rec, rnd, time.perf_counter() - t0)
+            if book.add(found):
+                _note(result, found, f)
+        if hunt and book.found:
+            return
+
+
+def _generated(statistics: Any) -> int:
+    """The examples Hypothesis's generate phase ran to the end or to a failure (what max_examples counts)."""
+    cases = statistics.get("generate-phase", {}).get("test-cases", [])
+    return sum(1 for c in cases if c.get("status") in ("valid", "interesting"))
+
+
+def _note(result: SubjectResult, found: Found, raised: Optional[ScenarioFailure] = None) -> None:
+    result.defects.append(found)
+    if result.failure is None:
+        result.failure, result.exception = found.failure, raised
+
+
+def _replay_flaky(
+    machine: type[ScenarioMachine], e: BaseException, out: Path, rnd: int, seconds: float, *, verify: bool
+) -> Optional[Found]:
+    """A Flaky outcome as a finding: the first failure raised this round (else the latest example's calls)
+    written as a script and run in a fresh process; whether it reproduced there is the verdict."""
+    raised = machine.first_raised
+    if raised is None:
+        steps = machine.last_steps
+        if not steps:
+            return None
+        raised = ScenarioFailure(
+            machine.subject.name,
+            steps,
+            [Violation("no_unexpected_error", f"Hypothesis: {type(e).__name__}: {' '.join(str(e).split())[:300]}")],
+        )
+        raised.signature = None
+    rec = _record(raised, machine.subject, out, "explore-flaky", verify)
+    rec["flaky"] = f"{type(e).__name__}: {' '.join(str(e).split())[:500]}"
+    rec["shrunk"] = False
+    sig = raised.signature or signature_of(
+        raised.steps[-1].case, raised.steps[-1].backend, machine.graph, [], "flaky", rec["flaky"]
+    )
+    return Found(sig, rec, rnd, seconds)
 
 
 # ---- a whole target ------------------------------------------------------------------------------------
@@ -284,6 +417,7 @@ def explore(
     on_result: Callable[[SubjectResult], None] = lambda r: None,
     summary_name: str = SUMMARY_NAME,
     partial_name: Optional[str] = None,
+    verify: bool = True,
 ) -> Summary:
     """Run every subject of `target` (or those named in `subjects`) and write DIR's files.
 
@@ -305,7 +439,9 @@ def explore(
             (out / partial_name).write_text(json.dumps(r.to_json(), indent=2) + "\n")
 
     for s in chosen:
-        summary.results.append(explore_subject(s, b, out, seed, hunt=target == "faults", on_directed=save_partial))
+        summary.results.append(
+            explore_subject(s, b, out, seed, hunt=target == "faults", on_directed=save_partial, verify=verify)
+        )
         on_result(summary.results[-1])
         (out / summary_name).write_text(json.dumps(summary.to_json(), indent=2) + "\n")
     if not chosen:
@@ -340,15 +476,28 @@ def _chosen(target: str, device: str, subjects: Optional[Sequence[str]]) -> list
 
 
 def print_result(r: SubjectResult) -> None:
-    held = "held" if r.failure is None else f"FAILED {r.failure['invariant']}"
+    held = "held" if r.failure is None else f"FAILED: {len(r.defects) or 1} distinct defect(s)"
     print(
-        f"{r.subject.name}: {r.stats.examples} examples, {r.stats.steps} steps, {r.stats.runs} runs, "
-        f"{held}; directed: {len(r.directed_failures)} of {len(r.directed)} failed ({r.seconds:.1f} s)",
+        f"{r.subject.name}: {r.stats.examples} examples in {r.rounds} round(s), {r.stats.steps} steps, "
+        f"{r.stats.runs} runs, {r.stats.known} known met; {held}; directed: {len(r.directed_failures)} of "
+        f"{len(r.directed)} failed ({r.seconds:.1f} s)",
         flush=True,
     )
-    if r.failure is not None and r.failure["repro"]:
-        print("  " + "\n  ".join(r.failure["sequence"]))
-        print(f"  reproduce: python {r.failure['repro']}", flush=True)
+    for entry, n in sorted(r.ledger_hits.items()):
+        print(f"  known (ledger): {entry}, met {n} time(s)")
+    found = r.defects or ([] if r.failure is None else [None])
+    for d in found:
+        rec = r.failure if d is None else d.failure
+        assert rec is not None
+        if d is not None:
+            print(
+                f"  defect {d.signature.id}: {rec['invariant']}, first after {d.seconds:.1f} s (round {d.round}), "
+                f"met again {d.hits} time(s)"
+            )
+        print("    " + "\n    ".join(rec["sequence"]))
+        if rec["repro"]:
+            verdict = f"  [{rec['reproduces']}]" if "reproduces" in rec else ""
+            print(f"    reproduce: python {rec['repro']}{verdict}", flush=True)
 
 
 def _print(summary: Summary) -> None:
@@ -453,6 +602,7 @@ def explore_in_children(a: argparse.Namespace, names: Sequence[str]) -> int:
             argv += [
                 x for k in ("examples", "steps") if getattr(a, k) is not None for x in (f"--{k}", str(getattr(a, k)))
             ]
+            argv += ["--no-verify"] if getattr(a, "no_verify", False) else []
             while len(running) >= a.jobs:
                 reap_one()
             log = open(out / f"log-{slug(name)}.txt", "wb")
@@ -508,6 +658,11 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m conformanc
     p.add_argument("--steps", type=int, help="steps per example, instead of the budget's")
     p.add_argument("--subject", action="append", help="run only this subject (repeatable)")
     p.add_argument(
+        "--no-verify",
+        action="store_true",
+        help="do not run each written script in a fresh process to check that it reproduces",
+    )
+    p.add_argument(
         "--jobs", type=int, default=1, help="on a GPU: subjects run at once, each in its own process (default 1)"
     )
     p.add_argument(
@@ -541,6 +696,7 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m conformanc
             on_result=print_result,
             summary_name=a.summary,
             partial_name=a.partial,
+            verify=not a.no_verify,
         )
     except ValueError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)

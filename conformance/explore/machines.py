@@ -32,13 +32,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, ClassVar, ContextManager, Mapping, NoReturn, Optional, Sequence
+from typing import Any, Callable, ClassVar, ContextManager, Mapping, Optional, Sequence
 
 import torch
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
 from conformance.evaluate import TruthCache
+from conformance.explore.defects import DefectBook, Signature, failure_class, signature_of
 from kernels._env import context_after_error, device_type
 from kernels.errors import LibraryRefused
 from kernels.protocol import AttentionKernel, KernelOutput, Reason, route_of_failed_run
@@ -113,6 +114,9 @@ class Subject:
     # finding; a "crash" entry's case is not launched at all (it would kill the process).
     # After a run that raised, asked about the kernel plan() chose (an auto wrapper's held one) where known.
     known: Optional[Callable[[Case, str], Optional[tuple[str, str]]]] = None
+    # The ledger's sequence-level entries: given a wrapper's plans (the failing one last) and the backend
+    # ("<backend>+graph" in graph mode), the id of the lifecycle defect that history shows, or None.
+    known_history: Optional[Callable[[Sequence[Case], str], Optional[str]]] = None
 
 
 @dataclass
@@ -127,8 +131,9 @@ class Step:
     seed: int
     observed: Optional[tuple[str, Reason]] = None
     expected: Optional[ExpectedRoute] = None
-    # "ok" | "decline" (supports said no) | "refuse" (library refused) | "raise" | "known" (a raise the
-    # ledger explains; note names the entry) | "not-launched" (a case the ledger says kills the process)
+    # "ok" | "decline" (supports said no) | "refuse" (library refused) | "raise" | "known" (a raise or a
+    # violation the ledger or an earlier finding explains; note names it) | "not-launched" (a case the
+    # ledger says kills the process). A "reset" call (after a known violation) replaces the adapter.
     outcome: str = "ok"
     note: str = ""
     # The library calls this step made, where the adapter logs them (`call_log`: kernels/flashinfer/adapter.py);
@@ -137,6 +142,8 @@ class Step:
 
     def line(self) -> str:
         text = f"{self.n:>2}. {self.call:<4} {self.backend:<6}"
+        if self.call == "reset":
+            return text + f" a new adapter  [{self.outcome}: {' '.join(self.note.split())}]"
         if self.call == "plan":
             text += f" {case_expr(self.case)}, seed={self.seed}"
         if self.observed is not None:
@@ -153,12 +160,19 @@ class Violation:
 
 
 class ScenarioFailure(AssertionError):
-    """An invariant failed; carries the sequence of calls that led there."""
+    """An invariant failed; carries the sequence of calls that led there and the defect's signature."""
 
-    def __init__(self, subject: str, steps: Sequence[Step], violations: Sequence[Violation]) -> None:
+    def __init__(
+        self,
+        subject: str,
+        steps: Sequence[Step],
+        violations: Sequence[Violation],
+        signature: Optional[Signature] = None,
+    ) -> None:
         self.subject = subject
         self.steps = list(steps)
         self.violations = sorted(violations, key=lambda v: INVARIANTS.index(v.invariant))
+        self.signature = signature
         super().__init__(self.report())
 
     @property
@@ -221,6 +235,8 @@ class Stats:
     examples: int = 0
     steps: int = 0
     runs: int = 0
+    generated: int = 0  # examples Hypothesis generated (not replays, not shrinking): what a budget counts
+    known: int = 0  # violations an earlier finding or the ledger's lifecycle entries explained
 
 
 @dataclass
@@ -228,6 +244,7 @@ class _Planned:
     inputs: Inputs
     history: tuple  # key into ScenarioMachine.histories
     index: int  # this plan's position in that history, from 1
+    tried: int  # how many plans that wrapper was given up to this one (failed ones too: ScenarioMachine.plans)
 
 
 _TRUTHS = TruthCache(size=512)
@@ -298,15 +315,22 @@ class ScenarioMachine(RuleBasedStateMachine):
     profile: ClassVar[S.Profile]
     graph: ClassVar[bool]
     stats: ClassVar[Stats]
+    book: ClassVar[DefectBook]  # the subject's distinct defects so far: met again, they are known
+    # The first failure raised since the runner last cleared it, and the calls of the latest example:
+    # what a Flaky outcome is replayed from in a fresh process (conformance/explore/loop.py).
+    first_raised: ClassVar[Optional[ScenarioFailure]]
+    last_steps: ClassVar[list[Step]]
 
     def __init__(self) -> None:
         super().__init__()
         self.adapters: dict[str, AttentionKernel] = {}
         self.histories: dict[tuple, list[RoutingQuery]] = {}
+        self.plans: dict[tuple, list[Case]] = {}  # each wrapper's plans, beside its routing queries
         self.planned: dict[str, _Planned] = {}
         self.current: Optional[Case] = None
         self.steps: list[Step] = []
         type(self).stats.examples += 1
+        type(self).last_steps = self.steps
 
     # -- rules without profile-dependent arguments -----------------------------------------------------
     @precondition(_has_plan)
@@ -413,6 +437,9 @@ class ScenarioMachine(RuleBasedStateMachine):
         except Exception as e:  # noqa: BLE001 - any exception is an observation to judge
             step.library_calls = log[mark:]
             self.planned.pop(backend, None)
+            # The wrapper was called: what a failed plan left behind is part of its history (the ledger's
+            # lifecycle rules read it), though no route was taken.
+            self.plans.setdefault(key, []).append(case)
             if self._known(step, case, backend, e):
                 self._context(step)
                 return
@@ -428,15 +455,20 @@ class ScenarioMachine(RuleBasedStateMachine):
                     else (f"{expected.raises}" if expected.raises else f"backend {expected.backend!r}")
                 )
                 self._fail(
-                    [Violation("no_unexpected_error", f"plan raised {type(e).__name__}: {e}; the spec expects {want}")]
+                    [Violation("no_unexpected_error", f"plan raised {type(e).__name__}: {e}; the spec expects {want}")],
+                    backend,
+                    case,
+                    self.plans[key],
                 )
             return
         step.library_calls = log[mark:]
         if isinstance(events, list) and any(e.startswith("new graph wrapper") for e in events[seen:]):
             self.histories[key] = []  # the adapter made a new library wrapper: a new first plan
+            self.plans[key] = []
         history = self.histories.setdefault(key, [])
         history.append(self._query(backend, case))
-        self.planned[backend] = _Planned(inputs, key, len(history))
+        self.plans.setdefault(key, []).append(case)
+        self.planned[backend] = _Planned(inputs, key, len(history), len(self.plans[key]))
         if backend == self.subject.backend:
             self.current = case
         self._log(step)
@@ -472,7 +504,13 @@ class ScenarioMachine(RuleBasedStateMachine):
             step.outcome, step.note = "raise", f"{type(e).__name__}: {e}"
             self._log(step)
             self._context(step)
-            self._fail([Violation("no_unexpected_error", f"run raised {type(e).__name__}: {e}")])
+            self._fail(
+                [Violation("no_unexpected_error", f"run raised {type(e).__name__}: {e}")],
+                backend,
+                case,
+                self.plans.get(p.history, [])[: p.tried],
+            )
+            return
         step.library_calls = log[mark:]
         step.observed = (out.resolved_backend, out.fallback_reason)
         spec = self.subject.specs.get(backend)
@@ -482,7 +520,7 @@ class ScenarioMachine(RuleBasedStateMachine):
         type(self).stats.runs += 1
         violations = self._check(backend, adapter, p, out, step)
         if violations:
-            self._fail(violations)
+            self._fail(violations, backend, case, self.plans.get(p.history, [])[: p.tried])
 
     def _context(self, step: Step) -> None:
         """After a raise on a GPU: clear a pending CUDA error (noted on the step), or stop on a lost context."""
@@ -511,8 +549,43 @@ class ScenarioMachine(RuleBasedStateMachine):
         self._log(step)
         return True
 
-    def _fail(self, violations: Sequence[Violation]) -> NoReturn:
-        raise ScenarioFailure(self.subject.name, self.steps, violations)
+    def _fail(self, violations: Sequence[Violation], backend: str, case: Case, plans: Sequence[Case]) -> None:
+        """Raise the violations as a failure, unless the ledger's lifecycle entries or an earlier finding
+        explain them: then the step is marked known, the adapter is replaced, and the example goes on."""
+        first = sorted(violations, key=lambda v: INVARIANTS.index(v.invariant))[0]
+        graph_backend = f"{backend}+graph" if self.graph and "+" not in backend else backend
+        entry = self.subject.known_history(plans, graph_backend) if self.subject.known_history else None
+        sig = signature_of(
+            case, backend, self.graph, plans, first.invariant, first.detail, [v.invariant for v in violations]
+        )
+        book = type(self).book
+        if entry is not None:
+            book.ledger_hits[entry] = book.ledger_hits.get(entry, 0) + 1
+            self._known_violation(backend, f"{entry}: {first.invariant}: {first.detail}")
+            return
+        met = book.match(sig)
+        if met is not None:
+            met.hits += 1
+            self._known_violation(backend, f"{met.signature.id}: {first.invariant}: {first.detail}")
+            return
+        failure = failure_class(ScenarioFailure, sig.key)(self.subject.name, self.steps, violations, sig)
+        if type(self).first_raised is None:
+            type(self).first_raised = failure
+        raise failure
+
+    def _known_violation(self, backend: str, note: str) -> None:
+        """Mark the last step known, then replace `backend`'s adapter: its wrappers' history is what broke."""
+        type(self).stats.known += 1
+        last = self.steps[-1]
+        last.outcome, last.note = "known", note[:300]
+        reset = Step(len(self.steps) + 1, "known", "reset", backend, last.case, last.seed, outcome="known")
+        reset.note = note.split(":", 1)[0] + ": the wrapper's history is the known defect's; a new adapter"
+        self._log(reset)
+        self.adapters.pop(backend, None)
+        self.planned.pop(backend, None)
+        for key in [k for k in self.histories if k[0] == backend]:
+            del self.histories[key]
+            self.plans.pop(key, None)
 
     # -- the invariants --------------------------------------------------------------------------------
     def _check(
@@ -618,6 +691,9 @@ def machine_for(subject: Subject, profile: Optional[S.Profile] = None) -> type[S
         "profile": prof,
         "graph": bool(getattr(probe, "graph", False)),
         "stats": Stats(),
+        "book": DefectBook(),
+        "first_raised": None,
+        "last_steps": [],
     }
     for kind, cases in S.plans(prof).items():
         r = _plan_rule(kind, cases)

@@ -51,6 +51,33 @@ def script_name(failure: ScenarioFailure, phase: str) -> str:
     return slug(f"repro-{failure.subject}-{phase}-{failure.invariant}")
 
 
+# How long a script written for a finding may take when it is run at once to check it reproduces: a
+# GPU script may build a kernel module first (a JIT library's first call in a process, tens of seconds).
+VERIFY_SECONDS = {"cpu": 120.0, "cuda": 600.0}
+
+
+def verify_script(script: Path, device: str = "cpu") -> tuple[str, str]:
+    """Run `python script` in a fresh process: ("reproduces" (exit 1) | "does not reproduce" (exit 0) |
+    "could not run: why", the last lines it printed)."""
+    import subprocess
+    import sys
+
+    limit = VERIFY_SECONDS["cuda" if device.startswith("cuda") else "cpu"]
+    try:
+        done = subprocess.run(
+            [sys.executable, str(script)], capture_output=True, text=True, timeout=limit, cwd=script.parent
+        )
+    except subprocess.TimeoutExpired:
+        return f"could not run: no end within {limit:.0f} s", ""
+    tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-6:])
+    if done.returncode == 1 and "REPRODUCED" in done.stdout:
+        return "reproduces", tail
+    if done.returncode == 0:
+        return "does not reproduce", tail
+    how = f"killed by signal {-done.returncode}" if done.returncode < 0 else f"exit status {done.returncode}"
+    return f"could not run: {how}", tail
+
+
 def write_repro(failure: ScenarioFailure, subject: Subject, directory: Path, phase: str = "explore") -> Path:
     """Write <directory>/<name>.py and <name>.pt for `failure`; returns the script's path."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -122,6 +149,10 @@ def check(n, adapter_make, inputs, got):
 def main():
     adapters, planned = {}, {}
     for n, call, backend, case, seed in CALLS:
+        if call == "reset":  # the machine met a known defect here and went on with a new adapter
+            adapters[backend] = make(backend)
+            planned.pop(backend, None)
+            continue
         adapter = adapters.setdefault(backend, make(backend))
         if call == "plan":
             inputs = materialize(case, seed, DEVICE)
@@ -148,6 +179,9 @@ def main():
                     continue
                 print(f"REPRODUCED at step {n}: run raised {type(e).__name__}: {e}")
                 return 1
+            if n in DATA["known"]:  # a violation the machine attributed to a known defect
+                print(f"step {n}: known ({DATA['known'][n]}), not judged")
+                continue
             problems = check(n, lambda: make(backend), inputs, got)
             if problems:
                 print(f"REPRODUCED at step {n} ({backend}):\n  " + "\n  ".join(problems))
@@ -162,11 +196,13 @@ if __name__ == "__main__":
 
 
 def _library_script(failure: ScenarioFailure, subject: Subject, name: str) -> tuple[str, dict[str, Any]]:
-    calls, refs, expect, raises = [], {}, {}, {}
+    calls, refs, expect, raises, known = [], {}, {}, {}, {}
     for s in failure.steps:
         if s.outcome in ("decline", "refuse", "not-launched"):
             continue  # the library was not asked (supports or the ledger said no) or refused, as documented
         calls.append(f"    ({s.n}, {s.call!r}, {s.backend!r}, {case_expr(s.case)}, {s.seed}),")
+        if s.call == "run" and s.outcome == "known":
+            known[s.n] = s.note.split(":", 1)[0]
         if s.call == "plan" and s.outcome == "raise" and s.expected is not None and s.expected.raises:
             raises[s.n] = s.expected.raises
         if s.outcome == "known":  # a raise the known-failure ledger explains: any exception is expected
@@ -191,7 +227,8 @@ def _library_script(failure: ScenarioFailure, subject: Subject, name: str) -> tu
         "Replays the calls on the library through its own API, then checks each run against the saved\n"
         "oracle reference, a fresh adapter given the same plan, and the route the spec expects."
     )
-    return script_header(failure, name, how) + body, {"refs": refs, "expect": expect, "raises": raises}
+    data = {"refs": refs, "expect": expect, "raises": raises, "known": known}
+    return script_header(failure, name, how) + body, data
 
 
 # ---- torch scripts ------------------------------------------------------------------------------------
@@ -333,8 +370,8 @@ def _torch_requests(case: Case, seed: int) -> list[dict[str, Any]]:
 def _torch_script(failure: ScenarioFailure, subject: Subject, name: str) -> tuple[str, dict[str, Any]]:
     runs = []
     for s in failure.steps:
-        if s.call != "run" or s.outcome in ("refuse",):
-            continue
+        if s.call != "run" or s.outcome in ("refuse", "known"):
+            continue  # refused as documented, or a violation the machine attributed to a known defect
         c = s.case
         ref = reference_data(c, s.seed)
         e = s.expected

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Callable, Optional
 
-from conformance.known_failures import entry_for
+from conformance.known_failures import entry_for, history_entry_for
 from conformance.markers import arch_here
 from kernels import _env, get_target
 from kernels.protocol import AttentionKernel
@@ -147,6 +147,10 @@ def flashinfer_subjects(
         e = entry_for("flashinfer", case.to_json(), backend, version, arch)
         return (e.id, e.status) if e is not None else None
 
+    def known_history(plans: Any, backend: str) -> Optional[str]:
+        e = history_entry_for("flashinfer", [c.to_json() for c in plans], backend, version, arch)
+        return e.id if e is not None else None
+
     out = []
     for api in FLASHINFER_APIS:
         for graph in (False, True):
@@ -179,6 +183,7 @@ def flashinfer_subjects(
                     },
                     profile_limits=FLASHINFER_LIMITS,
                     known=known,
+                    known_history=known_history,
                 )
             )
     return out

@@ -19,7 +19,7 @@ likewise), because a CPU has neither a gcnArchName nor AITER:
                     and native paging is unavailable too, since it launches the same kernels)
   native_paging_ok  `_aiter_native_paging_available` at a routed page size
   strict            FLASHINFER_AITER_STRICT=1
-  fault             a defect of kernels/standins/faults.py switched on (the label then names it)
+  fault             defects of kernels/standins/faults.py switched on, "a" or "a+b" (the label names them)
 
 While installed, the adapter's default CUDA-graph driver (kernels.flashinfer.adapter.TorchGraphs) is
 `RecordedGraphs`, which records the stand-in's launches at capture and runs them at replay: graph
@@ -86,7 +86,7 @@ def install(
     """Install the stand-in as `flashinfer`; returns that module. Without a monkeypatch, uninstall() undoes it."""
     if aiter not in AITER_STATES:
         raise ValueError(f"aiter={aiter!r}: expected one of {AITER_STATES}")
-    defect = faults.fault(fault) if fault is not None else None
+    defects = [faults.fault(name) for name in fault.split("+")] if fault is not None else []
     mp = monkeypatch if monkeypatch is not None else script_undo()
     importable = aiter == "importable"
     if aiter_version is None and aiter != "not_installed":
@@ -114,9 +114,10 @@ def install(
         mp.setenv(aiter_utils.STRICT_ENV, "1")
     else:
         mp.delenv(aiter_utils.STRICT_ENV, raising=False)
-    if defect is not None:
+    for defect in defects:
         defect.patch(mp)
-        mp.setattr(package, MARKER, f"{NAME}+fault:{defect.name}")
+    if defects:
+        mp.setattr(package, MARKER, f"{NAME}+fault:{'+'.join(d.name for d in defects)}")
     forget_facts()
     return package
 

@@ -85,7 +85,7 @@ def test_exploration_finds_the_lifecycle_defect_and_writes_a_plain_script(
     fake: Any, tmp_path: Path, api: str, catchers: set[str]
 ) -> None:
     s = _subjects()[f"flashinfer-sm90-{api}"]
-    r = explore_subject(s, BUDGETS["ci"], tmp_path)
+    r = explore_subject(s, BUDGETS["ci"], tmp_path, hunt=True)  # the first defect found ends it
     assert r.failure is not None, f"{s.name}: the exploration missed the defect"
     assert r.failure["invariant"] in catchers, r.failure
     print(f"{s.name}:", *r.failure["sequence"], sep="\n  ")
@@ -157,6 +157,34 @@ def _with_ledger_at(subject: Any, version: str) -> Any:
     return replace(subject, known=known)
 
 
+def _with_lifecycle_ledger_at(subject: Any, version: str) -> Any:
+    """The subject with the ledger's lifecycle entries read as if `version` were installed."""
+    from conformance.known_failures import history_entry_for
+
+    def known_history(plans: Any, backend: str) -> Any:
+        e = history_entry_for("flashinfer", [c.to_json() for c in plans], backend, version, "sm90")
+        return e.id if e is not None else None
+
+    return replace(subject, known_history=known_history)
+
+
+def test_a_lifecycle_entry_is_known_where_it_shows_and_the_exploration_goes_on(fake: Any, tmp_path: Path) -> None:
+    """The fake keeps a ragged wrapper's old mask, as upstream does: with the ledger's lifecycle entry the
+    machine logs it at the run where it shows, replaces the adapter, and the budget is spent looking for
+    something else (which the fake does not have); without the entry it is a finding."""
+    s = _with_lifecycle_ledger_at(_subjects()["flashinfer-sm90-ragged"], "0.7.2.post1")
+    r = explore_subject(s, BUDGETS["ci"], tmp_path)
+    assert r.failure is None and not r.defects, r.failure
+    assert r.ledger_hits.get("flashinfer-ragged-stale-mask", 0) >= 1 and r.stats.known >= 1, r.ledger_hits
+    assert r.stats.generated >= BUDGETS["ci"].examples, "the whole budget explored past the known defect"
+    masked = next(d for d in r.directed if d["name"] == "ragged: masked then unmasked")
+    assert masked["status"] == "known: flashinfer-ragged-stale-mask", masked
+    # Where no version of the entry is installed, the same calls are a finding again.
+    m = machine_for(_with_lifecycle_ledger_at(_subjects()["flashinfer-sm90-ragged"], "0.6.0"))
+    (seq,) = [d for d in directed_for(m.profile, None) if d.name == "ragged: masked then unmasked"]
+    assert run_directed(m, seq)[0] == "failed"
+
+
 def test_graph_and_decode_subjects_hold(fake: Any, tmp_path: Path) -> None:
     subs = _subjects()
     for name in ("flashinfer-sm90-ragged-graph", "flashinfer-sm90-paged-graph"):
@@ -171,7 +199,7 @@ def test_the_decode_subject_finds_runs_empty_batch_defect_and_holds_once_it_is_k
     subject's own `known` reads the real ledger, which matches where the installed version is a ledger version
     (on the H200 runner this test's first half held and failed): the ledger is taken out explicitly."""
     decode = replace(_subjects()["flashinfer-sm90-decode"], known=lambda case, b: None)
-    r = explore_subject(decode, BUDGETS["ci"], tmp_path)
+    r = explore_subject(decode, BUDGETS["ci"], tmp_path, hunt=True)
     assert r.failure is not None and r.failure["invariant"] == "no_unexpected_error"
     assert "ZeroDivisionError" in r.failure["details"]["no_unexpected_error"]
     known = explore_subject(_with_ledger_at(decode, "0.7.2.post1"), BUDGETS["ci"], tmp_path / "known")

@@ -1,0 +1,62 @@
+"""Exploration past the first defect: every distinct one found, each with a script that reproduces.
+
+A stand-in with two seed defects switched on (kernels/standins/faults.py) must yield both, each
+shrunk to a few calls under its own signature, each script checked in a fresh process right after
+it is written; signatures tell defects apart by API, mode, backend, invariant, how it failed, and
+whether a fresh wrapper agrees (conformance/explore/defects.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conformance.explore.defects import DefectBook, Found, signature_of
+from conformance.explore.loop import MachineBudget, explore_subject
+from conformance.explore.subjects import _standin_subject
+from scenarios.case import Case
+
+TWO = "mask_not_cleared+empty_is_short"
+
+
+def test_the_exploration_goes_past_its_first_defect_to_the_next(tmp_path: Path) -> None:
+    subject = _standin_subject(f"fault-{TWO}", "gfx942", False, TWO)
+    budget = MachineBudget("two", examples=60, steps=4, hunt=60, hunt_steps=4)
+    r = explore_subject(subject, budget, tmp_path, verify=True)
+    invariants = {d.failure["invariant"] for d in r.defects}
+    assert "agrees_with_routing_spec" in invariants, [d.signature for d in r.defects]
+    assert invariants & {"history_independent", "output_matches_oracle"}, [d.signature for d in r.defects]
+    assert r.rounds >= 2 and r.failure == r.defects[0].failure
+    keys = [d.signature.key for d in r.defects]
+    assert len(keys) == len(set(keys)), "one record per signature"
+    for d in r.defects:
+        assert len(d.failure["sequence"]) <= 5, d.failure["sequence"]
+        assert d.failure["reproduces"] == "reproduces", (d.failure["repro"], d.failure["replay"])
+        assert Path(d.failure["repro"]).exists()
+
+
+def _case(**kw: object) -> Case:
+    return Case("ragged", (3,), (5,), 2, 1, **kw)  # type: ignore[arg-type]
+
+
+def test_a_signature_is_the_same_for_the_same_defect_and_apart_for_another() -> None:
+    masked, plain = _case(mask="custom"), _case()
+    a = signature_of(plain, "auto", False, [masked, plain], "output_matches_oracle", "out: max_abs=1.9 bound=0.004")
+    b = signature_of(
+        plain.replace(qo_lens=(7,), kv_lens=(9,)),
+        "auto",
+        False,
+        [masked, plain],
+        "output_matches_oracle",
+        "out: max_abs=0.7 bound=0.002 worst at (1, 0, 3)",
+    )
+    assert a.key == b.key and "before: mask custom" in a.features and "re-plan" in a.features
+    assert a.key != signature_of(plain, "fa2", False, [plain], "output_matches_oracle", "out: x=1").key
+    assert a.key != signature_of(plain, "auto", False, [plain], "output_matches_oracle", "lse: x=1").key
+    assert a.key != signature_of(plain, "auto", True, [plain], "output_matches_oracle", "out: x=1").key
+    history = signature_of(plain, "auto", False, [plain], "output_matches_oracle", "out: x=1", ["history_independent"])
+    assert history.scope == "history" and a.scope == "case"
+    raised = signature_of(plain, "auto", False, [masked, plain], "no_unexpected_error", "run raised E: at 0x7f1 row 9")
+    assert raised.scope == "history" and raised.kind == "run raised E: at # row #"
+    book = DefectBook()
+    assert book.add(Found(a, {}, 1, 0.0)) and not book.add(Found(b, {}, 2, 1.0))
+    assert book.match(b) is book.found[0] and book.found[0].hits == 1
