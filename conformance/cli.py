@@ -15,11 +15,11 @@ import sys
 import threading
 from typing import Optional, Sequence
 
-from conformance.commands import diff, explore, mutate, prebuild, record, report, routes, run, sweep, threshold
+from conformance.commands import diff, explore, ledger, mutate, prebuild, record, report, routes, run, sweep, threshold
 from conformance.commands.common import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, PROG, USAGE_ERRORS
 from kernels._env import warm_mkl_vml
 
-COMMANDS = (run, record, diff, sweep, report, mutate, explore, routes, threshold, prebuild)
+COMMANDS = (run, record, diff, ledger, sweep, report, mutate, explore, routes, threshold, prebuild)
 FORWARDED = {c.NAME: c.forward for c in COMMANDS if hasattr(c, "forward")}  # tools that keep their own parser
 
 

@@ -1,7 +1,9 @@
 """The known-failure ledger: library defects attncheck has confirmed, as data.
 
 An entry exists only for a defect shown by a standalone script of plain library calls in
-docs/evidence/ (the `evidence` path), never for a tolerance question. `confirmed` says whether
+docs/evidence/ (the `evidence` path, run with `evidence_args`), never for a tolerance question. The
+script exits 1 when the defect shows and 0 when it does not (anything else: it could not judge);
+`attncheck ledger verify` runs them against the installed library (docs/ledger.md). `confirmed` says whether
 that script has reproduced it on the hardware named in `seen`; an entry observed through the
 harness whose script has not yet run there says so. `applies(case, backend)` picks out the
 records a defect explains when the case alone shows it. A lifecycle defect, one that needs a
@@ -20,7 +22,7 @@ known failure still fails the gate is the gate's decision (conformance/gate.py),
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Collection, Optional
 
 from kernels.flashinfer.adapter import AdapterOptions
 from routing.spec import RoutingQuery, expected_route
@@ -53,6 +55,8 @@ class KnownFailure:
     modes: tuple[str, ...] = ()  # "eager" and/or "graph" (a "+graph" backend); () = both
     # adapter options the run must use (e.g. {"mask_form": ("packed", "packed_flat")}); {} = any
     options: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # arguments the evidence script takes to judge this entry's defect alone (a script shared by entries)
+    evidence_args: tuple[str, ...] = ()
 
 
 def _empty_batch(c: dict[str, Any], backend: str) -> bool:
@@ -340,6 +344,7 @@ LEDGER: tuple[KnownFailure, ...] = (
         "tensors within 0.005 of the reference",
         applies=lambda c, b: _fa3_hnd(c, b) and _fa3_hnd_group(c) == 0,
         archs=("sm90",),
+        evidence_args=("sigfpe",),
     ),
     KnownFailure(
         "flashinfer-fa3-hnd-kv-heads-wrong",
@@ -354,6 +359,7 @@ LEDGER: tuple[KnownFailure, ...] = (
         "kv 7, fa3 HND max error 2.941 where fa3 NHD gives 0.0078 and fa2 HND 0.0081",
         applies=lambda c, b: _fa3_hnd(c, b) and _fa3_hnd_group(c) > 0 and sum(c["qo_lens"]) > 0,  # rows to be wrong
         archs=("sm90",),
+        evidence_args=("wrong",),
     ),
     KnownFailure(
         "flashinfer-fa2-window-noncausal-split-kv",
@@ -486,6 +492,7 @@ LEDGER: tuple[KnownFailure, ...] = (
         "(repro_flashinfer_decode_empty_batch_plan.h200.txt): tensor-core plan() raises, CUDA-core returns",
         applies=lambda c, b: c["layout"] == "decode" and len(c["qo_lens"]) == 0 and b in ("fa2", "auto", "fa3"),
         options={"decode_tensor_cores": (True,)},
+        evidence_args=("tensor-cores",),
     ),  # fa3 counts as tensor cores (entry_for)
     KnownFailure(
         "flashinfer-cudnn-decode-empty-batch-plan",
@@ -500,6 +507,7 @@ LEDGER: tuple[KnownFailure, ...] = (
         "--backend cudnn): the directed empty decode batch; the script "
         "(repro_flashinfer_decode_empty_batch_plan.h200.txt)",
         applies=lambda c, b: c["layout"] == "decode" and len(c["qo_lens"]) == 0 and b == "cudnn",
+        evidence_args=("cudnn",),
     ),
     KnownFailure(
         "flashinfer-cudnn-empty-kv-rows-unwritten",
@@ -524,6 +532,7 @@ LEDGER: tuple[KnownFailure, ...] = (
             and any(q > 0 and k == 0 for q, k in zip(c["qo_lens"], c["kv_lens"]))
             and any(k > 0 for k in c["kv_lens"])
         ),
+        evidence_args=("unwritten",),
     ),
     KnownFailure(
         "flashinfer-cudnn-paged-all-kv-empty-raises",
@@ -544,6 +553,7 @@ LEDGER: tuple[KnownFailure, ...] = (
             and len(c["kv_lens"]) > 0
             and not any(c["kv_lens"])
         ),
+        evidence_args=("raises",),
     ),
     KnownFailure(
         "torch-sdpa-empty-rows",
@@ -574,9 +584,11 @@ def entry_for(
     arch: Optional[str] = None,
     options: Optional[dict[str, Any]] = None,
     resolved: Optional[str] = None,
+    among: Optional[Collection[str]] = None,
 ) -> Optional[KnownFailure]:
     """The ledger entry that predicts `case` on `backend` fails (or crashes) at `version` on `arch`, with the
-    run's adapter `options` (None: the adapters' defaults), if any.
+    run's adapter `options` (None: the adapters' defaults), if any; `version` None: at any version, `among`:
+    only the entries of these ids (the upgrade diff asks among those a verify run reproduced).
 
     `resolved`: the kernel an `auto` record ran, where it is known. A long-lived wrapper may hold another
     kernel than a fresh one would pick (sticky paged auto, graph mode's first plan), and the rules model the
@@ -589,6 +601,8 @@ def entry_for(
     if base == "fa3":  # the adapter's decode on fa3 always takes tensor cores (FlashInferKernel._decode_tensor_cores)
         opts["decode_tensor_cores"] = True
     for e in LEDGER:
+        if among is not None and e.id not in among:
+            continue
         if e.applies is not None and _eligible(e, target, mode, opts, version, arch) and e.applies(case, base):
             return e
     return None

@@ -21,14 +21,23 @@ pairs the other side has is said in the report's first line and exits 1; two sid
 in common are refused (exit 2). A baseline that cannot be compared (another schema, harness
 major version, target, architecture, or a stand-in on one side only) is refused before anything
 is compared: DiffRefused, one line naming the mismatch and the fix (the CLI exits 2).
+
+With `attncheck ledger verify` results (ledger-verify.json) for a side, the ledger's evidence counts:
+a newly failing record of NEW that an entry explains (conformance.known_failures.entry_for at any
+version, among the entries NEW's verify run reproduced) is "known, still present", not a regression;
+an entry BASE's run reproduced and NEW's does not is "fixed by the upgrade". A verify file must be of
+its side's library version and architecture (else DiffRefused). Without verify files nothing changes.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Optional
 
+from conformance.known_failures import entry_for
+from conformance.ledger_verify_files import DOES_NOT_REPRODUCE, REPRODUCES, VerifyReport
+from conformance.route_records import adapter_options_of
 from kernels import skips
 from reports.merge import Run
 from reports.records import FAILING, ParityRecord, is_crash
@@ -60,6 +69,8 @@ class Side:
     timing: dict[tuple[str, str], list[float]]  # (config_id, backend) -> seconds
     stage_errors: dict[str, str]
     unfinished: tuple[str, ...] = ()  # "run <id>: <n> records, no end record", one per run without a footer
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)  # run id -> the adapter options it used
+    ledger: Optional[VerifyReport] = None  # its `attncheck ledger verify` results, where given (with_ledger)
 
 
 def _one(name: str, what: str, values: set[Any], fix: str) -> Any:
@@ -107,7 +118,22 @@ def side(name: str, runs: list[Run]) -> Side:
     unfinished = tuple(
         f"run {r.run_id}: {len(r.parity) + len(r.timing)} records, no end record" for r in runs if r.unfinished
     )
-    return Side(name, target, arch, hv, versions, standin, parity, timing, errors, unfinished)
+    options = {r.run_id: asdict(adapter_options_of(r.header)) for r in runs if r.header is not None}
+    return Side(name, target, arch, hv, versions, standin, parity, timing, errors, unfinished, options)
+
+
+def with_ledger(s: Side, report: VerifyReport) -> Side:
+    """The side with its verify results, refused unless they were measured on the side's library version
+    and architecture (a verify run of another version says nothing about this side's records)."""
+    theirs, ours = report.environment.versions.get(s.target), s.versions.get(s.target)
+    if (theirs, report.environment.arch) != (ours, s.arch):
+        raise DiffRefused(
+            f"{s.name} ledger",
+            f"{report.path}: {s.target} {theirs} on {report.environment.arch}",
+            f"a verify run of {s.name}'s {s.target} {ours} on {s.arch}",
+            f"run `attncheck ledger verify` with {s.name}'s library on its runner, or leave the file out",
+        )
+    return replace(s, ledger=report)
 
 
 def check_compatible(base: Side, new: Side) -> None:
@@ -166,11 +192,14 @@ class DiffReport:
     newly_passing: list[Change] = field(default_factory=list)
     timing_improvements: list[Change] = field(default_factory=list)
     one_side_only: list[Change] = field(default_factory=list)
+    known_still_present: list[Change] = field(default_factory=list)  # only with NEW's verify results
+    fixed_by_upgrade: list[Change] = field(default_factory=list)  # only with both sides' verify results
     settings: dict[str, float] = field(default_factory=dict)
     incomplete: list[str] = field(default_factory=list)  # why this is not a complete comparison
 
     REGRESSIONS = ("newly_failing", "error_growth", "routing_changes", "lost_capabilities", "timing_regressions")
     NOTES = ("newly_passing", "timing_improvements", "one_side_only")
+    LEDGER_NOTES = ("known_still_present", "fixed_by_upgrade")
 
     @property
     def regressions(self) -> int:
@@ -225,9 +254,8 @@ def diff(
             assert present is not None
             where = "NEW" if b is None else "BASE"
             if b is None and n is not None and n.status in FAILING:
-                rep.newly_failing.append(
-                    Change("newly failing", k, f"fails in NEW, absent from BASE: {n.reason[:200]}", None, _status(n))
-                )
+                detail = f"fails in NEW, absent from BASE: {n.reason[:200]}"
+                _newly_failing(rep, new, n, Change("newly failing", k, detail, None, _status(n)))
             else:
                 rep.one_side_only.append(Change("one side only", k, f"only in {where}", None, _status(present)))
             continue
@@ -235,7 +263,8 @@ def diff(
         if newly_failing:
             what = "crashed" if is_crash(n) else n.status
             known = f"; known failure {n.known}" if n.known else ""
-            rep.newly_failing.append(Change("newly failing", k, f"{b.status} -> {what}{known}", _status(b), _status(n)))
+            change = Change("newly failing", k, f"{b.status} -> {what}{known}", _status(b), _status(n))
+            _newly_failing(rep, new, n, change)
         elif b.status in FAILING and n.status == "pass":
             rep.newly_passing.append(Change("newly passing", k, f"{b.status} -> pass", _status(b), _status(n)))
         if b.status in COMPUTED and n.status in NOT_DISPATCHED:
@@ -272,6 +301,7 @@ def diff(
                     str(n.resolved_backend),
                 )
             )
+    rep.fixed_by_upgrade = _fixed(base, new)
     for stage, err in sorted(new.stage_errors.items()):
         if stage not in base.stage_errors:
             rep.lost_capabilities.append(Change("no longer builds", f"stage {stage}", err[:300], None, "build error"))
@@ -294,6 +324,41 @@ def diff(
     return rep
 
 
+def _reproduced(s: Side) -> frozenset[str]:
+    """The ids of the side's target's entries its verify run reproduced (none without one)."""
+    if s.ledger is None:
+        return frozenset()
+    return frozenset(i for i, st in s.ledger.status_of(s.target).items() if st == REPRODUCES)
+
+
+def _newly_failing(rep: DiffReport, new: Side, n: ParityRecord, change: Change) -> None:
+    """A regression, unless a ledger entry NEW's verify run reproduced explains the record: known, still present."""
+    reproduced = _reproduced(new)
+    entry = None
+    if reproduced:
+        options = new.options.get(n.run_id)
+        entry = entry_for(new.target, n.case, n.backend, None, new.arch, options, n.resolved_backend, reproduced)
+    if entry is None:
+        rep.newly_failing.append(change)
+        return
+    version = new.versions.get(new.target)
+    why = f"{change.detail}; ledger entry {entry.id}, whose script reproduces it on NEW ({new.target} {version})"
+    rep.known_still_present.append(replace(change, kind="known, still present", detail=why))
+
+
+def _fixed(base: Side, new: Side) -> list[Change]:
+    """Entries BASE's verify run reproduced and NEW's says do not (both runs needed)."""
+    if new.ledger is None:
+        return []
+    now = new.ledger.status_of(new.target)
+    vb, vn = base.versions.get(base.target), new.versions.get(new.target)
+    return [
+        Change("fixed by the upgrade", i, f"reproduced on {vb}, does not on {vn}", REPRODUCES, DOES_NOT_REPRODUCE)
+        for i in sorted(_reproduced(base))
+        if now.get(i) == DOES_NOT_REPRODUCE
+    ]
+
+
 _TITLES = {
     "newly_failing": "Newly failing",
     "error_growth": "Error growth",
@@ -303,6 +368,8 @@ _TITLES = {
     "newly_passing": "Newly passing",
     "timing_improvements": "Timing improvements",
     "one_side_only": "On one side only",
+    "known_still_present": "Known, still present",
+    "fixed_by_upgrade": "Fixed by the upgrade",
 }
 
 
@@ -344,9 +411,10 @@ def render_markdown(rep: DiffReport, limit_per_section: int = 200) -> str:
         f"error growth beyond {rep.settings['error_factor']:g}x reaching {rep.settings['error_floor']:g} of the "
         f"bound; timing regressions where the {LEVEL:.0%} interval of NEW/BASE lies above "
         f"{1 + rep.settings['max_slowdown']:.2f}",
+        *_ledger_lines(rep),
         "",
     ]
-    for k in (*DiffReport.REGRESSIONS, *DiffReport.NOTES):
+    for k in (*DiffReport.REGRESSIONS, *DiffReport.LEDGER_NOTES, *DiffReport.NOTES):
         items: list[Change] = getattr(rep, k)
         if not items:
             continue
@@ -356,6 +424,20 @@ def render_markdown(rep: DiffReport, limit_per_section: int = 200) -> str:
             lines.append(f"- ... and {len(items) - limit_per_section} more (diff.json has them all)")
         lines.append("")
     return "\n".join(lines)
+
+
+def _ledgers(rep: DiffReport) -> list[tuple[str, VerifyReport]]:
+    return [(s.name, s.ledger) for s in (rep.base, rep.new) if s.ledger is not None]
+
+
+def _ledger_lines(rep: DiffReport) -> list[str]:
+    out = []
+    for name, v in _ledgers(rep):
+        mine = [o for o in v.outcomes if o.target == rep.new.target]
+        n = sum(o.status == REPRODUCES for o in mine)
+        unfinished = "; **unfinished**" if v.finished is None else ""
+        out.append(f"- {name}'s ledger verify ({v.path}): {n} of its {len(mine)} entries reproduce{unfinished}")
+    return out
 
 
 def to_json(rep: DiffReport) -> dict[str, Any]:
@@ -381,4 +463,15 @@ def to_json(rep: DiffReport) -> dict[str, Any]:
         "version_changes": version_changes(rep),
         "setting_changes": version_changes(rep, settings=True),
         **{k: [c.__dict__ for c in getattr(rep, k)] for k in (*DiffReport.REGRESSIONS, *DiffReport.NOTES)},
+        **_ledger_json(rep),
+    }
+
+
+def _ledger_json(rep: DiffReport) -> dict[str, Any]:
+    """The ledger's keys, only where a verify file was read (without one the JSON is as it always was)."""
+    if not _ledgers(rep):
+        return {}
+    return {
+        "ledger": {name: v.path for name, v in _ledgers(rep)},
+        **{k: [c.__dict__ for c in getattr(rep, k)] for k in DiffReport.LEDGER_NOTES},
     }

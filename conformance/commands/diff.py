@@ -4,6 +4,10 @@ Exit status: 0 no regression in a complete comparison, 1 a regression or an inco
 (a side without its end record, or lacking pairs the other has: said in the report's first line),
 2 bad usage or sides that cannot be compared (no pair in common included), in one line naming the
 value and the fix, before any file is written.
+
+A side's `attncheck ledger verify` results are read from ledger-verify.json in its directory, or
+from --base-ledger / --new-ledger FILE: newly failing records a reproduced entry explains are
+"known, still present", entries no longer reproduced "fixed by the upgrade" (docs/upgrade-diff.md).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 from conformance.commands.common import EXIT_FAILED, EXIT_OK, out_dir
 from scenarios.errors import InvalidValue
@@ -43,6 +47,14 @@ def add_parser(sub: Any) -> None:
         help="allowed slowdown: a timing regression when the interval of NEW/BASE lies above 1 + this (default 0.10)",
     )
     d.add_argument("--out", default=None, help=f"directory for {DIFF_MD} and {DIFF_JSON}")
+    for side in ("base", "new"):
+        d.add_argument(
+            f"--{side}-ledger",
+            default=None,
+            metavar="FILE",
+            help=f"{side.upper()}'s `attncheck ledger verify` results (default: ledger-verify.json in {side.upper()}, "
+            "if there)",
+        )
     d.set_defaults(handler=handle)
 
 
@@ -57,6 +69,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
         raise InvalidValue("--max-slowdown", args.max_slowdown, "a fraction >= 0", "pass e.g. --max-slowdown 0.10")
     base, new = rd.side("BASE", load_runs([args.base])), rd.side("NEW", load_runs([args.new]))
     rd.check_compatible(base, new)
+    base, new = _with_ledger(base, args.base, args.base_ledger), _with_ledger(new, args.new, args.new_ledger)
     rep = rd.diff(base, new, args.error_factor, args.error_floor, args.max_slowdown)
     md = rd.render_markdown(rep)
     if args.out:
@@ -67,3 +80,15 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
             json.dump(rd.to_json(rep), f, indent=1, sort_keys=True)
     print(md)
     return EXIT_FAILED if rep.exit_status else EXIT_OK
+
+
+def _with_ledger(side: Any, path: str, given: Optional[str]) -> Any:
+    """The side with its verify results: the file given, else ledger-verify.json in its directory, else none."""
+    from conformance import ledger_verify_files as files
+    from conformance import record_diff as rd
+
+    flag = f"--{side.name.lower()}-ledger"
+    found = os.path.join(path, files.VERIFY_JSON)
+    if given is None and not (os.path.isdir(path) and os.path.isfile(found)):
+        return side
+    return rd.with_ledger(side, files.load(given or found, flag if given else side.name))

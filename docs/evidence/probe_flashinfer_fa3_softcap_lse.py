@@ -10,7 +10,10 @@ row that sees a key (causal, 300 rows over 33 keys: row i sees keys j <= i - 267
 same case. This script rebuilds the batch with plain flashinfer calls, changes one thing at a time,
 and counts the LSE entries that are infinite where the fp32 reference is finite.
 
-    python3 probe_flashinfer_fa3_softcap_lse.py      # exit 1 when a variant gives such an LSE
+    python3 probe_flashinfer_fa3_softcap_lse.py      # exit 1 when the matrix case gives such an LSE
+
+Exit 1 when the matrix case gives such an LSE and fa2 and each request alone do not; 2 when one of
+those controls does (the set-up is wrong, not the defect).
 
 Only torch and flashinfer; no attncheck code. The reference is FlashInfer's documented soft cap
 (score = cap * tanh(q.k * sm_scale / cap)) and causal rule (row i of qo_len rows over kv_len keys
@@ -33,6 +36,8 @@ VARIANTS = [
     ("request 0, qo 40 kv 33", dict(qo=[40], kv=[33])),
     ("request 1 alone", dict(qo=[64], kv=[1031])),
 ]
+# variants that must agree with the reference for a failure of the matrix case to be the defect
+CONTROLS = ("fa2 (control)", "request 0 alone", "request 0, qo 40 kv 33", "request 1 alone")
 
 
 def reference(q, k, v, qo, kv, cap):
@@ -109,7 +114,10 @@ def main():
         if not ok:
             bad.append(name)
     print("failing variants: " + ", ".join(bad) if bad else "every variant agrees with the reference")
-    return 1 if bad else 0
+    if any(name in bad for name in CONTROLS):
+        print("a control failed: the set-up is wrong, not the defect")
+        return 2
+    return 1 if "the matrix case" in bad else 0
 
 
 if __name__ == "__main__":

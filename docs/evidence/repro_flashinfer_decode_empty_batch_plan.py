@@ -9,7 +9,10 @@ Without tensor cores plan() returns and run() divides by zero instead (ledger
 flashinfer-decode-empty-batch-run). Seen through attncheck on the H200 (2026-12-01, fourth sitting):
 auto with --adapter-option decode_tensor_cores=true, eager and graph, and --backend cudnn.
 
-    python3 repro_flashinfer_decode_empty_batch_plan.py    # exit 1 when a tensor-core or cuDNN plan() raises
+    python3 repro_flashinfer_decode_empty_batch_plan.py [tensor-cores|cudnn]  # exit 1 when such a plan() raises
+
+With an argument only that variant counts (the ledger's two entries); exit 2 when the CUDA-core control
+raises too (the set-up is wrong, not the defect).
 
 Only torch and flashinfer; no attncheck code.
 """
@@ -23,6 +26,11 @@ ws = lambda: torch.zeros(128 * 2**20, dtype=torch.uint8, device=dev)  # noqa: E7
 zero = torch.zeros(1, dtype=torch.int32, device=dev)
 empty = torch.zeros(0, dtype=torch.int32, device=dev)
 bf = torch.bfloat16
+JUDGED = {None: None, "tensor-cores": "tensor cores, auto", "cudnn": "cudnn"}
+if sys.argv[2:] or (sys.argv[1:] or [None])[0] not in JUDGED:
+    print(f"usage: {sys.argv[0]} [tensor-cores|cudnn]", file=sys.stderr)
+    sys.exit(2)
+judged = JUDGED[(sys.argv[1:] or [None])[0]]
 print(f"flashinfer {flashinfer.__version__}, torch {torch.__version__}, {torch.cuda.get_device_name()}")
 raised = []
 for name, kw in {"CUDA cores (control: plan returns)": dict(backend="auto"),
@@ -33,8 +41,11 @@ for name, kw in {"CUDA cores (control: plan returns)": dict(backend="auto"),
         w.plan(zero, empty, empty, 4, 2, 128, 16, q_data_type=bf, kv_data_type=bf)
         print(f"{name:36s}: plan() of an empty batch returned")
     except Exception as e:  # noqa: BLE001 - the raise is the observation
-        if "control" not in name:
-            raised.append(name)
+        raised.append(name)
         print(f"{name:36s}: plan() of an empty batch raised {type(e).__name__}: {str(e).splitlines()[0][:160]}")
+if any("control" in name for name in raised):
+    print("the control failed: the set-up is wrong, not the defect")
+    sys.exit(2)
+raised = [name for name in raised if judged in (None, name)]
 print("DEFECT REPRODUCED: " + ", ".join(raised) if raised else "not reproduced")
 sys.exit(1 if raised else 0)

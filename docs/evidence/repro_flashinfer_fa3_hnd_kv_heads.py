@@ -13,11 +13,16 @@ the fa2 paths do too (batch_prefill.cu:121), so NHD and fa2 give the right answe
 Each variant runs in a child process (a SIGFPE ends the process), on the same tensors, against a
 plain fp32 reference.
 
-    python3 repro_flashinfer_fa3_hnd_kv_heads.py      # exit 1 when HND on fa3 fails where NHD passes
+    python3 repro_flashinfer_fa3_hnd_kv_heads.py [sigfpe|wrong]   # exit 1 when HND on fa3 fails where NHD passes
+
+`sigfpe` judges the shapes whose group size is 0 and counts only a child killed by SIGFPE (the ledger's
+crash entry); `wrong` judges the others and counts only a wrong output; neither: every shape, any failure.
+Exit 2 when no judged shape shows the defect and a control (fa3 NHD, fa2 NHD or HND) failed.
 
 Only torch and flashinfer; no attncheck code.
 """
 import json
+import signal
 import subprocess
 import sys
 
@@ -57,28 +62,37 @@ def run(shape, backend, layout):
     p = subprocess.run([sys.executable, __file__, "--child", json.dumps([*shape, backend, layout])],
                        capture_output=True, text=True)
     if p.returncode < 0:
-        return None, f"killed by signal {-p.returncode}"
+        return (None, -p.returncode), f"killed by signal {-p.returncode}"
     if p.returncode:
-        return None, "raised: " + (p.stderr.strip().splitlines() or ["?"])[-1][:200]
+        return (None, None), "raised: " + (p.stderr.strip().splitlines() or ["?"])[-1][:200]
     err = json.loads(p.stdout.strip().splitlines()[-1])["err"]
-    return err, f"max |out - ref| = {err:.4g}"
+    return (err, None), f"max |out - ref| = {err:.4g}"
 
 
-def main():
+def main(defect=None):
     import flashinfer
     import torch
 
     print(f"flashinfer {flashinfer.__version__}, torch {torch.__version__}, {torch.cuda.get_device_name()}")
-    reproduced = False
+    reproduced = control_failed = False
     for shape in SHAPES:
         api, hq, hkv, qo, kv = shape
+        if defect is not None and (defect == "sigfpe") != (hq // kv == 0):
+            continue
         results = {(b, lay): run(shape, b, lay) for b in ("fa3", "fa2") for lay in ("NHD", "HND")}
         for (b, lay), (_, text) in results.items():
             print(f"{api:6} heads {hq}/{hkv} qo {qo:3} kv {kv:3}  {b} {lay}: {text}")
-        good = lambda r: r[0] is not None and r[0] < 0.05  # noqa: E731
-        if not good(results[("fa3", "HND")]) and all(good(results[k]) for k in
-                                                    (("fa3", "NHD"), ("fa2", "NHD"), ("fa2", "HND"))):
+        good = lambda r: r[0][0] is not None and r[0][0] < 0.05  # noqa: E731
+        (err, sig), _ = results[("fa3", "HND")]
+        shows = {None: not good(results[("fa3", "HND")]), "sigfpe": sig == signal.SIGFPE,
+                 "wrong": err is not None and err >= 0.05}[defect]
+        if not all(good(results[k]) for k in (("fa3", "NHD"), ("fa2", "NHD"), ("fa2", "HND"))):
+            control_failed = True
+        elif shows:
             reproduced = True
+    if control_failed and not reproduced:
+        print("a control failed: the set-up is wrong, not the defect")
+        return 2
     print("DEFECT REPRODUCED: fa3 under HND fails where NHD and fa2 pass on the same data" if reproduced
           else "not reproduced")
     return 1 if reproduced else 0
@@ -87,5 +101,8 @@ def main():
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
         child(*json.loads(sys.argv[2]))
+    elif sys.argv[1:] in ([], ["sigfpe"], ["wrong"]):
+        sys.exit(main(*sys.argv[1:]))
     else:
-        sys.exit(main())
+        print(f"usage: {sys.argv[0]} [sigfpe|wrong]", file=sys.stderr)
+        sys.exit(2)

@@ -9,6 +9,8 @@ each, with a non-empty mask as the control.
 
     python3 repro_flashinfer_packbits_empty.py     # exit 1 when packbits fails on the empty mask only
 
+Exit 2 when a control fails: the set-up is wrong, not the defect.
+
 Only torch and flashinfer; no attncheck code.
 """
 import json
@@ -46,7 +48,10 @@ def main():
         err = [ln for ln in p.stderr.splitlines() if "rror" in ln]
         print(f"{'ok  ' if ok[name] else 'FAIL'} {name}: " + (lines[-1] if ok[name] else (err or ["?"])[-1][:200]))
     names = list(CALLS)
-    reproduced = not ok[names[0]] and ok[names[1]] and ok[names[2]]
+    if not (ok[names[1]] and ok[names[2]]):
+        print("a control failed: the set-up is wrong, not the defect")
+        return 2
+    reproduced = not ok[names[0]]
     print("DEFECT REPRODUCED: packbits fails on an empty mask" if reproduced else "not reproduced")
     return 1 if reproduced else 0
 

@@ -12,6 +12,8 @@ packbits(flat), and compares each with a plain-torch reference.
 
     python3 repro_flashinfer_packed_mask_indptr.py    # exit 1 when a documented form is wrong
 
+Exit 2 when the bool custom_mask (the control) is wrong too: the set-up is wrong, not the defect.
+
 Only torch and flashinfer; no attncheck code.
 """
 import sys
@@ -64,6 +66,7 @@ for name, kw in forms.items():
     errors[name] = max(e0, e1)
     print(f"{name:66s} request 0: {e0:.4g}   request 1: {e1:.4g}")
 bad = errors["custom_mask (bool)"] <= 0.05 and any(e > 0.05 for e in errors.values())
+control_ok = errors["custom_mask (bool)"] <= 0.05
 print("DEFECT REPRODUCED: a caller-packed mask is misread for a request after the first" if bad
-      else "not reproduced")
-sys.exit(1 if bad else 0)
+      else "not reproduced" if control_ok else "the control failed: the bool custom_mask is wrong too")
+sys.exit(1 if bad else 0 if control_ok else 2)

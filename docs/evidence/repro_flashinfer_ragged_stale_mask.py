@@ -10,6 +10,8 @@ only unmasked and with a plain-torch reference.
 
     python3 repro_flashinfer_ragged_stale_mask.py [fa2|auto]   # exit 1 when the reused wrapper is wrong
 
+Exit 2 when the fresh wrapper (the control) is wrong too: the set-up is wrong, not the defect.
+
 Only torch and flashinfer; no attncheck code.
 """
 import sys
@@ -66,4 +68,6 @@ print(f"reused wrapper: after the unmasked re-plan _custom_mask_buf is "
 print(f"fresh wrapper : runs {fresh._backend!r}; max |out - ref| = {e_f:.4g}")
 bad = e_r > 0.05 and e_f <= 0.05
 print("DEFECT REPRODUCED: the unmasked re-plan still applies the previous mask" if bad else "not reproduced")
-sys.exit(1 if bad else 0)
+if e_f > 0.05:
+    print("the control failed: the fresh wrapper is wrong too")
+sys.exit(1 if bad else 2 if e_f > 0.05 else 0)

@@ -11,6 +11,8 @@ one wrapper unmasked and masked, and compares both with a plain-torch reference.
 
     python3 repro_flashinfer_sticky_paged_auto.py      # exit 1 when the reused wrapper is wrong
 
+Exit 2 when the fresh wrapper (the control) is wrong too: the set-up is wrong, not the defect.
+
 Only torch and flashinfer; no attncheck code.
 """
 import sys
@@ -82,5 +84,5 @@ except Exception as e:  # the defect may show as a kernel refusing the mask inst
 print(f"reused wrapper: first plan (no mask) resolved {first!r}; masked plan runs {reused._backend!r}; {outcome}")
 bad = err_reused > 0.05 and err_fresh <= 0.05
 print("DEFECT REPRODUCED: the reused auto wrapper keeps its first backend under a custom mask" if bad
-      else "not reproduced")
-sys.exit(1 if bad else 0)
+      else "not reproduced" if err_fresh <= 0.05 else "the control failed: the fresh wrapper is wrong too")
+sys.exit(1 if bad else 0 if err_fresh <= 0.05 else 2)

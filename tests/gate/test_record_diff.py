@@ -9,8 +9,11 @@ from typing import Any, Optional
 import pytest
 
 from conformance import cli
+from conformance.ledger_env import Environment
+from conformance.ledger_verify_files import VERIFY_JSON, Outcome, VerifyReport
 from conformance.parity_run import HARNESS_VERSION
 from reports.records import ParityRecord, RunFooter, RunHeader, StageRecord, TimingRecord, read_jsonl, to_line
+from scenarios.case import Case
 
 CASE = {
     "layout": "ragged",
@@ -340,3 +343,120 @@ def test_record_refuses_a_bad_timing_backend_before_writing(tmp_path: Any, capsy
     )
     assert code == 2 and "'warp'" in capsys.readouterr().err
     assert not (tmp_path / "b").exists()
+
+
+# ---- with `attncheck ledger verify` results ------------------------------------------------------------------
+
+SIGFPE = Case("ragged", (300,), (128,), 8, 1, kv_layout="HND").to_json()  # fa3 HND, group 0: the crash entry
+EMPTY = Case("ragged", (), (), 4, 2).to_json()  # plan() of no requests: flashinfer-empty-batch-plan
+PLAIN = Case("ragged", (3,), (9,), 4, 2).to_json()  # no entry explains it
+
+
+def _fi(backend: str, case: dict[str, Any], status: str, reason: str = "", known: Optional[str] = None) -> ParityRecord:
+    return ParityRecord(
+        run_id="r",
+        target="flashinfer",
+        backend=backend,
+        device="cuda",
+        case_id=Case.from_json(case).id,
+        case=case,
+        seed=0,
+        status=status,
+        reason=reason,
+        resolved_backend=backend if status in ("pass", "fail") else None,
+        out=_cmp(0.1) if status == "pass" else None,
+        known=known,
+    )
+
+
+def _verify(path: Any, version: str, statuses: dict[str, str], arch: str = "sm90") -> str:
+    env = Environment("python3", "3.11.7", {"torch": "2.11.0+cu130", "flashinfer": version}, arch, "NVIDIA H200")
+    outcomes = [
+        Outcome(i, "flashinfer", ("0.7.2.post1",), st, "", False, "", "docs/evidence/x.py")
+        for i, st in statuses.items()
+    ]
+    report = VerifyReport(env, ["attncheck", "ledger", "verify"], "t", 300.0, outcomes, finished="t")
+    os.makedirs(str(path), exist_ok=True)
+    with open(os.path.join(str(path), VERIFY_JSON), "w", encoding="utf-8") as f:
+        json.dump(report.to_json(), f)
+    return os.path.join(str(path), VERIFY_JSON)
+
+
+def _upgrade(tmp_path: Any, new_empty_batch: str = "error") -> None:
+    """BASE 0.7.2.post1 held the crash case back and passed the others; NEW 0.7.4 launched it and it crashed."""
+    held = "not launched: flashinfer-fa3-hnd-kv-heads-sigfpe (not filed upstream yet): ..."
+    base = [_fi("fa3", SIGFPE, "skip", held, "flashinfer-fa3-hnd-kv-heads-sigfpe"), _fi("fa2", EMPTY, "pass")]
+    new = [_fi("fa3", SIGFPE, "error", "crashed, the process evaluating this case died: killed by signal SIGFPE (8)")]
+    new.append(_fi("fa2", EMPTY, new_empty_batch, "RuntimeError: max(): Expected reduction dim"))
+    base.append(_fi("fa2", PLAIN, "pass"))
+    new.append(_fi("fa2", PLAIN, "pass"))
+    kw: dict[str, Any] = dict(target="flashinfer", device="cuda")
+    _write(str(tmp_path / "base" / "results.jsonl"), base, versions={"flashinfer": "0.7.2.post1"}, **kw)
+    _write(str(tmp_path / "new" / "results.jsonl"), new, versions={"flashinfer": "0.7.4"}, **kw)
+
+
+def test_with_verify_results_a_reproduced_entry_is_known_a_vanished_one_fixed_the_rest_regressions(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """skip -> crashed where NEW's verify reproduces the crash entry: known, still present. A newly failing record
+    whose entry NEW's verify does not reproduce stays a regression. An entry reproduced on BASE and not on NEW is
+    fixed by the upgrade; one NEW could not run is not. Without the verify files: exactly as before."""
+    _upgrade(tmp_path)
+    d = str(tmp_path / "d")
+    code, out, _ = _diff(capsys, str(tmp_path / "base"), str(tmp_path / "new"), "--out", d)
+    rep = json.loads((tmp_path / "d" / "diff.json").read_text())
+    assert code == 1 and "ledger" not in rep and "known_still_present" not in rep and "Known, still" not in out
+    assert sorted(c["key"] for c in rep["newly_failing"]) == [f"fa2 {PLAIN_ID[0]}", f"fa3 {PLAIN_ID[1]}"]
+
+    reproduced, gone, unknown = "reproduces", "does-not-reproduce", "could-not-run"
+    _verify(tmp_path / "base", "0.7.2.post1", {k: reproduced for k in ENTRIES})
+    _verify(
+        tmp_path / "new",
+        "0.7.4",
+        {ENTRIES[0]: reproduced, ENTRIES[1]: gone, ENTRIES[2]: gone, ENTRIES[3]: unknown},
+    )
+    code, out, _ = _diff(capsys, str(tmp_path / "base"), str(tmp_path / "new"), "--out", d)
+    rep = json.loads((tmp_path / "d" / "diff.json").read_text())
+    assert [c["key"] for c in rep["known_still_present"]] == [f"fa3 {PLAIN_ID[1]}"]
+    assert "flashinfer-fa3-hnd-kv-heads-sigfpe" in rep["known_still_present"][0]["detail"]
+    assert [c["key"] for c in rep["newly_failing"]] == [f"fa2 {PLAIN_ID[0]}"] and code == 1
+    assert [c["key"] for c in rep["fixed_by_upgrade"]] == sorted(ENTRIES[1:3])
+    assert "## Known, still present" in out and "## Fixed by the upgrade (2)" in out and "**1 regression(s)**" in out
+
+    _upgrade(tmp_path, new_empty_batch="pass")  # the empty batch fixed: only the known crash is left
+    code, out, _ = _diff(capsys, str(tmp_path / "base"), str(tmp_path / "new"))
+    assert code == 0 and "**no regression**" in out
+
+
+ENTRIES = (
+    "flashinfer-fa3-hnd-kv-heads-sigfpe",
+    "flashinfer-empty-batch-plan",
+    "flashinfer-packed-mask-indptr",
+    "flashinfer-packbits-empty",
+)
+PLAIN_ID = (Case.from_json(EMPTY).id, Case.from_json(SIGFPE).id)
+
+
+@pytest.mark.parametrize(
+    "files_kw,needle",
+    [
+        pytest.param(dict(version="0.7.2.post1"), "NEW ledger=", id="verify-of-another-version"),
+        pytest.param(dict(arch="sm100"), "on sm100", id="verify-of-another-arch"),
+        pytest.param(dict(broken=True), "--new-ledger=", id="not-a-verify-file"),
+    ],
+)
+def test_a_verify_file_that_is_not_of_its_side_is_refused_in_one_line(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str], files_kw: dict[str, Any], needle: str
+) -> None:
+    """NEW's verify results must be of NEW's library version and architecture; exit 2, nothing written."""
+    _upgrade(tmp_path)
+    args = [str(tmp_path / "base"), str(tmp_path / "new"), "--out", str(tmp_path / "d")]
+    if files_kw.get("broken"):
+        (tmp_path / "v.json").write_text('{"kind": "run"}')
+        args += ["--new-ledger", str(tmp_path / "v.json")]
+    else:
+        version = files_kw.get("version", "0.7.4")
+        _verify(tmp_path / "new", version, {ENTRIES[0]: "reproduces"}, files_kw.get("arch", "sm90"))
+    code, _, err = _diff(capsys, *args)
+    assert code == 2 and needle in err and "Fix:" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "d").exists()

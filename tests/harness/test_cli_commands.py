@@ -14,7 +14,19 @@ import pytest
 from conformance import cli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SUBCOMMANDS = ("run", "record", "diff", "sweep", "report", "mutate", "explore", "routes", "threshold", "prebuild")
+SUBCOMMANDS = (
+    "run",
+    "record",
+    "diff",
+    "ledger",
+    "sweep",
+    "report",
+    "mutate",
+    "explore",
+    "routes",
+    "threshold",
+    "prebuild",
+)
 SMALL = {
     "layout": "ragged",
     "qo_lens": [3, 0],
