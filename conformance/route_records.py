@@ -24,7 +24,7 @@ from typing import Any, Optional, Sequence
 
 from tabulate import tabulate
 
-from kernels.flashinfer.adapter import UNOBSERVED, AdapterOptions, packed_mask_bytes
+from kernels.flashinfer.adapter import UNOBSERVED, AdapterOptions, mask_buffer_held, packed_mask_bytes
 from kernels.flashinfer.variants import split_backend
 from kernels.protocol import reason_from_json
 from reports.merge import Run
@@ -223,7 +223,9 @@ def check_records(
         env = RoutingEnv(
             arch=arch, graph_mode=graph, device=r.device.split(":")[0], cudnn_direct_seqlens=cudnn_direct_seqlens
         )
-        queries.append(query_from_case(c, env, requested=requested, use_tensor_cores=options.decode_tensor_cores))
+        q = query_from_case(c, env, requested=requested, use_tensor_cores=options.decode_tensor_cores)
+        # a graph wrapper holding mask buffers shows the selector a mask on every plan (graph_wrappers="shared")
+        queries.append(q.replace(custom_mask=True) if mask_buffer_held(c, graph, options) else q)
     expected: list[Optional[ExpectedRoute]] = [None] * len(planned)
     for s in sorted(set(seqs)):
         idx = [i for i, k in enumerate(seqs) if k == s]

@@ -268,3 +268,16 @@ def other_dtype(profile: Profile, current: str, drawn: str) -> str:
 
 def toggled_mask(case: Case) -> Case:
     return case.replace(mask="none" if case.mask == "custom" else "custom")
+
+
+# The windows a window toggle switches on (axes.WINDOWS without the "off" value).
+windows_on = st.sampled_from([w for w in axes.WINDOWS if w >= 0])
+
+
+def toggled_window(case: Case, window: int) -> Case:
+    """`case` with its window off if on, else `window` (>= 0): a re-plan of the same wrapper."""
+    return case.replace(window_left=-1 if case.window_left >= 0 else window)
+
+
+def toggled_causal(case: Case) -> Case:
+    return case.replace(causal=not case.causal)

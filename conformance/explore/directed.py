@@ -2,9 +2,12 @@
 
 Each is the order a seed pull request says broke a real wrapper (long-then-short, short-then-long,
 a masked plan then an unmasked one, an empty batch then a short one, capture then re-plan) plus an
-explicit backend after a short plan (an explicit backend is never gated). They run on each of the
-ragged and paged layouts the subject serves, through the same machine rules and invariants as the
-exploration, so a failure here is reported and reproduced the same way.
+explicit backend after a short plan (an explicit backend is never gated). In graph mode also the
+re-plans a serving engine makes of one CUDA-graph wrapper per batch size: unmasked then masked, the
+window on then off, causal on then off (docs/flashinfer-adapter.md, "Graph wrappers as engines
+allocate them"). They run on each of the ragged and paged layouts the subject serves, through the
+same machine rules and invariants as the exploration, so a failure here is reported and reproduced
+the same way.
 """
 
 from __future__ import annotations
@@ -28,10 +31,16 @@ CAPTURED_SHORT = ((8, 8, 8), (40, 12, 20))
 LONG_RELENGTHS = [(20, 40), (2, 12), (2, 20)]
 
 
+GRAPH_ONLY = "skipped: graph mode only"
+# The window a directed window toggle switches on: inside the LONG lengths, so it masks keys.
+WINDOW = 7
+
+
 @dataclass(frozen=True)
 class Directed:
     name: str
     calls: tuple[Call, ...]
+    graph_only: bool = False  # the re-plans of one CUDA-graph wrapper; skipped on an eager machine
 
     def rules(self) -> set[str]:
         return {name for name, _ in self.calls}
@@ -90,6 +99,26 @@ def directed_for(profile: Profile, explicit: Optional[str]) -> list[Directed]:
                     ("replan_captured", {"lengths": LONG_RELENGTHS}),
                 ),
             ),
+            Directed(
+                f"{layout}: unmasked then masked",
+                (("plan_unmasked", {"case": long_}), run, ("toggle_mask", {}), run),
+                graph_only=True,
+            ),
+            Directed(
+                f"{layout}: window on then off",
+                (
+                    ("plan_windowed", {"case": long_.replace(window_left=WINDOW)}),
+                    run,
+                    ("toggle_window", {"window": WINDOW}),
+                    run,
+                ),
+                graph_only=True,
+            ),
+            Directed(
+                f"{layout}: causal on then off",
+                (("plan", {"case": long_.replace(causal=True)}), run, ("toggle_causal", {}), run),
+                graph_only=True,
+            ),
         ]
         if explicit:
             seqs.append(
@@ -104,6 +133,8 @@ def directed_for(profile: Profile, explicit: Optional[str]) -> list[Directed]:
 
 def run_directed(machine: type[ScenarioMachine], seq: Directed) -> tuple[str, Optional[ScenarioFailure]]:
     """("passed" | "failed" | "skipped: why", failure): the calls in order, as the rules make them."""
+    if seq.graph_only and not machine.graph:
+        return GRAPH_ONLY, None
     missing = sorted(r for r in seq.rules() if not hasattr(machine, r))
     if missing:
         return f"skipped: the subject has no rule {', '.join(missing)}", None

@@ -7,8 +7,9 @@ run, checks the invariants below against the oracle, a fresh control adapter and
 
 Rules: plan (long, short, empty, masked, unmasked, windowed, capped, other dtype), run, re-plan,
 toggle the mask, capture and replay (graph mode only; a re-plan with new lengths then replays the
-same capture), request an explicit backend (a second long-lived adapter). Graph rules are gated by
-a precondition on the adapter's `graph` attribute, read by feature detection.
+same capture), toggle the window or causal (graph mode only: the same graph wrapper re-planned),
+request an explicit backend (a second long-lived adapter). Graph rules are gated by a precondition
+on the adapter's `graph` attribute, read by feature detection.
 
 Invariants after every run, in the order a failure names them (INVARIANTS):
   no_unexpected_error         plan/run raised where the routing spec expects a backend
@@ -257,7 +258,9 @@ def cached_truth(case: Case, seed: int) -> Truth:
 
 def default_wrapper_key(case: Case, graph: bool) -> tuple:
     """Which library wrapper serves a case when the adapter does not say (`wrapper_key`): one per
-    API and KV layout; in graph mode also per batch size and mask kind (fixed at construction)."""
+    API and KV layout; in graph mode also per batch size and mask kind, fixed at construction (the
+    flashinfer adapter's default keying, and SGLang's: docs/flashinfer-adapter.md, "Graph wrappers as
+    engines allocate them")."""
     key: tuple = (case.layout, case.kv_layout)
     return key + (case.batch_size, case.mask) if graph else key
 
@@ -303,6 +306,8 @@ PRECONDITIONS: dict[str, Callable[["ScenarioMachine"], bool]] = {
     "plan_other_dtype": _has_case,
     "capture_and_replay": _graph_with_plan,
     "replan_captured": _graph_with_case,
+    "toggle_window": _graph_with_case,
+    "toggle_causal": _graph_with_case,
     "request_backend": _has_case,
 }
 
@@ -409,7 +414,11 @@ class ScenarioMachine(RuleBasedStateMachine):
 
     def _query(self, backend: str, case: Case) -> RoutingQuery:
         env = replace(self.subject.env, graph_mode=self.graph)
-        return query_from_case(case, env, requested=backend)
+        q = query_from_case(case, env, requested=backend)
+        # A graph wrapper built with mask buffers shows the library's selector a mask on every plan
+        # (the adapter's `mask_buffer_held`; a shared flashinfer graph wrapper): expect that route.
+        held = getattr(self.adapters.get(backend), "mask_buffer_held", None)
+        return q.replace(custom_mask=True) if callable(held) and held(case) else q
 
     def _plan(self, backend: str, case: Case, seed: int, rule_name: str) -> None:
         adapter = self._adapter(backend)
@@ -705,6 +714,18 @@ def machine_for(subject: Subject, profile: Optional[S.Profile] = None) -> type[S
     def request_backend(self: ScenarioMachine, backend: str) -> None:
         self.explicit(backend)
 
+    def toggle_window(self: ScenarioMachine, window: int) -> None:
+        assert self.current is not None
+        self.plan_case("toggle_window", S.toggled_window(self.current, window), PLAN_SEED)
+
+    def toggle_causal(self: ScenarioMachine) -> None:
+        assert self.current is not None
+        self.plan_case("toggle_causal", S.toggled_causal(self.current), PLAN_SEED)
+
+    if ns["graph"]:  # the same graph wrapper re-planned with the window or causal flipped (its key keeps both)
+        if prof.window:
+            ns["toggle_window"] = precondition(_graph_with_case)(rule(window=S.windows_on)(toggle_window))
+        ns["toggle_causal"] = precondition(_graph_with_case)(rule()(toggle_causal))
     if len(prof.dtypes) > 1:
         ns["plan_other_dtype"] = precondition(_has_case)(rule(dtype=st.sampled_from(prof.dtypes))(plan_other_dtype))
     if subject.explicit:

@@ -6,7 +6,9 @@ standin  the flashinfer adapter on the ROCm fork's CPU stand-in (kernels/standin
          graph, gfx942 and gfx950; the stand-in is installed around each subject's run
 faults   the same, on gfx942, with one seed defect switched on per subject (kernels/standins/faults.py)
 flashinfer  the installed FlashInfer on a GPU: `auto` under test per wrapper API (paged, ragged,
-         decode), eager and graph, fa2/fa3 requested explicitly, against the CUDA routing spec
+         decode), eager and graph, fa2/fa3 requested explicitly, against the CUDA routing spec; paged
+         and ragged also in graph mode on one wrapper per batch size holding mask buffers, re-planned
+         masked and unmasked (AdapterOptions.graph_wrappers="shared")
 """
 
 from __future__ import annotations
@@ -107,6 +109,15 @@ def _installed(arch: str, fault: Optional[str]) -> contextlib.AbstractContextMan
 # One subject per wrapper API: a defect found on one (Hypothesis stops at the first) hides nothing on
 # the others. Single prefill has no wrapper to keep across plans.
 FLASHINFER_APIS = ("paged", "ragged", "decode")
+# Subject modes: eager, graph (one wrapper per batch size and mask kind, as SGLang keys them), and graph on
+# one wrapper per batch size with mask buffers from construction (the APIs that take them), as adapter
+# options; its own subject, since a shared wrapper's defect would stop the graph exploration at it.
+GRAPH_MODES: dict[str, tuple[bool, dict[str, str]]] = {
+    "": (False, {}),
+    "-graph": (True, {}),
+    "-graph-shared": (True, {"graph_wrappers": "shared"}),
+}
+SHARED_APIS = ("paged", "ragged")
 # What a JIT runner draws: the dtype and head dims whose modules the quick FlashInfer matrix builds
 # (kernels/flashinfer/matrix.py profiles bf16-128 and bf16-128-window, fa2 and fa3), window on or off,
 # no soft cap (its module is another); every other axis is a runtime argument of those modules.
@@ -122,21 +133,21 @@ def _logging(adapter: AttentionKernel) -> AttentionKernel:
 
 def flashinfer_subjects(
     device: str,
-    make: Optional[Callable[[str, bool], AttentionKernel]] = None,
+    make: Optional[Callable[..., AttentionKernel]] = None,
     offered: Optional[tuple[str, ...]] = None,
     arch: Optional[str] = None,
 ) -> list[Subject]:
     """The installed FlashInfer, `auto` under test; raises ValueError where it cannot run.
 
-    `make(backend, graph)`, `offered` and `arch` replace the target's own (the CPU tests drive the
-    adapter on a fake of the library this way).
+    `make(backend, graph, **options)` (options: AdapterOptions fields), `offered` and `arch` replace the
+    target's own (the CPU tests drive the adapter on a fake of the library this way).
     """
     target = get_target("flashinfer")
     if make is None:
         here = target.available(device)
         if not here.ok:
             raise ValueError(f"--device {device}: {here.reason}")
-        make = lambda b, g: target.make(b, device, graph=g)  # noqa: E731
+        make = lambda b, g, **o: target.make(b, device, graph=g, **o)  # noqa: E731
     offered = target.backends(device) if offered is None else offered
     explicit = tuple(b for b in ("fa2", "fa3", "aiter") if b in offered)
     version = target.versions().get("flashinfer")
@@ -153,24 +164,27 @@ def flashinfer_subjects(
 
     out = []
     for api in FLASHINFER_APIS:
-        for graph in (False, True):
+        for mode, (graph, options) in GRAPH_MODES.items():
+            if options and api not in SHARED_APIS:
+                continue
             # Eager: the adapter's logged calls become plain flashinfer calls; graph mode's capture and
             # replay choreography is the adapter's, so its script drives the adapter.
+            extra = "".join(f", {k}={v!r}" for k, v in options.items())
             recipe = (
                 Recipe(
                     "library",
                     "from kernels import get_target",
-                    f"get_target('flashinfer').make(backend, {device!r}, graph=True)",
+                    f"get_target('flashinfer').make(backend, {device!r}, graph=True{extra})",
                 )
                 if graph
                 else Recipe("flashinfer")
             )
             out.append(
                 Subject(
-                    name=f"flashinfer-{arch}-{api}{'-graph' if graph else ''}",
+                    name=f"flashinfer-{arch}-{api}{mode}",
                     target="flashinfer",
                     backend="auto",
-                    make=lambda b, g=graph: _logging(make(b, g)),
+                    make=lambda b, g=graph, o=options: _logging(make(b, g, **o)),
                     explicit=explicit,  # type: ignore[misc]
                     directed_backend=explicit[0] if explicit else None,
                     specs={b: spec for b in ("auto",) + explicit},

@@ -212,16 +212,39 @@ FLASHINFER_ADAPTER_MUTANTS: tuple[Mutant, ...] = (
     _adapter(
         "fi-graph-wrapper-name-kept-on-replacement",
         "kernels/flashinfer/adapter.py",
-        (
-            "            name = (\n"
-            "                f\"graph:{c.layout}/{c.kv_layout}/b{c.batch_size}/{'masked' if masked else 'unmasked'}\"\n"
-            '                f"#{self._graph_wrappers_made}"\n'
-            "            )\n"
-        ),
-        "            name = f\"graph:{c.layout}/{c.kv_layout}/b{c.batch_size}/{'masked' if masked else 'unmasked'}#1\"\n",
+        '            name = f"graph:{c.layout}/{c.kv_layout}/b{c.batch_size}{kind}#{self._graph_wrappers_made}"\n',
+        '            name = f"graph:{c.layout}/{c.kv_layout}/b{c.batch_size}{kind}#1"\n',
         "a graph wrapper replaced for a larger case keeps its predecessor's name: the routing check reads "
         "two wrappers' plans as one history",
         ("tests/gate/test_route_records.py::test_records_name_the_wrapper_each_plan_used_and_the_check_groups_by_it",),
+    ),
+    _adapter(
+        "fi-graph-shared-keyed-per-mask",
+        "kernels/flashinfer/adapter.py",
+        '    return key if options.graph_wrappers == "shared" else key + (case.mask,)\n',
+        "    return key + (case.mask,)\n",
+        'graph_wrappers="shared" still keys graph wrappers per mask kind: masked and unmasked plans never share one',
+        (_T_FI + "test_shared_graph_wrappers_are_one_per_batch_size_with_mask_buffers_up_front",),
+    ),
+    _adapter(
+        "fi-shared-mask-buffer-sized-for-masked-only",
+        "kernels/flashinfer/adapter.py",
+        '        mask_bytes = packed_mask_bytes(c.replace(mask="custom") if buffers else c, self.options.mask_form)\n',
+        "        mask_bytes = packed_mask_bytes(c, self.options.mask_form)\n",
+        "a shared graph wrapper's custom_mask_buf is sized for masked plans only, though run() reads it for every plan",
+        (_T_FI + "test_shared_graph_wrappers_are_one_per_batch_size_with_mask_buffers_up_front",),
+    ),
+    _adapter(
+        "fi-shared-wrapper-without-mask-buffers",
+        "kernels/flashinfer/adapter.py",
+        '    return options.graph_wrappers == "shared" or case.mask == "custom"\n',
+        '    return case.mask == "custom"\n',
+        "a shared graph wrapper first planned unmasked is built without mask buffers: it is not the shared wrapper",
+        (
+            _T_FI + "test_shared_graph_wrappers_are_one_per_batch_size_with_mask_buffers_up_front",
+            _T_FI + "test_an_unmasked_plan_on_a_shared_graph_wrapper_reads_its_mask_buffer[paged]",
+            _T_FI + "test_an_unmasked_plan_on_a_shared_graph_wrapper_reads_its_mask_buffer[ragged]",
+        ),
     ),
     _adapter(
         "fi-cudnn-block-table-regrowth-missed",

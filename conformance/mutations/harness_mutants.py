@@ -1197,6 +1197,86 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         (_CACHE + "test_a_verdict_file_that_cannot_serve_the_run_exits_2_in_one_line[argv2---verdicts]",),
     ),
     _harness(
+        "upstream-graph-unmasked-plan-drops-paged-mask",
+        "kernels/standins/upstream_flashinfer/prefill.py",
+        "            # holding the last masked plan's bits (0.7.2 prefill.py:3509-3524, 0.7.4 :4068-4083: no else).\n",
+        (
+            "            if packed_custom_mask is None:\n"
+            "                self._custom_mask_buf = self._mask_indptr_buf = None\n"
+        ),
+        "the model's paged graph plan drops the mask buffers on an unmasked plan, which FlashInfer keeps and reads",
+        (
+            "tests/kernels/test_flashinfer_adapter.py::test_an_unmasked_plan_on_a_shared_graph_wrapper_reads_its_mask_buffer[paged]",
+        ),
+    ),
+    _harness(
+        "upstream-graph-unmasked-plan-drops-ragged-mask",
+        "kernels/standins/upstream_flashinfer/prefill.py",
+        '            # 0.7.4 :6099-6109; its __init__ says of them "they may not be used", 0.7.4 :5706-5707).\n',
+        (
+            "            if packed_custom_mask is None:\n"
+            "                self._custom_mask_buf = self._mask_indptr_buf = None\n"
+        ),
+        "the model's ragged graph plan drops the mask buffers on an unmasked plan, which FlashInfer keeps and reads",
+        (
+            "tests/kernels/test_flashinfer_adapter.py::test_an_unmasked_plan_on_a_shared_graph_wrapper_reads_its_mask_buffer[ragged]",
+        ),
+    ),
+    _harness(
+        "explore-mask-buffer-route-ignored",
+        "conformance/explore/machines.py",
+        "        return q.replace(custom_mask=True) if callable(held) and held(case) else q\n",
+        "        return q\n",
+        "a graph wrapper holding mask buffers is expected to route as its case says: a route the buffer decides fails",
+        (
+            _FI_SUBJ + "test_one_graph_wrapper_is_re_planned_across_mask_window_and_causal[paged]",
+            _FI_SUBJ + "test_one_graph_wrapper_is_re_planned_across_mask_window_and_causal[ragged]",
+        ),
+    ),
+    _harness(
+        "explore-graph-directed-on-eager",
+        "conformance/explore/directed.py",
+        "    if seq.graph_only and not machine.graph:\n        return GRAPH_ONLY, None\n",
+        "",
+        "the graph-wrapper re-plans run on eager machines, which have no toggle rules to run them",
+        (
+            _FI_SUBJ + "test_one_graph_wrapper_is_re_planned_across_mask_window_and_causal[paged]",
+            _FI_SUBJ + "test_one_graph_wrapper_is_re_planned_across_mask_window_and_causal[ragged]",
+        ),
+    ),
+    _harness(
+        "explore-toggle-causal-unchanged",
+        "scenarios/strategies.py",
+        "    return case.replace(causal=not case.causal)\n",
+        "    return case\n",
+        "toggle_causal re-plans the same case: a graph wrapper never meets causal on then off",
+        (_FI_SUBJ + "test_the_graph_toggles_re_plan_the_same_wrapper",),
+    ),
+    _harness(
+        "explore-toggle-window-never-off",
+        "scenarios/strategies.py",
+        "    return case.replace(window_left=-1 if case.window_left >= 0 else window)\n",
+        "    return case.replace(window_left=window)\n",
+        "toggle_window only ever switches the window on: a graph wrapper never meets a window then none",
+        (_FI_SUBJ + "test_the_graph_toggles_re_plan_the_same_wrapper",),
+    ),
+    _harness(
+        "explore-toggles-on-eager-machines",
+        "conformance/explore/machines.py",
+        '    if ns["graph"]:  # the same graph wrapper re-planned with the window or causal flipped (its key keeps both)\n',
+        "    if True:\n",
+        "eager machines get the graph toggles too: their rule set, and so what they draw, changes",
+        (_FI_SUBJ + "test_the_graph_toggles_re_plan_the_same_wrapper",),
+    ),
+    _harness(
+        "routes-mask-buffer-ignored",
+        "conformance/route_records.py",
+        "        queries.append(q.replace(custom_mask=True) if mask_buffer_held(c, graph, options) else q)\n",
+        "        queries.append(q)\n",
+        "attncheck routes expects a shared graph wrapper's unmasked plan to route unmasked, which the buffer prevents",
+        ("tests/gate/test_route_records.py::test_a_shared_graph_wrapper_routes_every_plan_as_masked",),
+    ),
+    _harness(
         "vml-warmup-fp32-only",
         "kernels/_env.py",
         "    for dtype in (torch.float32, torch.float64):\n",

@@ -6,10 +6,12 @@
     TARGET.make("fa2", "cuda", graph=True) is the same as "fa2+graph".
 
 Case.layout picks the API. An adapter keeps ONE long-lived wrapper per API and KV layout (in graph
-mode also per batch size and masked) and plans it again for every case, since lifecycle defects only
-show under reuse; fresh() is the control. Library facts: lib.py; declines: support.py; JIT variants
-and timing: variants.py. The lifecycle, what the library chose, the arguments, poisoning and the LSE
-base: docs/flashinfer-adapter.md, section "`kernels/flashinfer/adapter.py`: lifecycle, observation, arguments".
+mode also per batch size, and per mask kind unless AdapterOptions.graph_wrappers is "shared") and plans
+it again for every case, since lifecycle defects only show under reuse; fresh() is the control.
+Library facts: lib.py; declines: support.py; JIT variants and timing: variants.py. The lifecycle, what
+the library chose, the arguments, poisoning and the LSE base: docs/flashinfer-adapter.md, section
+"`kernels/flashinfer/adapter.py`: lifecycle, observation, arguments"; graph-wrapper keying: its section
+"Graph wrappers as engines allocate them".
 """
 
 from __future__ import annotations
@@ -47,6 +49,12 @@ UNOBSERVED = "unobserved"  # single prefill under auto, when the library's modul
 GRAPH_BACKENDS = ("fa2", "fa3", "aiter", "auto")  # listed with "+graph" where the eager one is offered
 MASK_FORMS = ("bool", "packed", "packed_flat")
 LSE_BASES = ("log2", "ln")
+# CUDA-graph wrapper keying (docs/flashinfer-adapter.md, "Graph wrappers as engines allocate them"):
+# "per_mask": per (API, KV layout, batch size, mask kind), mask buffers on the masked ones only, as SGLang
+#     keys its target-verify and draft-extend wrappers; "shared": per (API, KV layout, batch size), every
+#     paged/ragged wrapper built with custom_mask_buf/mask_indptr_buf and re-planned masked and unmasked.
+GRAPH_WRAPPERS = ("per_mask", "shared")
+MASK_BUFFER_APIS = ("paged", "ragged")  # the graph wrappers that take custom_mask_buf/mask_indptr_buf
 WORKSPACE_BYTES = 128 * 2**20  # the wrappers' recommended float workspace (their docstrings)
 
 
@@ -60,6 +68,9 @@ class AdapterOptions:
         whose decode path exists only with tensor cores (decode.py _plan_impl).
     graph_max_pages / graph_max_mask_bytes: initial size of the graph-mode fixed buffers
         paged_kv_indices_buf and custom_mask_buf; doubled (new wrapper) when a case needs more.
+    graph_wrappers: "per_mask" | "shared" -- how graph-mode wrappers are keyed (GRAPH_WRAPPERS). "shared"
+        drives what FlashInfer's docstring allows and engines avoid: FlashInfer runs MaskMode.CUSTOM on every
+        plan of a wrapper holding custom_mask_buf (0.7.2 prefill.py:4382, :6405), unmasked ones included.
     """
 
     mask_form: str = "bool"
@@ -68,12 +79,34 @@ class AdapterOptions:
     workspace_bytes: int = WORKSPACE_BYTES
     graph_max_pages: int = 1 << 14
     graph_max_mask_bytes: int = 1 << 20
+    graph_wrappers: str = "per_mask"
 
     def __post_init__(self) -> None:
         if self.mask_form not in MASK_FORMS:
             raise ValueError(f"mask_form={self.mask_form!r}: expected one of {MASK_FORMS}")
         if self.lse_base not in LSE_BASES:
             raise ValueError(f"lse_base={self.lse_base!r}: expected one of {LSE_BASES}")
+        if self.graph_wrappers not in GRAPH_WRAPPERS:
+            raise ValueError(f"graph_wrappers={self.graph_wrappers!r}: expected one of {GRAPH_WRAPPERS}")
+
+
+def graph_wrapper_key(case: Case, graph: bool, options: AdapterOptions) -> tuple:
+    """Which library wrapper of an adapter serves `case`: per API and KV layout; in graph mode also per
+    batch size (fixed at construction) and, with graph_wrappers="per_mask", per mask kind."""
+    key: tuple = (case.layout, case.kv_layout)
+    if not graph:
+        return key
+    key += (case.batch_size,)
+    return key if options.graph_wrappers == "shared" else key + (case.mask,)
+
+
+def mask_buffer_held(case: Case, graph: bool, options: AdapterOptions) -> bool:
+    """Whether the wrapper serving `case` was built with custom_mask_buf: then FlashInfer's selector sees
+    use_custom_mask (0.7.2 prefill.py:3674, :5532; 0.7.4 :3827, :6394) and run() MaskMode.CUSTOM for every
+    plan of it, masked or not."""
+    if not graph or case.layout not in MASK_BUFFER_APIS:
+        return False
+    return options.graph_wrappers == "shared" or case.mask == "custom"
 
 
 # ---- Inputs -> library arguments --------------------------------------------------------------
@@ -242,7 +275,7 @@ class _Capture:
 
 @dataclass
 class _GraphSlot:
-    key: tuple  # (api, kv_layout, batch_size, masked)
+    key: tuple  # graph_wrapper_key: (api, kv_layout, batch_size[, mask kind])
     wrapper: Any
     name: str  # as records name it (FlashInferKernel.last_wrapper)
     max_pages: int
@@ -348,6 +381,16 @@ class FlashInferKernel:
     def _decode_tensor_cores(self) -> bool:
         return self.options.decode_tensor_cores or self.library_backend == "fa3"
 
+    # ---- which wrapper serves a case (read by the scenario machines) ---------------------------
+    def wrapper_key(self, case: Case) -> tuple:
+        """The key of the library wrapper that plans `case` (graph_wrapper_key); a "new graph wrapper" event
+        in graph_events means the key's wrapper was replaced."""
+        return graph_wrapper_key(case, self.graph, self.options)
+
+    def mask_buffer_held(self, case: Case) -> bool:
+        """Whether that wrapper holds custom_mask_buf, so the library sees a mask whatever `case` says."""
+        return mask_buffer_held(case, self.graph, self.options)
+
     # ---- support ------------------------------------------------------------------------------
     def supports(self, case: Case) -> Support:
         if case not in self._support:
@@ -420,7 +463,7 @@ class FlashInferKernel:
         return self._wrappers[key]
 
     def _graph_wrapper(
-        self, api: str, kv_layout: str, batch: int, masked: bool, max_pages: int, max_mask_bytes: int
+        self, api: str, kv_layout: str, batch: int, mask_buffers: bool, max_pages: int, max_mask_bytes: int
     ) -> Any:
         cls = self._wrapper_class(api)
         dev = self.device
@@ -438,8 +481,8 @@ class FlashInferKernel:
                 paged_kv_indptr_buf=i32(batch + 1),
                 paged_kv_indices_buf=i32(max_pages),
                 paged_kv_last_page_len_buf=i32(batch),
-                custom_mask_buf=torch.zeros(max_mask_bytes, dtype=torch.uint8, device=dev) if masked else None,
-                mask_indptr_buf=i32(batch + 1) if masked else None,
+                custom_mask_buf=torch.zeros(max_mask_bytes, dtype=torch.uint8, device=dev) if mask_buffers else None,
+                mask_indptr_buf=i32(batch + 1) if mask_buffers else None,
                 backend=self.library_backend,
             )
         if api == "ragged":
@@ -449,8 +492,8 @@ class FlashInferKernel:
                 use_cuda_graph=True,
                 qo_indptr_buf=i32(batch + 1),
                 kv_indptr_buf=i32(batch + 1),
-                custom_mask_buf=torch.zeros(max_mask_bytes, dtype=torch.uint8, device=dev) if masked else None,
-                mask_indptr_buf=i32(batch + 1) if masked else None,
+                custom_mask_buf=torch.zeros(max_mask_bytes, dtype=torch.uint8, device=dev) if mask_buffers else None,
+                mask_indptr_buf=i32(batch + 1) if mask_buffers else None,
                 backend=self.library_backend,
             )
         return cls(
@@ -467,16 +510,18 @@ class FlashInferKernel:
     def _graph_slot(self, inputs: Inputs) -> _GraphSlot:
         """The graph wrapper for this case; a new one (recorded) when the case outgrows the old."""
         c = inputs.case
-        masked = c.mask == "custom"
-        key = (c.layout, c.kv_layout, c.batch_size, masked)
+        key = self.wrapper_key(c)
+        buffers = self.mask_buffer_held(c)
         pages = int(inputs.kv_page_indices.numel()) if inputs.kv_page_indices is not None else 0
-        mask_bytes = packed_mask_bytes(c, self.options.mask_form)
+        # A wrapper holding mask buffers reads custom_mask_buf for every plan (MaskMode.CUSTOM), an unmasked
+        # one too: size it for the bytes this batch's mask spans either way.
+        mask_bytes = packed_mask_bytes(c.replace(mask="custom") if buffers else c, self.options.mask_form)
         slot = self._slots.get(key)
         why = []
         if slot is not None:
             if pages > slot.max_pages:
                 why.append(f"{pages} page indices > paged_kv_indices_buf {slot.max_pages}")
-            if masked and mask_bytes > slot.max_mask_bytes:
+            if buffers and mask_bytes > slot.max_mask_bytes:
                 why.append(f"{mask_bytes} packed mask bytes > custom_mask_buf {slot.max_mask_bytes}")
             fixed = getattr(slot.wrapper, "_max_total_num_rows", None)
             if c.layout != "decode" and fixed is not None and c.total_qo > fixed:
@@ -496,16 +541,15 @@ class FlashInferKernel:
                 max_pages *= 2
             while max_mask < mask_bytes:
                 max_mask *= 2
-            wrapper = self._graph_wrapper(c.layout, c.kv_layout, c.batch_size, masked, max_pages, max_mask)
+            wrapper = self._graph_wrapper(c.layout, c.kv_layout, c.batch_size, buffers, max_pages, max_mask)
             if slot is not None:
                 self.graph_events.append(f"new graph wrapper for {key}: " + "; ".join(why))
             else:
                 self.graph_events.append(f"graph wrapper for {key}: {max_pages} pages, {max_mask} mask bytes")
             self._graph_wrappers_made += 1
-            name = (
-                f"graph:{c.layout}/{c.kv_layout}/b{c.batch_size}/{'masked' if masked else 'unmasked'}"
-                f"#{self._graph_wrappers_made}"
-            )
+            shared = self.options.graph_wrappers == "shared"
+            kind = "" if shared else ("/masked" if c.mask == "custom" else "/unmasked")
+            name = f"graph:{c.layout}/{c.kv_layout}/b{c.batch_size}{kind}#{self._graph_wrappers_made}"
             slot = _GraphSlot(key=key, wrapper=wrapper, name=name, max_pages=max_pages, max_mask_bytes=max_mask)
             self._slots[key] = slot
         return slot

@@ -21,7 +21,7 @@ import pytest
 
 import kernels.flashinfer.adapter as fi
 from scenarios.case import Case
-from conformance.explore.directed import directed_for, run_directed
+from conformance.explore.directed import GRAPH_ONLY, directed_for, run_directed
 from conformance.explore.loop import BUDGETS, explore_subject
 from conformance.explore.machines import machine_for
 from conformance.explore.repro import write_repro
@@ -34,9 +34,9 @@ from fake_flashinfer import fake  # noqa: E402,F401  (the fixture)
 
 def _subjects() -> dict[str, Any]:
     # A small workspace: the fake never reads it, and 128 MiB zeroed per wrapper would dominate.
-    def make(b: str, g: bool) -> fi.FlashInferKernel:
+    def make(b: str, g: bool, **options: Any) -> fi.FlashInferKernel:
         return fi.FlashInferKernel(
-            b, "cpu", graph=g, graphs=ff.FakeGraphs(), options=fi.AdapterOptions(workspace_bytes=1024)
+            b, "cpu", graph=g, graphs=ff.FakeGraphs(), options=fi.AdapterOptions(workspace_bytes=1024, **options)
         )
 
     subs = flashinfer_subjects("cpu", make=make, offered=("fa2", "fa3", "auto"), arch="sm90")
@@ -61,7 +61,8 @@ def _run_script(path: str) -> tuple[int, str]:
 def test_one_subject_per_api_and_mode_inside_the_built_modules(fake: Any) -> None:
     subs = _subjects()
     assert sorted(subs) == sorted(
-        f"flashinfer-sm90-{api}{g}" for api in ("paged", "ragged", "decode") for g in ("", "-graph")
+        [f"flashinfer-sm90-{api}{g}" for api in ("paged", "ragged", "decode") for g in ("", "-graph")]
+        + ["flashinfer-sm90-paged-graph-shared", "flashinfer-sm90-ragged-graph-shared"]
     )
     s = subs["flashinfer-sm90-ragged"]
     assert s.backend == "auto" and s.explicit == ("fa2", "fa3") and s.recipe.kind == "flashinfer"
@@ -191,6 +192,51 @@ def test_graph_and_decode_subjects_hold(fake: Any, tmp_path: Path) -> None:
         r = explore_subject(subs[name], BUDGETS["ci"], tmp_path)
         assert r.failure is None and not r.directed_failures, (name, r.failure, r.directed)
         assert r.stats.runs > 0
+
+
+GRAPH_REPLANS = ("masked then unmasked", "unmasked then masked", "window on then off", "causal on then off")
+
+
+@pytest.mark.parametrize("api", ["paged", "ragged"])
+def test_one_graph_wrapper_is_re_planned_across_mask_window_and_causal(fake: Any, api: str) -> None:
+    """The directed re-plans of one CUDA-graph wrapper per batch size. On the default keying (a wrapper per mask
+    kind, as SGLang keeps them) they hold; on a shared wrapper holding mask buffers (graph_wrappers="shared") an
+    unmasked plan runs the custom-mask kernel over a zeroed or stale mask, as FlashInfer does: the output is
+    wrong, while the route is the one a held buffer makes the selector take (no routing violation). Eager
+    machines skip them."""
+    subs = _subjects()
+
+    def results(name: str) -> dict[str, tuple[str, Any]]:
+        m = machine_for(subs[name])
+        return {d.name.split(": ")[1]: run_directed(m, d) for d in directed_for(m.profile, None)}
+
+    graph = results(f"flashinfer-sm90-{api}-graph")
+    assert {n: graph[n][0] for n in GRAPH_REPLANS} == dict.fromkeys(GRAPH_REPLANS, "passed"), graph
+    shared = results(f"flashinfer-sm90-{api}-graph-shared")
+    for n in GRAPH_REPLANS:
+        status, failure = shared[n]
+        assert status == "failed" and failure is not None, (n, status)
+        assert [v.invariant for v in failure.violations][:1] == ["output_matches_oracle"], failure
+        assert "agrees_with_routing_spec" not in {v.invariant for v in failure.violations}, failure
+    eager = results(f"flashinfer-sm90-{api}")
+    assert {n: eager[n][0] for n in GRAPH_REPLANS[1:]} == dict.fromkeys(GRAPH_REPLANS[1:], GRAPH_ONLY)
+
+
+def test_the_graph_toggles_re_plan_the_same_wrapper(fake: Any) -> None:
+    """toggle_window and toggle_causal (graph machines only) re-plan the current case with one feature flipped on
+    the wrapper that served it: one plan history, longer by one per toggle."""
+    subs = _subjects()
+    assert not hasattr(machine_for(subs["flashinfer-sm90-paged"]), "toggle_window")
+    m = machine_for(subs["flashinfer-sm90-paged-graph"])()
+    case = m.profile.probe("paged").replace(causal=False)
+    m.plan_case("plan", case, 0)
+    m.toggle_window(7)
+    m.toggle_causal()
+    m.toggle_window(7)
+    cases = [st.case for st in m.steps]
+    assert [(c.window_left, c.causal) for c in cases] == [(-1, False), (7, False), (7, True), (-1, True)]
+    assert [st.rule for st in m.steps] == ["plan", "toggle_window", "toggle_causal", "toggle_window"]
+    assert len(m.histories) == 1 and [len(h) for h in m.histories.values()] == [4]
 
 
 def test_the_decode_subject_finds_runs_empty_batch_defect_and_holds_once_it_is_known(fake: Any, tmp_path: Path) -> None:

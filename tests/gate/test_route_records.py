@@ -196,6 +196,16 @@ def test_graph_wrappers_are_per_batch_and_mask_and_replaced_when_outgrown():
     ]
 
 
+def test_a_shared_graph_wrapper_routes_every_plan_as_masked():
+    """graph_wrappers=shared: paged/ragged graph wrappers hold custom_mask_buf, which FlashInfer's selector reads
+    as a mask on every plan (prefill.py:3674, :5532): an unmasked auto+graph plan is expected on fa2 for the
+    custom mask; eager plans, decode and the default keying are untouched."""
+    shared = [header("graph_wrappers=shared"), rec(PAGED, "fa2", backend="auto+graph"), rec(PAGED, "fa3")]
+    assert outcomes(fr.check_records(shared, SPEC, "sm90")) == [("fa3_custom_mask", "pass"), ("fa3", "pass")]
+    per_mask = [header(), rec(PAGED, "fa2", backend="auto+graph")]
+    assert outcomes(fr.check_records(per_mask, SPEC, "sm90")) == [("fa3", "wrong_backend")]
+
+
 def test_adapter_options_come_from_the_runs_argv():
     assert not fr.adapter_options_of(header()).decode_tensor_cores
     opts = fr.adapter_options_of(header("decode_tensor_cores=true", "graph_max_pages=8", "mask_form=packed"))

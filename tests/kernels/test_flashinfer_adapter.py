@@ -699,6 +699,43 @@ def test_graph_auto_keeps_its_first_resolution_for_the_wrapper(fake: Any) -> Non
     assert r1.resolved_backend == r2.resolved_backend == "fa3"
 
 
+def test_shared_graph_wrappers_are_one_per_batch_size_with_mask_buffers_up_front(fake: Any) -> None:
+    """graph_wrappers="shared": one paged/ragged graph wrapper per (API, KV layout, batch size), built with
+    custom_mask_buf and mask_indptr_buf and re-planned masked and unmasked; the buffer is sized for the mask an
+    unmasked batch would span too (run() reads it for every plan). Decode takes none. The default keys graph
+    wrappers per mask kind as well, mask buffers on the masked ones only (SGLang's keying)."""
+    masked = PAGED_MASK.replace(qo_lens=PAGED.qo_lens, kv_lens=PAGED.kv_lens)  # same batch size and rows
+    shared = adapter("fa2", graph=True, graph_wrappers="shared", graph_max_mask_bytes=8)
+    for c in (PAGED, masked, PAGED, DECODE):  # PAGED's mask would span 5 + 5 bytes: the buffer doubles to 16
+        run_case(shared, c)
+    (init,) = calls("paged", "__init__")
+    assert init["kwargs"]["custom_mask_buf"].shape == (16,) and init["kwargs"]["mask_indptr_buf"].shape == (3,)
+    assert len(calls("paged", "plan")) == 3 and shared.graph_events[0].endswith("16 mask bytes")
+    assert "custom_mask_buf" not in calls("decode", "__init__")[0]["kwargs"]
+    assert shared.wrapper_key(PAGED) == shared.wrapper_key(masked) == ("paged", "NHD", 2)
+    assert shared.mask_buffer_held(PAGED) and not shared.mask_buffer_held(DECODE)
+    per_mask = adapter("fa2", graph=True)
+    assert per_mask.wrapper_key(PAGED) == ("paged", "NHD", 2, "none") != per_mask.wrapper_key(masked)
+    assert not per_mask.mask_buffer_held(PAGED) and per_mask.mask_buffer_held(masked)
+    assert adapter("fa2").wrapper_key(masked) == ("paged", "NHD") and not adapter("fa2").mask_buffer_held(masked)
+
+
+@pytest.mark.parametrize("api", ["paged", "ragged"])
+def test_an_unmasked_plan_on_a_shared_graph_wrapper_reads_its_mask_buffer(fake: Any, api: str) -> None:
+    """FlashInfer 0.7.2.post1 and 0.7.4 as the model copies them: a graph-mode plan without a mask leaves the
+    __init__ mask buffers alone (0.7.2 prefill.py:3509 paged, :5267 ragged) and run() takes MaskMode.CUSTOM
+    whenever a buffer is held (:4382, :6405): an unmasked plan reads a zeroed mask (every key masked out) or the
+    last masked plan's bits, and `auto` resolves as for a mask (:3674, :5532). The default keying serves the
+    same sequence right."""
+    unmasked = PAGED if api == "paged" else RAGGED_MASK.replace(mask="none")
+    sequence = ((unmasked, 0), (unmasked.replace(mask="custom"), 1), (unmasked, 2))
+    shared = adapter("auto", graph=True, graph_wrappers="shared")
+    assert [passes(*run_case(shared, c, seed))[0] for c, seed in sequence] == [False, True, False]
+    assert shared.last_run["resolved"] == "fa2"
+    per_mask = adapter("auto", graph=True)
+    assert all(passes(*run_case(per_mask, c, seed))[0] for c, seed in sequence)
+
+
 # ---- supports() ---------------------------------------------------------------------------------
 
 UP = fl.LibFacts(

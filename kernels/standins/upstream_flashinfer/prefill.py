@@ -4,6 +4,10 @@ Signatures and the Python-side behaviour the adapter depends on are upstream's (
 prefill.py of 0.7.2.post1): where `auto` is resolved and stored (paged sticky, ragged every plan,
 single inside the call), mask packing and MaskMode.CUSTOM iff a mask buffer is held (the ragged
 wrapper keeps a stale one, as the real one does), the CUDA-graph constraints, fp8 scale folding.
+
+A CUDA-graph wrapper keeps the custom_mask_buf/mask_indptr_buf it was built with: a plan without a mask
+leaves them as they are (no raise, no clearing), so run() takes MaskMode.CUSTOM over a zeroed or stale
+mask, and `auto` sees use_custom_mask -- as 0.7.2.post1 and 0.7.4 both do (cited where modelled).
 """
 
 from __future__ import annotations
@@ -224,6 +228,8 @@ class BatchPrefillWithPagedKVCacheWrapper:
             self._paged_kv_indptr_buf.copy_(paged_kv_indptr)
             self._paged_kv_last_page_len_buf.copy_(paged_kv_last_page_len)
             self._paged_kv_indices_buf[: len(paged_kv_indices)].copy_(paged_kv_indices)
+            # Only a masked plan touches the mask buffers; an unmasked one keeps those __init__ gave, zeroed or
+            # holding the last masked plan's bits (0.7.2 prefill.py:3509-3524, 0.7.4 :4068-4083: no else).
             if packed_custom_mask is not None:
                 if not torch.is_tensor(self._custom_mask_buf):
                     raise ValueError(
@@ -258,6 +264,8 @@ class BatchPrefillWithPagedKVCacheWrapper:
                 self.device,
                 0,
                 False,
+                # the buffer, not the plan's mask (0.7.2 :3674): a graph wrapper built with custom_mask_buf
+                # is masked for auto on every plan (0.7.4 :3821-3829 says so outright)
                 self._custom_mask_buf is not None,
                 q_data_type,
                 kv_data_type,
@@ -346,6 +354,8 @@ class BatchPrefillWithPagedKVCacheWrapper:
             check_shape_dtype_device(
                 out, q.shape[:-1] + (v_cache.shape[-1],), self._cached_o_data_type, q.device, "out"
             )
+        # CUSTOM iff a buffer is held (0.7.2 prefill.py:4382-4388, 0.7.4 :5112-5118): in graph mode that is the
+        # __init__ buffer for every plan, so an unmasked plan reads a zeroed or stale mask and ignores causal.
         if self._custom_mask_buf is not None:
             mask_mode = CUSTOM
         else:
@@ -532,6 +542,8 @@ class BatchPrefillWithRaggedKVCacheWrapper:
                 raise ValueError("The batch size should be fixed in cudagraph mode")
             self._qo_indptr_buf.copy_(qo_indptr)
             self._kv_indptr_buf.copy_(kv_indptr)
+            # As paged: an unmasked plan leaves the __init__ mask buffers as they are (0.7.2 prefill.py:5267-5277,
+            # 0.7.4 :6099-6109; its __init__ says of them "they may not be used", 0.7.4 :5706-5707).
             if packed_custom_mask is not None:
                 if not torch.is_tensor(self._custom_mask_buf):
                     raise ValueError(
@@ -564,7 +576,7 @@ class BatchPrefillWithRaggedKVCacheWrapper:
                 self.device,
                 0,
                 False,
-                self._custom_mask_buf is not None,
+                self._custom_mask_buf is not None,  # the buffer (0.7.2 :5532, 0.7.4 :6394), graph mode too
                 q_data_type,
                 kv_data_type,
                 head_dim_qk=head_dim_qk,
@@ -626,6 +638,7 @@ class BatchPrefillWithRaggedKVCacheWrapper:
             out = torch.empty(q.shape[:-1] + (v.shape[-1],), dtype=self._cached_o_data_type, device=q.device)
         else:
             check_shape_dtype_device(out, q.shape[:-1] + (v.shape[-1],), self._cached_o_data_type, q.device, "out")
+        # CUSTOM iff a buffer is held (0.7.2 prefill.py:6405-6411, 0.7.4 :7423-7429), an unmasked graph plan too
         mask_mode = CUSTOM if self._custom_mask_buf is not None else (CAUSAL if self._causal else NON_CAUSAL)
         layout, window, cap, batch = self._kv_layout, self._window_left, self._logits_soft_cap, self._batch_size
 
