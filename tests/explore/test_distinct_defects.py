@@ -9,10 +9,15 @@ whether a fresh wrapper agrees (conformance/explore/defects.py).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from conformance.explore import loop
 from conformance.explore.defects import DefectBook, Found, signature_of
 from conformance.explore.loop import MachineBudget, explore_subject
-from conformance.explore.subjects import _standin_subject
+from conformance.explore.machines import ScenarioMachine, Violation
+from conformance.explore.subjects import _standin_subject, standin_subjects
 from scenarios.case import Case
 
 TWO = "mask_not_cleared+empty_is_short"
@@ -60,3 +65,36 @@ def test_a_signature_is_the_same_for_the_same_defect_and_apart_for_another() -> 
     book = DefectBook()
     assert book.add(Found(a, {}, 1, 0.0)) and not book.add(Found(b, {}, 2, 1.0))
     assert book.match(b) is book.found[0] and book.found[0].hits == 1
+
+
+def test_a_flaky_outcome_is_replayed_in_a_fresh_process_and_reported_with_its_script(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure that does not repeat in the same process (state outliving an example: here a check that
+    fails once per process) made the old machines end "Flaky" with nothing to replay. Now the first failure
+    raised is written as a script and run in a fresh process at once: the record says flaky and not shrunk,
+    and whether the script reproduced there (here it cannot), so a script that does not reproduce is never
+    presented as the finding's reproduction."""
+    real, rounds = ScenarioMachine._check, loop.explore_rounds
+    state = {"armed": False}
+
+    def fails_once(self: ScenarioMachine, *a: Any, **kw: Any) -> list[Violation]:
+        got = real(self, *a, **kw)
+        if state["armed"]:  # the exploration's first run, once
+            state["armed"] = False
+            return got + [Violation("output_matches_oracle", "out: max_abs=1 bound=0.01 (once per process)")]
+        return got
+
+    def armed(*a: Any, **kw: Any) -> None:
+        state["armed"] = True
+        rounds(*a, **kw)
+
+    monkeypatch.setattr(ScenarioMachine, "_check", fails_once)
+    monkeypatch.setattr(loop, "explore_rounds", armed)
+    subject = standin_subjects()[0]
+    r = explore_subject(subject, MachineBudget("flaky", examples=20, steps=4, hunt=20, hunt_steps=4), tmp_path)
+    (d,) = r.defects
+    f = d.failure
+    assert "flaky" in f and f["shrunk"] is False and f["sequence"] and Path(f["repro"]).exists(), f
+    assert f["reproduces"] == "does not reproduce", f.get("replay")
+    assert r.failure == f
