@@ -25,6 +25,7 @@ _CLI = "tests/harness/test_cli_commands.py::"
 _CACHE = "tests/mutation/test_verdict_cache.py::"
 _VERIFY = "tests/harness/test_ledger_verify.py::"
 _DIFF = "tests/gate/test_record_diff.py::"
+_DEFECTS = "tests/explore/test_distinct_defects.py::"
 
 
 def _harness(name: str, path: str, old: str, new: str, description: str, kills: tuple[str, ...]) -> Mutant:
@@ -146,8 +147,8 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "ledger-modes-ignored",
         "conformance/known_failures.py",
-        "        if e.modes and mode not in e.modes:\n",
-        "        if False:\n",
+        "        and (not e.modes or mode in e.modes)\n",
+        "        and True\n",
         "a graph-mode-only entry explains eager records as well",
         (_LEDGER + "test_the_window_graph_and_head_dim_entries_match_only_what_was_shown",),
     ),
@@ -268,8 +269,8 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "ledger-options-ignored",
         "conformance/known_failures.py",
-        "        if any(opts.get(k) not in allowed for k, allowed in e.options.items()):\n",
-        "        if any(False for k, allowed in e.options.items()):\n",
+        "        and all(opts.get(k) in allowed for k, allowed in e.options.items())\n",
+        "        and True\n",
         "entries tied to an adapter option (the packed-mask forms) explain runs of every form",
         (
             _LEDGER + "test_the_packed_mask_entry_explains_exactly_the_packed_runs_failures[packed]",
@@ -922,7 +923,7 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "fault-not-labelled",
         "kernels/standins/rocm_fork.py",
-        '        mp.setattr(package, MARKER, f"{NAME}+fault:{defect.name}")\n',
+        "        mp.setattr(package, MARKER, f\"{NAME}+fault:{'+'.join(d.name for d in defects)}\")\n",
         "        pass\n",
         "a stand-in with a fault switched on is labelled as the correct stand-in",
         (_FAULTS + "test_a_fault_is_named_by_the_label_and_undone_with_the_install",),
@@ -1492,6 +1493,46 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "    if not (os.path.isdir(path) and os.path.isfile(found)):\n",
         "--new-ledger FILE is read only when NEW's directory holds a verify file too: the file given is ignored",
         (_DIFF + "test_a_verify_file_that_is_not_of_its_side_is_refused_in_one_line[not-a-verify-file]",),
+    ),
+    _harness(
+        "explore-stops-at-first-defect",
+        "conformance/explore/loop.py",
+        "        if hunt and book.found:\n",
+        "        if book.found:\n",
+        "a subject that must hold ends at its first defect again: the rest of its budget looks for nothing",
+        (_DEFECTS + "test_the_exploration_goes_past_its_first_defect_to_the_next",),
+    ),
+    _harness(
+        "signature-kind-unparsed",
+        "conformance/explore/defects.py",
+        '    if invariant == "output_matches_oracle":\n',
+        "    if False:\n",
+        "an oracle failure's signature keeps its numbers: the same defect on other lengths counts as a new one",
+        (_DEFECTS + "test_a_signature_is_the_same_for_the_same_defect_and_apart_for_another",),
+    ),
+    _harness(
+        "flaky-script-not-verified",
+        "conformance/explore/loop.py",
+        "            found = _replay_flaky(machine, flaky, out, rnd, time.perf_counter() - t0, verify=True)\n",
+        "            found = _replay_flaky(machine, flaky, out, rnd, time.perf_counter() - t0, verify=False)\n",
+        "a flaky outcome's script is written but never run in a fresh process: nobody knows whether it reproduces",
+        (_DEFECTS + "test_a_flaky_outcome_is_replayed_in_a_fresh_process_and_reported_with_its_script",),
+    ),
+    _harness(
+        "failed-plan-not-in-history",
+        "conformance/explore/machines.py",
+        "            self.plans.setdefault(key, []).append(case)\n            if self._known(",
+        "            if self._known(",
+        "a plan that raised is left out of the wrapper's history: the mask it left behind is a new finding",
+        (_FI_SUBJ + "test_a_lifecycle_entry_is_known_where_it_shows_and_the_exploration_goes_on",),
+    ),
+    _harness(
+        "lifecycle-entry-ignored",
+        "conformance/explore/machines.py",
+        "        entry = self.subject.known_history(plans, graph_backend) if self.subject.known_history else None\n",
+        "        entry = None\n",
+        "the ledger's lifecycle entries are never asked: every stale-mask example is a new finding",
+        (_FI_SUBJ + "test_a_lifecycle_entry_is_known_where_it_shows_and_the_exploration_goes_on",),
     ),
 )
 

@@ -246,8 +246,8 @@ def test_the_decode_subject_finds_runs_empty_batch_defect_and_holds_once_it_is_k
     (on the H200 runner this test's first half held and failed): the ledger is taken out explicitly."""
     decode = replace(_subjects()["flashinfer-sm90-decode"], known=lambda case, b: None)
     r = explore_subject(decode, BUDGETS["ci"], tmp_path, hunt=True)
-    assert r.failure is not None and r.failure["invariant"] == "no_unexpected_error"
-    assert "ZeroDivisionError" in r.failure["details"]["no_unexpected_error"]
+    raised = [d.failure["details"].get("no_unexpected_error", "") for d in r.defects]
+    assert any("ZeroDivisionError" in x for x in raised), raised
     known = explore_subject(_with_ledger_at(decode, "0.7.2.post1"), BUDGETS["ci"], tmp_path / "known")
     assert known.failure is None and known.stats.runs > 0, known.failure
 
