@@ -19,39 +19,7 @@ R=$A/R                       # results, packed into $OUT by `wait`
 export PYTHONUNBUFFERED=1 FLASHINFER_CUDA_ARCH_LIST=9.0a MAX_JOBS=$(nproc)
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
-pack() {  # what exists now -> $OUT: steps, the pipeline log's tail, and $R as tar parts of 15 MiB
-  [ -n "${OUT:-}" ] || return 0
-  cp "$R/steps.txt" "$OUT/steps.txt" 2>/dev/null
-  tail -n 400 "$A/pipeline.log" > "$OUT/pipeline-tail.log" 2>/dev/null
-  tar -C "$A" --exclude='R/explore/hypothesis-db' -czf - R side.log scripts.log gpu.log 2>/dev/null | split -b 15m -d - "$OUT/results.tgz."
-  tar -C "$A" -czf "$OUT/hypothesis-db.tgz" R/explore/hypothesis-db 2>/dev/null
-  ls -la "$OUT"
-}
-
-follow() {  # follow SECONDS: wait for the pipeline, printing each step as it ends; then pack
-  local until=$((SECONDS + $1)) seen=0
-  while [ $SECONDS -lt "$until" ] && [ ! -e "$A/DONE" ]; do
-    sleep 5
-    local n; n=$(wc -l < "$R/steps.txt" 2>/dev/null || echo 0)
-    if [ "$n" -gt "$seen" ]; then sed -n "$((seen + 1)),${n}p" "$R/steps.txt"; seen=$n; fi
-  done
-  [ -e "$A/DONE" ] && echo "pipeline DONE" || echo "pipeline still running: $(tail -n 1 "$A/pipeline.log")"
-  pack
-}
-
-step() {  # step NAME TIMEOUT CMD...: run it, log to $R/NAME.log, note rc and seconds
-  local name=$1 limit=$2; shift 2; local t0=$SECONDS
-  echo "== $name (limit ${limit}s) $(date -u +%T)"
-  timeout -s INT -k 20 "$limit" "$@" > "$R/$name.log" 2>&1
-  local rc=$?
-  echo "$name rc=$rc $((SECONDS - t0)) s" | tee -a "$R/steps.txt"
-  tail -n 25 "$R/$name.log"
-}
-
-site_for() {  # site_for DIR WHEEL...: install wheels into DIR (no registry on the runner)
-  local dir=$1; shift
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$dir" "$@"
-}
+. "$(dirname "$0")/h200_lib.sh"
 
 side_lane() {  # after the prebuild: the FlashInfer mutant catalogue on the GPU (issue 6); on 2026-12-01
   # (fourth sitting) its control passed in 120.5 s with the core modules prebuilt, all 115 mutants in 482 s

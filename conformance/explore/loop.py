@@ -1,21 +1,25 @@
 """Run the scenario machines for a target and keep what a failure needs to replay.
 
     explore(target, budget="ci", out=DIR, device="cpu", seed=0) -> Summary   (summary.exit_status)
-    attncheck explore --target torch|model|faults|standin|flashinfer [--budget ci|runner] --out DIR
+    attncheck explore --target torch|standin|faults|flashinfer [--budget ci|runner] --out DIR
                       [--device cuda] [--seed N] [--examples N] [--steps N] [--subject NAME ...]
+                      [--no-verify]
     (or python -m conformance.explore.loop ..., as the subjects' child processes are started)
 
 Per subject (one library configuration): a warm-up call outside Hypothesis (first-use costs, a JIT,
 never land inside an example), the directed seed sequences (conformance/explore/directed.py), then the
-exploration: a RuleBasedStateMachine run with a fixed seed and the budget's settings (no deadline).
+exploration in rounds (`explore_rounds`): each round's distinct failures (one per signature,
+conformance/explore/defects.py) are shrunk, written with their scripts and known from then on, until
+the budget's examples are spent; a hunt (the fault targets) ends at its first new defect.
 Writes:
-  DIR/hypothesis-db/<subject>/  Hypothesis's example database; a rerun with the same DIR replays
-                                each saved (shrunk) failure before exploring
-  DIR/failures/repro-*.py, .pt  one standalone reproduction per failure (conformance/explore/repro.py)
-  DIR/scenario-summary.json     per subject: examples, steps, runs; directed results; failures with
-                                the invariant, the shrunk sequence of calls and the script's path
-Targets (conformance/explore/subjects.py): torch, model, faults (each fault must be caught, by a directed sequence
-and, on its own, by the exploration), standin, flashinfer (the installed library on a GPU).
+  DIR/hypothesis-db/<subject>/round-N/  Hypothesis's example database; a rerun with the same DIR
+                                replays each saved (shrunk) failure before exploring
+  DIR/failures/repro-*.py, .pt  one standalone reproduction per failure (conformance/explore/repro.py),
+                                each run in a fresh process once written (unless --no-verify)
+  DIR/scenario-summary.json     per subject: examples, steps, runs; directed results; every distinct
+                                defect with its invariant, shrunk sequence, script and verdict
+Targets (conformance/explore/subjects.py): torch, faults (each fault must be caught, by a directed
+sequence and, on its own, by the exploration), standin, flashinfer (the installed library on a GPU).
 Exit status: 0 when everything held (faults: when every fault was caught both ways), 1 otherwise,
 2 on bad usage.
 """
