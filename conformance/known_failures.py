@@ -137,8 +137,8 @@ def _sm90_auto_picks_fa3(c: dict[str, Any]) -> bool:
     """What a fresh wrapper's auto resolves a prefill case to on sm90 is fa3, asked of the FlashInfer CUDA
     routing spec (its rows read the library's selector, utils.py:616-628: no custom mask, fa3's head dims,
     not an fp8 KV under a 16-bit query) with the record's fields the selector reads. The rows are
-    0.7.2.post1's: every entry whose rule asks this names that version alone (0.7.4 picks otherwise, fa2
-    for a short paged batch), which tests/harness/test_known_failures.py holds."""
+    0.7.2.post1's: every entry whose rule (case or history) asks this names that version alone (0.7.4
+    picks otherwise, fa2 for a short paged batch), which tests/harness/test_known_failures.py holds."""
     qo, kv = tuple(c["qo_lens"]), tuple(c["kv_lens"])
     query = RoutingQuery(
         api=c["layout"],
