@@ -1,14 +1,16 @@
 """Check a parity run's records against a routing spec: verdicts and coverage, both ways.
 
-    attncheck routes RESULTS.jsonl --spec flashinfer_cuda --arch sm90 [--out DIR]
+    attncheck routes RESULTS.jsonl --spec flashinfer_cuda --arch sm90 [--library-version V] [--out DIR]
     (or python -m conformance.route_records RESULTS.jsonl ...)
 
 The `auto` records are checked against the library's own choice along the plans of the long-lived
 wrapper that served each one, as the record names it (`ParityRecord.wrapper`, observed by the adapter
 during the run); under a FlashInfer spec an explicit backend's records are checked against its rows too.
+A library with one spec per version (FlashInfer on CUDA) is judged by the rows of the version the
+run's header names (or --library-version); a version without rows is unmodelled: said, not checked.
 Exit status: 0 when every observation passes and is explained (unreached rows are listed, not
-failed), 1 when one fails or no row explains it (a spec gap included), 2 on bad input (the message
-names the value and the fix). Which records count and what each is expected to show:
+failed) or the version is unmodelled, 1 when one fails or no row explains it (a spec gap included),
+2 on bad input (the message names the value and the fix). Which records count and what each is expected to show:
 docs/routing-specs.md, section "`conformance/route_records.py`: which records count".
 """
 
@@ -32,7 +34,7 @@ from reports.records import IncompatibleRecord, ParityRecord, RunHeader, read_js
 from routing.check import Coverage, ObservedRoute, RoutingVerdict, check, coverage
 from routing.per_request import routes_for, rows_of
 from routing.spec import ExpectedRoute, RoutingEnv, RoutingQuery, RoutingSpec, query_from_case
-from routing.specs import BY_MODULE, SPECS
+from routing.specs import NAMES, is_versioned, library_of, modelled_versions, spec_for, unmodelled_note
 from scenarios.case import Case
 from scenarios.errors import InvalidValue
 
@@ -246,7 +248,7 @@ def check_records(
         "observed": sum(v.verdict is not None for v in out),
         "unobserved": sum(v.verdict is None for v in out),
     }
-    return RecordsReport(spec.library, arch, out, cov, counts)
+    return RecordsReport(spec.title, arch, out, cov, counts)
 
 
 # ---- rendering ----------------------------------------------------------------------------------
@@ -388,8 +390,8 @@ def to_json(report: RecordsReport, spec: RoutingSpec) -> dict[str, Any]:
 # ---- command line -------------------------------------------------------------------------------
 
 
-def spec_for(target: str, arch: str) -> Optional[str]:
-    """The routing spec (routing/specs) that judges a run of `target` on `arch`, if one is written."""
+def library_for(target: str, arch: str) -> Optional[str]:
+    """The library whose routing spec (routing/specs) judges a run of `target` on `arch`, if one is written."""
     if target == "torch":
         return "torch"
     if target == "flashinfer":
@@ -398,22 +400,28 @@ def spec_for(target: str, arch: str) -> Optional[str]:
 
 
 def check_runs(runs: Sequence[Run]) -> list[dict[str, Any]]:
-    """The routing section of a merged report: each run's `auto` records against its spec, as JSON."""
+    """The routing section of a merged report: each run's `auto` records against its spec, as JSON; a
+    run of a library version without rows says so (`unmodelled`) instead of a verdict."""
     out: list[dict[str, Any]] = []
     for run in runs:
         if run.header is None or not any(r.backend.split("+")[0] == AUTO for r in run.parity):
             continue
-        name = spec_for(run.header.target, run.arch)
+        name = library_for(run.header.target, run.arch)
         if name is None:
             continue
-        spec = SPECS[name]
+        version = run.header.versions.get(run.header.target)
+        spec = spec_for(name, version)
+        if spec is None:
+            note = unmodelled_note(name, version)
+            out.append({"run_id": run.run_id, "spec": name, "arch": run.arch, "ok": None, "unmodelled": note})
+            continue
         try:
             report = check_records([run.header, *run.parity], spec, run.arch)
         except (InvalidValue, TypeError, KeyError) as e:  # records this version cannot replay: said, not skipped
             out.append(
                 {
                     "run_id": run.run_id,
-                    "spec": spec.library,
+                    "spec": spec.title,
                     "arch": run.arch,
                     "ok": False,
                     "error": f"{type(e).__name__}: {e}",
@@ -424,12 +432,31 @@ def check_runs(runs: Sequence[Run]) -> list[dict[str, Any]]:
     return out
 
 
-def resolve_spec(name: str) -> RoutingSpec:
-    spec = SPECS.get(name) or BY_MODULE.get(name)
-    if spec is None:
-        known = sorted(set(SPECS) | set(BY_MODULE))
-        raise BadInput("--spec", name, f"one of {', '.join(known)}", f"pass e.g. --spec {sorted(BY_MODULE)[0]}")
-    return spec
+def resolve_library(name: str) -> str:
+    """The library a --spec value names (its library or module name)."""
+    library = library_of(name)
+    if library is None:
+        raise BadInput("--spec", name, f"one of {', '.join(NAMES)}", f"pass e.g. --spec {NAMES[0]}")
+    return library
+
+
+def run_version(library: str, records: Sequence[Any], given: Optional[str]) -> Optional[str]:
+    """The library version a versioned spec is picked by: `given` (--library-version), else the one the
+    run's header names; None for a library with one spec. BadInput where neither names one."""
+    if not is_versioned(library):
+        return None
+    if given is not None:
+        return given
+    header = next((r for r in records if isinstance(r, RunHeader)), None)
+    version = header.versions.get(SPEC_TARGETS[library]) if header is not None else None
+    if version is None:
+        raise BadInput(
+            "--library-version",
+            None,
+            f"the {SPEC_TARGETS[library]} version the run used (its header names none)",
+            f"pass e.g. --library-version {modelled_versions(library)[-1]}",
+        )
+    return version
 
 
 def load_records(path: str) -> list[Any]:
@@ -448,19 +475,19 @@ def load_records(path: str) -> list[Any]:
         ) from None
 
 
-def _check_input(records: list[Any], spec: RoutingSpec, path: str) -> None:
+def _check_input(records: list[Any], library: str, path: str) -> None:
     parity = [r for r in records if isinstance(r, ParityRecord)]
-    want = SPEC_TARGETS.get(spec.library)
+    want = SPEC_TARGETS.get(library)
     other = sorted({r.target for r in parity} - {want}) if want else []
     if other:
         fits = sorted(name for name, target in SPEC_TARGETS.items() if target == other[0]) or ["(none written)"]
         raise BadInput(
             "--spec",
-            spec.library,
+            library,
             f"a spec of target {other[0]!r}, the target of {path}",
             f"pass --spec {' or '.join(fits)}, or results of target {want!r}",
         )
-    explicit_too = spec.library in EXPLICIT_ROWS
+    explicit_too = library in EXPLICIT_ROWS
     if not any(explicit_too or split_backend(r.backend)[0] == AUTO for r in parity):
         wanted = "records of backend auto or auto+graph" + (" or any other" if explicit_too else "")
         raise BadInput("RESULTS", path, wanted, "run attncheck with --backend auto (and/or auto+graph)")
@@ -484,8 +511,14 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m conformanc
         "a parity run against a routing spec.",
     )
     p.add_argument("results", help="results.jsonl written by `attncheck run`")
-    p.add_argument("--spec", required=True, help=f"spec name: {', '.join(sorted(set(SPECS) | set(BY_MODULE)))}")
+    p.add_argument("--spec", required=True, help=f"spec name: {', '.join(NAMES)}")
     p.add_argument("--arch", default=None, help="architecture the run used, e.g. sm90 (CUDA) or gfx942 (ROCm)")
+    p.add_argument(
+        "--library-version",
+        default=None,
+        help="the library version whose rows judge the run, where a spec has one per version "
+        "(default: the version the run's header names)",
+    )
     p.add_argument("--out", default=None, help=f"directory for {JSON_FILE} and {MD_FILE}")
     p.add_argument(
         "--cudnn-direct-seqlens",
@@ -494,14 +527,17 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m conformanc
     )
     args = p.parse_args(argv)
     try:
-        spec = resolve_spec(args.spec)
+        library = resolve_library(args.spec)
         records = load_records(args.results)
-        _check_input(records, spec, args.results)
-        cpu_only = spec.library in ARCH_FREE_ON_CPU and all(
+        _check_input(records, library, args.results)
+        version = run_version(library, records, args.library_version)
+        spec = spec_for(library, version)
+        cpu_only = library in ARCH_FREE_ON_CPU and all(
             r.device.split(":")[0] == "cpu" for r in records if isinstance(r, ParityRecord)
         )
-        arch = args.arch or ("unknown" if not spec.archs or cpu_only else None)
+        arch = args.arch or ("unknown" if spec is None or not spec.archs or cpu_only else None)
         if arch is None:
+            assert spec is not None
             raise BadInput(
                 "--arch",
                 None,
@@ -518,6 +554,15 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m conformanc
     except BadInput as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
+    if spec is None:  # a version without rows: said, nothing checked, never a failure
+        note = unmodelled_note(library, version)
+        print(f"routing not checked: {note}")
+        if args.out:
+            with open(os.path.join(args.out, JSON_FILE), "w", encoding="utf-8") as f:
+                json.dump({"spec": library, "version": version, "ok": None, "unmodelled": note}, f, indent=1)
+            with open(os.path.join(args.out, MD_FILE), "w", encoding="utf-8") as f:
+                f.write(f"# Routing: {library} {version} (not checked)\n\n{note}\n")
+        return 0
     report = check_records(records, spec, arch, cudnn_direct_seqlens=args.cudnn_direct_seqlens)
     if spec.archs and arch not in spec.archs and not cpu_only:
         print(

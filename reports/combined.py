@@ -6,8 +6,9 @@ HTML page (reports/html.py) are renderings of it, so the three never disagree. S
 * runs: one line per run (target, device, architecture, versions, finished or not);
 * parity: worst error/bound per architecture x target/backend x dtype x feature (< 1 holds),
   outcomes per backend, failures (crashes and ledger entries named), skips by reason;
-* routing: each run's `auto` records against the routing spec of its target and architecture
-  (conformance/route_records.py, checked by the caller): rows observed, passed, failed, rows never reached;
+* routing: each run's `auto` records against the routing spec of its target, architecture and library
+  version (conformance/route_records.py, checked by the caller): rows observed, passed, failed, rows never
+  reached; a version without rows is said to be unmodelled, not checked;
 * timing: each A/B sweep as a ratio table with intervals, crossover and threshold (reports/timing.py).
 
 The markdown keeps to what a pull-request comment holds: long lists are cut, and say so.
@@ -223,8 +224,9 @@ def render_markdown(model: dict[str, Any], title: str = "attncheck report") -> s
             "</details>",
         ]
     for r in model["routing"]:
-        if "error" in r:
-            lines += ["", f"## Routing: {r['spec']} at {r['arch']} (**not checked**)", "", r["error"]]
+        if "error" in r or "unmodelled" in r:
+            why = r.get("error") or r["unmodelled"]
+            lines += ["", f"## Routing: {r['spec']} at {r['arch']} (**not checked**)", "", why]
             continue
         verdict = "holds" if r["ok"] else "**fails**"
         body = r["markdown"].split("\n", 1)[1]  # its own title is replaced by this section's

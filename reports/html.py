@@ -143,10 +143,9 @@ def _timing(t: dict[str, Any]) -> str:
 
 
 def _routing(r: dict[str, Any]) -> str:
-    if "error" in r:
-        return (
-            f'<h3>{_e(r["spec"])} at {_e(r["arch"])}: <span class="bad">not checked</span></h3><p>{_e(r["error"])}</p>'
-        )
+    if "error" in r or "unmodelled" in r:
+        why = r.get("error") or r["unmodelled"]
+        return f'<h3>{_e(r["spec"])} at {_e(r["arch"])}: <span class="bad">not checked</span></h3><p>{_e(why)}</p>'
     ok = '<span class="ok">holds</span>' if r["ok"] else '<span class="bad">fails</span>'
     rows = [
         _plain_row([x["rule"], x["expects"], x["observations"], x["passed"], x["failed"]], left=2) for x in r["rows"]

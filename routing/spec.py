@@ -92,6 +92,13 @@ class RoutingEnv:
     # Upstream CUDA: cudnn.prefill._cudnn_supports_direct_seqlens for 16-bit queries (cuDNN
     # backend >= 9.24 with cudnn-frontend >= 1.25), an install fact the SM100 ragged auto reads.
     cudnn_direct_seqlens: bool = False
+    # Upstream CUDA install facts the newer selectors read (flashinfer-python 0.7.4): cuDNN's
+    # single-token GQA ragged-stats defect (backend < 9.27), the qualified paged prefill selection
+    # (_cudnn_supports_paged_auto: frontend >= 1.32, backend >= 9.27) and decode's cuDNN auto
+    # (the frontend serves its FROST decode tile and that runtime can run).
+    cudnn_single_token_gqa_stats_broken: bool = False
+    cudnn_paged_auto: bool = False
+    cudnn_decode_auto: bool = False
 
 
 @dataclass(frozen=True)
@@ -136,6 +143,12 @@ class RoutingQuery:
     window_left: int = -1
     use_fp16_qk_reduction: bool = False  # plan()'s flag; is_fa3_backend_supported refuses it
     cudnn_direct_seqlens: bool = False  # RoutingEnv.cudnn_direct_seqlens
+    cudnn_single_token_gqa_stats_broken: bool = False  # RoutingEnv's, likewise
+    cudnn_paged_auto: bool = False
+    cudnn_decode_auto: bool = False
+    # The backend a wrapper holds from an earlier plan, where the lifecycle keeps it (set by
+    # expected_sequence, never by query_from_case): only the rows named in Lifecycle.held_rules read it.
+    held_backend: Optional[str] = None
 
     @property
     def batch_size(self) -> int:
@@ -190,6 +203,9 @@ def query_from_case(
         num_kv_heads=case.num_kv_heads,
         window_left=case.window_left,
         cudnn_direct_seqlens=env.cudnn_direct_seqlens,
+        cudnn_single_token_gqa_stats_broken=env.cudnn_single_token_gqa_stats_broken,
+        cudnn_paged_auto=env.cudnn_paged_auto,
+        cudnn_decode_auto=env.cudnn_decode_auto,
     )
 
 
@@ -254,6 +270,15 @@ class Lifecycle:
     stale_mask_apis: frozenset[str] = frozenset()
     # A plan that raises leaves the wrapper unresolved: the next plan decides, not the raise.
     raised_plan_fixes_nothing: bool = False
+    # A graph-mode wrapper of these apis keeps the backend of its first plan that fixes one, even
+    # where eager plans of the api re-resolve (upstream 0.7.4 paged: `_cuda_graph_backend`).
+    graph_held_apis: frozenset[str] = frozenset()
+    # Rows whose decision fixes nothing: a wrapper they decide stays unresolved, and the next plan
+    # decides afresh (as a raise does under raised_plan_fixes_nothing).
+    unfixing_rules: frozenset[str] = frozenset()
+    # Rows that read RoutingQuery.held_backend: on a held wrapper, a plan one of them matches is that
+    # row's (a refusal of the held backend), not the held backend.
+    held_rules: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -263,6 +288,14 @@ class RoutingSpec:
     rules: tuple[RouteRule, ...]
     thresholds: Mapping[str, ThresholdTable]
     lifecycle: Lifecycle = Lifecycle()
+    # The library version whose source the rows were read from, where a library has one spec per
+    # version (routing.specs picks it by the installed version); "" for a spec of no one version.
+    version: str = ""
+
+    @property
+    def title(self) -> str:
+        """The spec's name as reports print it: the library, and the version where there is one."""
+        return f"{self.library} {self.version}" if self.version else self.library
 
     def rule(self, name: str) -> RouteRule:
         for r in self.rules:
@@ -361,13 +394,21 @@ def expected_sequence(spec: RoutingSpec, queries: Sequence[RoutingQuery]) -> lis
             fixed = fresh if q.requested == "auto" else None
             if fixed is not None and fixed.raises is not None and lc.raised_plan_fixes_nothing:
                 fixed = None
+            if fixed is not None and fixed.rule in lc.unfixing_rules:
+                fixed = None
             out.append(fresh)
             continue
         stays = (
-            (q.graph_mode and lc.graph_mode_first_plan_decides)
+            (q.graph_mode and (lc.graph_mode_first_plan_decides or q.api in lc.graph_held_apis))
             or q.api in lc.sticky_apis
             or q.api not in lc.re_resolve_every_eager_plan
         )
+        if stays and lc.held_rules and fixed.backend is not None:
+            # A held wrapper may refuse a plan its held backend cannot serve (0.7.4 paged graphs).
+            on_held = expected_route(spec, q.replace(held_backend=fixed.backend))
+            if on_held.rule in lc.held_rules:
+                out.append(on_held)
+                continue
         if stays and fresh.rule not in lc.per_plan_rules:
             # A wrapper held on a backend refuses what an explicit request for that backend refuses
             # (the ROCm fork: held on fa2 by its first graph plan, an fp8 plan raises, rule 22).
@@ -419,6 +460,12 @@ def validate(spec: RoutingSpec) -> None:
                 f"exactly {sorted(spec.archs)} (None is a verdict; absent is a gap)",
                 "add the missing architecture row, with None if measured as 'never'",
             )
-    for n in spec.lifecycle.per_plan_rules:
-        if n not in names:
-            raise SpecError(spec.library, "lifecycle.per_plan_rules", n, "a rule name", "fix the name")
+    lc = spec.lifecycle
+    for flag, rule_names in (
+        ("per_plan_rules", lc.per_plan_rules),
+        ("unfixing_rules", lc.unfixing_rules),
+        ("held_rules", lc.held_rules),
+    ):
+        for n in sorted(rule_names):
+            if n not in names:
+                raise SpecError(spec.library, f"lifecycle.{flag}", n, "a rule name", "fix the name")

@@ -21,7 +21,7 @@ from conformance.markers import arch_here
 from kernels import _env, get_target
 from kernels.protocol import AttentionKernel
 from routing.spec import RoutingEnv
-from routing.specs import FLASHINFER_CUDA, FLASHINFER_ROCM, TORCH_SDPA
+from routing.specs import FLASHINFER_CUDA_LIBRARY, FLASHINFER_ROCM, TORCH_SDPA, flashinfer_cuda_spec, unmodelled_note
 from conformance.explore.machines import Recipe, Subject
 from kernels.standins.faults import FAULTS
 
@@ -136,11 +136,15 @@ def flashinfer_subjects(
     make: Optional[Callable[..., AttentionKernel]] = None,
     offered: Optional[tuple[str, ...]] = None,
     arch: Optional[str] = None,
+    spec_version: Optional[str] = None,
 ) -> list[Subject]:
     """The installed FlashInfer, `auto` under test; raises ValueError where it cannot run.
 
     `make(backend, graph, **options)` (options: AdapterOptions fields), `offered` and `arch` replace the
-    target's own (the CPU tests drive the adapter on a fake of the library this way).
+    target's own (the CPU tests drive the adapter on a fake of the library this way), `spec_version` the
+    installed version whose CUDA routing spec judges the route (the fake copies 0.7.2.post1). A version
+    without rows is unmodelled: no spec, and `auto`'s route is observed, not checked (`Subject.unmodelled`
+    says why).
     """
     target = get_target("flashinfer")
     if make is None:
@@ -151,7 +155,8 @@ def flashinfer_subjects(
     offered = target.backends(device) if offered is None else offered
     explicit = tuple(b for b in ("fa2", "fa3", "aiter") if b in offered)
     version = target.versions().get("flashinfer")
-    spec = FLASHINFER_ROCM if "aiter" in offered else FLASHINFER_CUDA
+    spec = FLASHINFER_ROCM if "aiter" in offered else flashinfer_cuda_spec(spec_version or version)
+    unmodelled = "" if spec is not None else unmodelled_note(FLASHINFER_CUDA_LIBRARY, spec_version or version)
     arch = arch or arch_here(device)
 
     def known(case: Any, backend: str) -> Optional[tuple[str, str]]:
@@ -187,7 +192,8 @@ def flashinfer_subjects(
                     make=lambda b, g=graph, o=options: _logging(make(b, g, **o)),
                     explicit=explicit,  # type: ignore[misc]
                     directed_backend=explicit[0] if explicit else None,
-                    specs={b: spec for b in ("auto",) + explicit},
+                    specs={b: spec for b in ("auto",) + explicit} if spec is not None else {},
+                    unmodelled=unmodelled,
                     env=RoutingEnv(arch=arch, device=_env.device_type(device)),
                     device=device,
                     recipe=recipe,

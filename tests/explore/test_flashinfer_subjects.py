@@ -32,14 +32,17 @@ import fake_flashinfer as ff  # noqa: E402
 from fake_flashinfer import fake  # noqa: E402,F401  (the fixture)
 
 
-def _subjects() -> dict[str, Any]:
+def _subjects(spec_version: str = "0.7.2.post1") -> dict[str, Any]:
+    """The subjects on the fake, judged by the routing spec of `spec_version` (the fake copies 0.7.2.post1;
+    the installed flashinfer, where there is one, is another library)."""
+
     # A small workspace: the fake never reads it, and 128 MiB zeroed per wrapper would dominate.
     def make(b: str, g: bool, **options: Any) -> fi.FlashInferKernel:
         return fi.FlashInferKernel(
             b, "cpu", graph=g, graphs=ff.FakeGraphs(), options=fi.AdapterOptions(workspace_bytes=1024, **options)
         )
 
-    subs = flashinfer_subjects("cpu", make=make, offered=("fa2", "fa3", "auto"), arch="sm90")
+    subs = flashinfer_subjects("cpu", make=make, offered=("fa2", "fa3", "auto"), arch="sm90", spec_version=spec_version)
     return {s.name: s for s in subs}
 
 
@@ -73,6 +76,27 @@ def test_one_subject_per_api_and_mode_inside_the_built_modules(fake: Any) -> Non
     # The directed sequences draw inside the same modules.
     cases = [kw["case"] for d in directed_for(prof, "fa2") for _, kw in d.calls if "case" in kw]
     assert cases and {(c.q_dtype, c.head_dim_qk, c.head_dim_vo) for c in cases} == {("bf16", 128, 128)}
+
+
+def test_the_routing_spec_is_the_versions_and_an_unmodelled_version_checks_no_auto_route(fake: Any) -> None:
+    """Each subject is judged by the rows of its FlashInfer version; a version without rows has no spec, and
+    its `auto` runs are observed, not checked (else every run of `auto` would fail for not running "auto"),
+    while explicit backends are still held to the backend asked for."""
+    from routing.specs.flashinfer_cuda import SPEC_074
+
+    s = _subjects("0.7.4")["flashinfer-sm90-ragged"]
+    assert s.specs == {b: SPEC_074 for b in ("auto", "fa2", "fa3")} and s.unmodelled == ""
+    s = _subjects("0.7.9")["flashinfer-sm90-ragged"]
+    assert s.specs == {} and "0.7.9" in s.unmodelled and "not checked" in s.unmodelled
+    m = machine_for(s)
+    (seq,) = [d for d in directed_for(m.profile, None) if d.name == "ragged: long then short"]
+    assert run_directed(m, seq) == ("passed", None)
+    inst = m()
+    inst.plan_case("plan", seq.calls[0][1]["case"], 0)
+    inst.run()
+    inst.explicit("fa2")
+    runs = [(st.backend, st.observed[0]) for st in inst.steps if st.call == "run" and st.observed is not None]
+    assert runs == [("auto", "fa3"), ("fa2", "fa2")] and all(st.expected is None for st in inst.steps)
 
 
 @pytest.mark.parametrize(

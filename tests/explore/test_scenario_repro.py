@@ -208,3 +208,17 @@ def test_a_torch_script_replays_what_the_adapters_ran(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as e:
         runpy.run_path(str(script), run_name="__main__")
     assert e.value.code == 0
+
+
+def test_a_script_leaves_auto_unchecked_where_no_spec_has_rows() -> None:
+    """A FlashInfer version without routing rows gives `auto` no expectation: its scripts must not report
+    a route problem for every run (with no spec, an explicit backend is still held to the one asked for)."""
+    from conformance.explore.machines import Step
+    from conformance.explore.script_parts import SCRIPT_CHECKS, expected_route
+
+    case = Case("ragged", (3,), (5,), 1, 1)
+    ns: dict = {"DATA": {"expect": {1: expected_route(Step(1, "run", "run", "auto", case, 0))}}}
+    ns["DATA"]["expect"][2] = expected_route(Step(2, "run", "run", "fa2", case, 0))
+    exec(SCRIPT_CHECKS, ns)
+    assert ns["against_spec"](1, "fa3", "NOT_REPORTED", True) == []
+    assert ns["against_spec"](2, "fa3", "NOT_REPORTED", True) == ["ran 'fa3', the routing spec expects 'fa2'"]

@@ -29,7 +29,7 @@ from kernels.protocol import NOT_REPORTED_JSON
 from reports.records import ParityRecord, RunHeader, to_line
 from conformance import route_records as fr
 from routing.spec import expected_route
-from routing.specs.flashinfer_cuda import SPEC
+from routing.specs.flashinfer_cuda import SPEC_072 as SPEC
 from scenarios.case import Case
 from scenarios.matrix import build
 from scenarios.tensors import materialize
@@ -48,7 +48,8 @@ D96 = dict(head_dim_qk=96, head_dim_vo=96)
 DECODE_FP8 = Case("decode", (1, 1), (5, 9), page_size=4, q_dtype="e4m3fn", kv_dtype="e4m3fn", o_dtype="bf16", **_H)
 
 
-def header(*options: str) -> RunHeader:
+def header(*options: str, version: Optional[str] = "0.7.2.post1") -> RunHeader:
+    """A flashinfer run's header; `version`: the flashinfer it names (its spec judges the records)."""
     argv = ["attncheck", "run", "--target", "flashinfer"]
     for o in options:
         argv += ["--adapter-option", o]
@@ -58,10 +59,11 @@ def header(*options: str) -> RunHeader:
         device="cuda",
         budget="quick",
         seed=0,
-        versions={},
+        versions={} if version is None else {"flashinfer": version},
         argv=argv,
         started="",
         harness_version="0.1.0",
+        arch="sm90",
     )
 
 
@@ -271,6 +273,67 @@ def test_cli_exits_2_on_a_file_it_cannot_check(tmp_path, capsys, content):
     assert fr.main([str(path), "--spec", "flashinfer_cuda", "--arch", "sm90"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "RESULTS=" in err and "Fix:" in err
+
+
+# ---- the version picks the rows ------------------------------------------------------------------
+
+_PAGED_64 = Case("paged", (64,), (70,), page_size=16, **_H)  # 0.7.4 demotes fa3 to fa2 at <= 64 query rows
+
+
+def test_the_run_headers_version_picks_the_rows_and_the_command_line_may_name_another(tmp_path, capsys):
+    """What the H200 measured: 0.7.4's paged auto runs fa2 at 64 query rows where 0.7.2.post1 ran fa3."""
+    recs = [rec(_PAGED_64, "fa2"), rec(PAGED_MASK, "fa2")]
+    new = write(tmp_path, [header(version="0.7.4"), *recs])
+    assert fr.main([new, "--spec", "flashinfer_cuda", "--arch", "sm90"]) == 0
+    assert "routing spec flashinfer-cuda 0.7.4 at arch sm90" in capsys.readouterr().out
+    old = str(tmp_path / "old.jsonl")
+    os.replace(write(tmp_path, [header(), *recs]), old)
+    assert fr.main([old, "--spec", "flashinfer_cuda", "--arch", "sm90"]) == 1  # 0.7.2.post1 expects fa3
+    assert "wrong_backend" in capsys.readouterr().out
+    assert fr.main([old, "--spec", "flashinfer_cuda", "--arch", "sm90", "--library-version", "0.7.4"]) == 0
+
+
+def test_a_version_without_rows_is_said_to_be_unchecked_not_failed(tmp_path, capsys):
+    path = write(tmp_path, [header(version="0.7.5"), rec(_PAGED_64, "fa2"), rec(RAGGED, "trtllm-gen")])
+    out = tmp_path / "out"
+    assert fr.main([path, "--spec", "flashinfer_cuda", "--out", str(out)]) == 0  # no --arch needed: nothing checked
+    text = capsys.readouterr().out
+    assert "routing not checked: flashinfer-cuda 0.7.5 has no routing spec rows" in text
+    doc = json.loads((out / fr.JSON_FILE).read_text())
+    assert doc["version"] == "0.7.5" and doc["ok"] is None and "0.7.2.post1, 0.7.4" in doc["unmodelled"]
+    assert "(not checked)" in (out / fr.MD_FILE).read_text()
+
+
+def test_the_merged_reports_routing_follows_each_runs_version(tmp_path):
+    """`attncheck report` checks each run by the rows of the version its header names; a version without
+    rows is a 'not checked' section naming it, never a failure."""
+    from reports import combined
+    from reports.html import render_html
+    from reports.merge import load_runs
+
+    recs = [rec(_PAGED_64, "fa2")]
+    runs = []
+    for v in ("0.7.4", "0.7.5"):
+        path = tmp_path / f"{v}.jsonl"
+        lines = [replace(r, run_id=v) for r in (header(version=v), *recs)]
+        path.write_text("".join(to_line(r) + "\n" for r in lines), encoding="utf-8")
+        runs += load_runs([str(path)])
+    checked, unmodelled = fr.check_runs(runs)
+    assert checked["spec"] == "flashinfer-cuda 0.7.4" and checked["ok"] and "unmodelled" not in checked
+    assert unmodelled["spec"] == "flashinfer-cuda" and unmodelled["ok"] is None
+    assert "0.7.5 has no routing spec rows" in unmodelled["unmodelled"]
+    model = combined.build(runs, routing=[checked, unmodelled])
+    md = combined.render_markdown(model)
+    assert "## Routing: flashinfer-cuda 0.7.4 at sm90 (holds)" in md
+    assert "## Routing: flashinfer-cuda at sm90 (**not checked**)" in md and "0.7.5 has no routing spec rows" in md
+    assert "0.7.5 has no routing spec rows" in render_html(model)
+
+
+def test_cli_exits_2_when_no_version_names_the_rows(tmp_path, capsys):
+    path = write(tmp_path, [header(version=None), rec(PAGED, "fa3")])
+    assert fr.main([path, "--spec", "flashinfer_cuda", "--arch", "sm90"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--library-version=None" in err and "Fix:" in err
 
 
 # ---- records written the way a run writes them, from the fake ----------------------------------

@@ -517,3 +517,30 @@ def test_every_recorded_torch_cuda_failure_is_the_empty_rows_entry_and_no_pass_i
     assert len(fails) == 8 and {k for _, _, k in fails} == {"torch-sdpa-empty-rows"}, fails
     assert ("auto", "cudnn+math", "torch-sdpa-empty-rows") in fails
     assert not claimed, claimed
+
+
+def test_the_rules_ask_0_7_2_post1s_auto_pick_and_only_its_entries_ask_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_sm90_auto_picks_fa3` reads 0.7.2.post1's routing rows (0.7.4 runs fa2 for a paged batch of at most 64
+    query rows), so only entries seen in 0.7.2.post1 alone may ask it: asked over every case (and every pair of
+    successive cases, for the history rules) of the recorded fa3/auto matrix, no entry that also names another
+    version reaches it."""
+    import conformance.known_failures as kf
+
+    paged = {"layout": "paged", "qo_lens": [3, 64], "kv_lens": [9, 70], "q_dtype": "bf16", "kv_dtype": "bf16"}
+    paged.update(mask="none", head_dim_qk=128, head_dim_vo=128)
+    assert kf._sm90_auto_picks_fa3(paged)  # 0.7.2.post1's pick; 0.7.4's is fa2
+    asking: set[str] = set()
+    current: list[str] = []
+    monkeypatch.setattr(kf, "_sm90_auto_picks_fa3", lambda c: asking.add(current[0]) or True)
+    recs = _session_3_records()
+    for before, r in zip(recs, recs[1:]):
+        for e in LEDGER:
+            current[:] = [e.id]
+            if e.applies is not None:
+                e.applies(r.case, "auto")
+            if e.history is not None:  # a wrapper's plans, the failing one last
+                e.history([before.case, r.case], "auto")
+    assert "flashinfer-sticky-paged-auto" in asking, "the history rule no longer asks auto's pick"
+    assert len(asking) > 1, "no case rule asked auto's pick: the recorded cases no longer reach the rules that ask it"
+    wider = sorted(e.id for e in LEDGER if e.id in asking and e.versions != ("0.7.2.post1",))
+    assert not wider, f"entries of other versions ask 0.7.2.post1's auto pick: {wider}"

@@ -321,7 +321,7 @@ def test_successive_plans_of_a_per_request_library_are_each_their_batchs_route()
     """The scenario machines ask `routes_for` about a wrapper's plans (conformance/explore/machines.py): for torch each
     CUDA batch is its requests' join (a batch of several requests was a ValueError for the spec alone), for a
     batched library the spec's lifecycle."""
-    from routing.specs.flashinfer_cuda import SPEC as FLASHINFER_CUDA
+    from routing.specs.flashinfer_cuda import SPEC_072 as FLASHINFER_CUDA
     from routing.spec import expected_sequence
 
     two = _cuda(5, 9, dims=(64, 64)).replace(
