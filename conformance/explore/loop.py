@@ -169,6 +169,7 @@ class SubjectResult:
             "runs": self.stats.runs,
             "seconds": round(self.seconds, 2),
             "rounds": self.rounds,
+            "routing": self.subject.unmodelled or "checked",
             "known_met": self.stats.known,
             "ledger_hits": self.ledger_hits,
             "directed": self.directed,
