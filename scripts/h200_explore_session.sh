@@ -27,11 +27,12 @@ lane() {  # lane VERSION SITE: everything one version needs, logged under $R/VER
   } > "$R/env.txt" 2>&1
   local run=(python3 -m conformance)
   [ -f scripts/probe_flashinfer_auto_routing.py ] && \
-    step probe_routing 420 python3 scripts/probe_flashinfer_auto_routing.py --check "$A/src" --out "$R/probe_routing.jsonl"
-  step explore 600 "${run[@]}" explore --target flashinfer --device cuda --budget runner --examples 24 --steps 10 \
+    step probe_routing 300 python3 scripts/probe_flashinfer_auto_routing.py --check "$A/src" --skip-window \
+        --out "$R/probe_routing.jsonl"
+  step explore 480 "${run[@]}" explore --target flashinfer --device cuda --budget runner --examples 24 --steps 10 \
       --jobs 4 --out "$R/explore"
-  step verify 900 "${run[@]}" ledger verify --target flashinfer --timeout 150 --out "$R/verify"
-  step probe_graph_mask 300 python3 docs/evidence/probe_flashinfer_graph_mask_buffers_unmasked.py
+  step verify 600 "${run[@]}" ledger verify --target flashinfer --timeout 120 --out "$R/verify"
+  step probe_graph_mask 240 python3 docs/evidence/probe_flashinfer_graph_mask_buffers_unmasked.py
   touch "$R/DONE"
   R=$R0
 }
