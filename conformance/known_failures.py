@@ -257,7 +257,7 @@ LEDGER: tuple[KnownFailure, ...] = (
     KnownFailure(
         "flashinfer-paged-mask-zero-pages-graph-wrong",
         "flashinfer",
-        ("0.7.2.post1",),
+        ("0.7.2.post1", "0.7.4"),
         "the same negative mask length where the packed size stays >= 0: plan() returns with a packed mask "
         "shorter than the requests before the empty one need; in CUDA-graph mode the output is wrong (eager "
         "passed)",
@@ -272,7 +272,9 @@ LEDGER: tuple[KnownFailure, ...] = (
         "repro_flashinfer_paged_mask_zero_pages_graph.h200.txt): eager 0.0034, graph run as is and replayed "
         "0.4205, request 0 alone 0.0034, against 0.05; its first two versions failed their own control (they "
         "did not fold causal into the custom mask, under which FlashInfer ignores `causal`: "
-        "2026-12-01-h200-4/zero_pages_graph_script_v*.txt)",
+        "2026-12-01-h200-4/zero_pages_graph_script_v*.txt)"
+        "; 2026-12-02 H200, `attncheck ledger verify` on 0.7.4: the script reproduces "
+        "(docs/evidence/2026-12-02-h200-explore/)",
         applies=lambda c, b: _mask_short_of_zero_pages(c, b) and _runs_on(c, b, "fa2"),
         archs=("sm90",),
         modes=("graph",),
@@ -302,7 +304,7 @@ LEDGER: tuple[KnownFailure, ...] = (
     KnownFailure(
         "flashinfer-packed-mask-indptr",
         "flashinfer",
-        ("0.7.2.post1",),
+        ("0.7.2.post1", "0.7.4"),
         "packed_custom_mask: plan() keeps mask_indptr in elements while the kernel reads it as bytes, so "
         "every request after the first reads the wrong bits (both packbits and segment_packbits forms)",
         "fail",
@@ -311,7 +313,9 @@ LEDGER: tuple[KnownFailure, ...] = (
         seen="2026-11-29 H200 (request 1 error 2.112 segment-packed, 2.933 packed whole; bool 0.005); 2026-12-01 "
         "through the matrix with mask_form packed and packed_flat: every failing record has mask bits after "
         "another request's, every case without passes (one packed_flat record, qo [300, 3] over kv [1031, 7], "
-        "made an illegal memory access: the misread offset left the buffer)",
+        "made an illegal memory access: the misread offset left the buffer)"
+        "; 2026-12-02 H200, `attncheck ledger verify` on 0.7.4: the script reproduces "
+        "(docs/evidence/2026-12-02-h200-explore/)",
         applies=_mask_after_mask_bits,
         options={"mask_form": ("packed", "packed_flat")},
     ),
@@ -334,7 +338,7 @@ LEDGER: tuple[KnownFailure, ...] = (
     KnownFailure(
         "flashinfer-fa3-hnd-kv-heads-sigfpe",
         "flashinfer",
-        ("0.7.2.post1",),
+        ("0.7.2.post1", "0.7.4"),
         "fa3 ragged/single prefill under kv_layout HND take num_kv_heads from K's token axis "
         "(batch_prefill_sm90.cu:131-134, single_prefill_sm90.cu:75-79): group_size = num_qo_heads // kv_len is 0 "
         "and the process dies of SIGFPE",
@@ -343,7 +347,11 @@ LEDGER: tuple[KnownFailure, ...] = (
         confirmed=True,
         seen="2026-12-01 H200, the script (repro_flashinfer_fa3_hnd_kv_heads.h200.txt): ragged 8/1 heads qo 300 "
         "kv 128 and single 32/8 heads qo 17 kv 33 on fa3 HND killed by SIGFPE; NHD and fa2 of the same "
-        "tensors within 0.005 of the reference",
+        "tensors within 0.005 of the reference"
+        "; 2026-12-02 H200, 0.7.4 through `attncheck explore` (docs/evidence/2026-12-02-h200-explore/): the "
+        "ragged and ragged-graph subject processes were killed by signal 8 at an auto run of a ragged HND "
+        "plan with num_qo_heads // KV tokens == 0 (flight records); its script timed out at verify's 120 s on"
+        " both versions",
         applies=lambda c, b: _fa3_hnd(c, b) and _fa3_hnd_group(c) == 0,
         archs=("sm90",),
         evidence_args=("sigfpe",),
@@ -351,14 +359,16 @@ LEDGER: tuple[KnownFailure, ...] = (
     KnownFailure(
         "flashinfer-fa3-hnd-kv-heads-wrong",
         "flashinfer",
-        ("0.7.2.post1",),
+        ("0.7.2.post1", "0.7.4"),
         "fa3 ragged/single prefill under kv_layout HND take num_kv_heads from K's token axis: with kv_len <= "
         "num_qo_heads the kernel runs with the wrong head mapping and the output is wrong",
         "fail",
         "docs/evidence/repro_flashinfer_fa3_hnd_kv_heads.py",
         confirmed=True,
         seen="2026-12-01 H200, the script (repro_flashinfer_fa3_hnd_kv_heads.h200.txt): ragged 8/8 heads qo 127 "
-        "kv 7, fa3 HND max error 2.941 where fa3 NHD gives 0.0078 and fa2 HND 0.0081",
+        "kv 7, fa3 HND max error 2.941 where fa3 NHD gives 0.0078 and fa2 HND 0.0081"
+        "; 2026-12-02 H200, `attncheck ledger verify` on 0.7.4: the script reproduces "
+        "(docs/evidence/2026-12-02-h200-explore/)",
         applies=lambda c, b: _fa3_hnd(c, b) and _fa3_hnd_group(c) > 0 and sum(c["qo_lens"]) > 0,  # rows to be wrong
         archs=("sm90",),
         evidence_args=("wrong",),
@@ -383,7 +393,7 @@ LEDGER: tuple[KnownFailure, ...] = (
     KnownFailure(
         "flashinfer-graph-no-query-rows",
         "flashinfer",
-        ("0.7.2.post1",),
+        ("0.7.2.post1", "0.7.4"),
         "fa2 paged and ragged prefill in CUDA-graph mode (use_cuda_graph=True) on a batch whose requests have "
         "no query rows: run() fails with 'invalid argument' and leaves that error pending for the next CUDA "
         "call; the same plan eager runs",
@@ -392,7 +402,9 @@ LEDGER: tuple[KnownFailure, ...] = (
         confirmed=True,
         seen="2026-12-01 H200, the script (probe_flashinfer_zero_query_rows.h200.txt): paged qo [0] kv [0], head "
         "dims 128 and 256, masked or not, graph mode raises and the next torch call fails; eager runs; "
-        "through the adapter paged and ragged",
+        "through the adapter paged and ragged"
+        "; 2026-12-02 H200, `attncheck ledger verify` on 0.7.4: the script reproduces "
+        "(docs/evidence/2026-12-02-h200-explore/)",
         applies=_no_query_rows,
         archs=("sm90",),
         modes=("graph",),
@@ -401,7 +413,7 @@ LEDGER: tuple[KnownFailure, ...] = (
     KnownFailure(
         "flashinfer-packbits-empty",
         "flashinfer",
-        ("0.7.2.post1",),
+        ("0.7.2.post1", "0.7.4"),
         "flashinfer.packbits of an empty bool tensor fails ('PackBits failed with error code invalid argument') "
         "and leaves the error pending: a masked batch whose requests have no mask bits cannot be packed whole",
         "error",
@@ -409,7 +421,9 @@ LEDGER: tuple[KnownFailure, ...] = (
         confirmed=True,
         seen="2026-12-01 H200, the script (repro_flashinfer_packbits_empty.h200.txt): packbits of 0 bits fails, of 13 "
         "bits and segment_packbits of 0 bits work; through the adapter (mask_form=packed_flat, paged qo [0] kv "
-        "[0], fa2 and fa2+graph)",
+        "[0], fa2 and fa2+graph)"
+        "; 2026-12-02 H200, `attncheck ledger verify` on 0.7.4: the script reproduces "
+        "(docs/evidence/2026-12-02-h200-explore/)",
         applies=lambda c, b: c["mask"] == "custom" and sum(q * k for q, k in zip(c["qo_lens"], c["kv_lens"])) == 0,
         options={"mask_form": ("packed_flat",)},
     ),
@@ -556,6 +570,29 @@ LEDGER: tuple[KnownFailure, ...] = (
             and not any(c["kv_lens"])
         ),
         evidence_args=("raises",),
+    ),
+    KnownFailure(
+        "flashinfer-graph-mask-buffer-unmasked",
+        "flashinfer",
+        ("0.7.2.post1",),
+        "paged and ragged prefill wrappers in CUDA-graph mode constructed with custom_mask_buf and "
+        "mask_indptr_buf: an unmasked plan leaves the mask buffers as they are (prefill.py:3509 paged, :5267 "
+        "ragged) and run() takes MaskMode.CUSTOM whenever a buffer is held (:4382, :6405), so it applies a zero "
+        "mask (before any masked plan) or the last masked plan's bits, and ignores causal: the output is wrong. "
+        "0.7.4 has the same lines (:4068/:5112 paged, :6099/:7423 ragged), not yet run there; open upstream PR "
+        "flashinfer-ai/flashinfer#2690; SGLang refuses such a plan (flashinfer_backend.py, see "
+        "docs/flashinfer-adapter.md)",
+        "fail",
+        "docs/evidence/probe_flashinfer_graph_mask_buffers_unmasked.py",
+        confirmed=True,
+        seen="2026-12-02 H200, the probe (probe_flashinfer_graph_mask_buffers_unmasked.h200.txt): fa2 bf16 head dim "
+        "128, a graph wrapper with mask buffers: max error 3.12 (paged) and 3.38 (ragged) on an unmasked first plan, "
+        "3.78 and 3.84 unmasked after a masked plan, 22 to 24 of 24 rows off; the same wrapper's masked plan and a "
+        "wrapper without buffers within 0.009 of the reference; through "
+        "`attncheck explore` the shared-graph subjects' oracle failures (docs/evidence/2026-12-02-h200-explore/)",
+        applies=lambda c, b: c["layout"] in ("paged", "ragged") and c["mask"] == "none",
+        modes=("graph",),
+        options={"graph_wrappers": ("shared",)},
     ),
     KnownFailure(
         "torch-sdpa-empty-rows",

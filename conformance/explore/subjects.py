@@ -159,12 +159,12 @@ def flashinfer_subjects(
     unmodelled = "" if spec is not None else unmodelled_note(FLASHINFER_CUDA_LIBRARY, spec_version or version)
     arch = arch or arch_here(device)
 
-    def known(case: Any, backend: str) -> Optional[tuple[str, str]]:
-        e = entry_for("flashinfer", case.to_json(), backend, version, arch)
+    def known(case: Any, backend: str, options: Optional[dict[str, Any]] = None) -> Optional[tuple[str, str]]:
+        e = entry_for("flashinfer", case.to_json(), backend, version, arch, options)
         return (e.id, e.status) if e is not None else None
 
-    def known_history(plans: Any, backend: str) -> Optional[str]:
-        e = history_entry_for("flashinfer", [c.to_json() for c in plans], backend, version, arch)
+    def known_history(plans: Any, backend: str, options: Optional[dict[str, Any]] = None) -> Optional[str]:
+        e = history_entry_for("flashinfer", [c.to_json() for c in plans], backend, version, arch, options)
         return e.id if e is not None else None
 
     out = []
@@ -202,8 +202,8 @@ def flashinfer_subjects(
                         x: "explored by its own subject" for x in ("paged", "ragged", "decode", "single") if x != api
                     },
                     profile_limits=FLASHINFER_LIMITS,
-                    known=known,
-                    known_history=known_history,
+                    known=lambda c, b, o=options: known(c, b, o),
+                    known_history=lambda ps, b, o=options: known_history(ps, b, o),
                 )
             )
     return out
