@@ -42,7 +42,7 @@ from conformance.explore import machines
 from conformance.explore.directed import directed_for, run_directed
 from conformance.explore.machines import ContextLost, ScenarioFailure, ScenarioMachine, Stats, Subject, machine_for
 from conformance.explore.repro import slug, write_repro
-from conformance.explore.subjects import TARGETS, subjects_for
+from conformance.explore.subjects import HUNT_TARGETS, TARGETS, subjects_for
 from scenarios.tensors import materialize
 
 SUMMARY_NAME = "scenario-summary.json"
@@ -305,7 +305,7 @@ def explore(
             (out / partial_name).write_text(json.dumps(r.to_json(), indent=2) + "\n")
 
     for s in chosen:
-        summary.results.append(explore_subject(s, b, out, seed, hunt=target == "faults", on_directed=save_partial))
+        summary.results.append(explore_subject(s, b, out, seed, hunt=target in HUNT_TARGETS, on_directed=save_partial))
         on_result(summary.results[-1])
         (out / summary_name).write_text(json.dumps(summary.to_json(), indent=2) + "\n")
     if not chosen:
