@@ -10,11 +10,21 @@ from typing import Any, Mapping, Optional
 
 MARKER = "__attncheck_standin__"
 VERSION_PREFIX = "stand-in: "
+# Set on a library module while one of attncheck's faults is injected into it (the real library or a
+# stand-in: kernels/flashinfer/lifecycle_faults.py); versions() then say "+fault:NAME".
+FAULT_MARKER = "__attncheck_fault__"
+FAULT_SUFFIX = "+fault:"
 
 
 def standin_of(module: Any) -> Optional[str]:
     """The stand-in name a module carries, or None for a real library (or no module)."""
     name = getattr(module, MARKER, None)
+    return str(name) if name else None
+
+
+def fault_of(module: Any) -> Optional[str]:
+    """The name of the fault injected into a library module, or None."""
+    name = getattr(module, FAULT_MARKER, None)
     return str(name) if name else None
 
 

@@ -56,7 +56,7 @@ from conformance.explore.machines import (
     machine_for,
 )
 from conformance.explore.repro import slug, verify_script, write_repro
-from conformance.explore.subjects import TARGETS, subjects_for
+from conformance.explore.subjects import HUNT_TARGETS, TARGETS, subjects_for
 from scenarios.tensors import materialize
 
 if sys.version_info >= (3, 11):
@@ -445,7 +445,7 @@ def explore(
 
     for s in chosen:
         summary.results.append(
-            explore_subject(s, b, out, seed, hunt=target == "faults", on_directed=save_partial, verify=verify)
+            explore_subject(s, b, out, seed, hunt=target in HUNT_TARGETS, on_directed=save_partial, verify=verify)
         )
         on_result(summary.results[-1])
         (out / summary_name).write_text(json.dumps(summary.to_json(), indent=2) + "\n")

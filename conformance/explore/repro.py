@@ -207,7 +207,7 @@ def _library_script(failure: ScenarioFailure, subject: Subject, name: str) -> tu
             raises[s.n] = s.expected.raises
         if s.outcome == "known":  # a raise the known-failure ledger explains: any exception is expected
             raises[s.n] = "*"
-        if s.call == "run" and s.outcome == "ok":
+        if s.call == "run" and s.outcome in ("ok", "raise"):  # a run that raised here may not raise there: judged
             refs[s.n] = reference_data(s.case, s.seed)
             expect[s.n] = expected_route(s)
     with subject.context() if subject.context else contextlib.nullcontext():  # a stand-in is made installed

@@ -9,12 +9,17 @@ flashinfer  the installed FlashInfer on a GPU: `auto` under test per wrapper API
          decode), eager and graph, fa2/fa3 requested explicitly, against the CUDA routing spec; paged
          and ragged also in graph mode on one wrapper per batch size holding mask buffers, re-planned
          masked and unmasked (AdapterOptions.graph_wrappers="shared")
+lifecycle  one subject per lifecycle fault of kernels/flashinfer/lifecycle_faults.py (and mode): the
+         flashinfer subject of the fault's API and mode with the fault injected, on upstream's CPU
+         model (kernels/standins/upstream_flashinfer/) on a CPU, on the installed FlashInfer on a GPU
+lifecycle-clean  the same subjects with no fault: what the lifecycle subjects are compared with
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Optional
+from dataclasses import replace
+from typing import Any, Callable, Iterator, Optional
 
 from conformance.known_failures import entry_for, history_entry_for
 from conformance.markers import arch_here
@@ -24,8 +29,12 @@ from routing.spec import RoutingEnv
 from routing.specs import FLASHINFER_CUDA_LIBRARY, FLASHINFER_ROCM, TORCH_SDPA, flashinfer_cuda_spec, unmodelled_note
 from conformance.explore.machines import Recipe, Subject
 from kernels.standins.faults import FAULTS
+from kernels.flashinfer.lifecycle_faults import FAULTS as LIFECYCLE_FAULTS, LifecycleFault, injected
 
-TARGETS = ("torch", "standin", "faults", "flashinfer")
+TARGETS = ("torch", "standin", "faults", "flashinfer", "lifecycle", "lifecycle-clean")
+# Targets whose subjects are expected to fail (faults switched on), and their clean comparison: explored with
+# the budget's `hunt` counts (conformance/explore/loop.py).
+HUNT_TARGETS = frozenset({"faults", "lifecycle", "lifecycle-clean"})
 
 
 def torch_subjects(device: str) -> list[Subject]:
@@ -159,14 +168,6 @@ def flashinfer_subjects(
     unmodelled = "" if spec is not None else unmodelled_note(FLASHINFER_CUDA_LIBRARY, spec_version or version)
     arch = arch or arch_here(device)
 
-    def known(case: Any, backend: str, options: Optional[dict[str, Any]] = None) -> Optional[tuple[str, str]]:
-        e = entry_for("flashinfer", case.to_json(), backend, version, arch, options)
-        return (e.id, e.status) if e is not None else None
-
-    def known_history(plans: Any, backend: str, options: Optional[dict[str, Any]] = None) -> Optional[str]:
-        e = history_entry_for("flashinfer", [c.to_json() for c in plans], backend, version, arch, options)
-        return e.id if e is not None else None
-
     out = []
     for api in FLASHINFER_APIS:
         for mode, (graph, options) in GRAPH_MODES.items():
@@ -202,11 +203,179 @@ def flashinfer_subjects(
                         x: "explored by its own subject" for x in ("paged", "ragged", "decode", "single") if x != api
                     },
                     profile_limits=FLASHINFER_LIMITS,
-                    known=lambda c, b, o=options: known(c, b, o),
-                    known_history=lambda ps, b, o=options: known_history(ps, b, o),
+                    known=_ledger_at(version, arch, options),
+                    known_history=_history_at(version, arch, options),
                 )
             )
     return out
+
+
+def _ledger_at(
+    version: Optional[str], arch: str, options: Optional[dict[str, Any]] = None
+) -> Callable[[Any, str], Optional[tuple[str, str]]]:
+    """A subject's `known`: the known-failure ledger's (id, status) for a case at `version` on `arch`, with
+    the subject's adapter `options`."""
+
+    def known(case: Any, backend: str) -> Optional[tuple[str, str]]:
+        e = entry_for("flashinfer", case.to_json(), backend, version, arch, options or None)
+        return (e.id, e.status) if e is not None else None
+
+    return known
+
+
+def _history_at(
+    version: Optional[str], arch: str, options: Optional[dict[str, Any]] = None
+) -> Callable[[Any, str], Optional[str]]:
+    """A subject's `known_history`: the ledger's lifecycle entry a wrapper's plans show, at `version` on `arch`."""
+
+    def known_history(plans: Any, backend: str) -> Optional[str]:
+        e = history_entry_for("flashinfer", [c.to_json() for c in plans], backend, version, arch, options or None)
+        return e.id if e is not None else None
+
+    return known_history
+
+
+# ---- lifecycle faults injected into upstream FlashInfer -------------------------------------------------
+# Each fault is explored on an explicitly requested fa2 wrapper: auto's own choice is another concern (paged
+# auto is sticky on 0.7.2.post1, a real defect), and fa2 serves every case of the profile, masks included.
+LIFECYCLE_BACKEND = "fa2"
+# The CPU model answers as an sm90 device (kernels/standins/upstream.py install(sm90=True)), as the H200 does.
+MODEL_ARCH = "sm90"
+
+
+# Where a real defect of upstream (modelled by the CPU model too) shows on a single case or on the first
+# sequence that draws it, the lifecycle subjects of that API and mode draw around it: else the exploration
+# stops at that defect, clean or faulted, and no fault could be told from it. Decode draws no mask either (a
+# rule that is always declined only dilutes the hunt). Profile fields, with why.
+DECODE_NO_MASK = "decode takes no custom mask: supports() declines every masked plan, a step spent on nothing"
+LIFECYCLE_LIMITS: dict[tuple[str, bool], tuple[dict[str, Any], str]] = {
+    ("ragged", False): (
+        {"mask": False},
+        "eager ragged plan() keeps a stale custom mask (ledger flashinfer-ragged-stale-mask, 0.7.2.post1 and 0.7.4)",
+    ),
+    ("decode", False): ({"mask": False}, DECODE_NO_MASK),
+    ("decode", True): ({"mask": False}, DECODE_NO_MASK),
+    ("paged", True): (
+        {"mask": False},
+        "graph mode runs a masked request over no pages wrong (ledger flashinfer-paged-mask-zero-pages-graph-wrong, "
+        "0.7.2.post1), a wrong output the machines report whatever came before",
+    ),
+}
+
+
+def _lifecycle_key(api: str, graph: bool) -> str:
+    """The clean subject a fault subject is compared with: its API and mode."""
+    return f"{api}{'-graph' if graph else ''}"
+
+
+def _lifecycle_name(f: LifecycleFault, graph: bool) -> str:
+    return f"lifecycle-{f.name}{'-graph' if graph and f.mode == 'both' else ''}"
+
+
+@contextlib.contextmanager
+def _lifecycle_installed(device: str, fault: Optional[str]) -> Iterator[None]:
+    """The library a lifecycle subject runs: on a CPU upstream's model, installed; `fault` injected into it."""
+    with contextlib.ExitStack() as stack:
+        if _env.device_type(device) == "cpu":
+            from kernels.standins.upstream import installed
+
+            stack.enter_context(installed(sm90=True))
+        stack.enter_context(injected(fault))
+        yield
+
+
+def _lifecycle_recipe(device: str, graph: bool, fault: Optional[str]) -> Recipe:
+    """The script's library: the model installed on a CPU, the fault injected, an adapter of this mode."""
+    cpu = _env.device_type(device) == "cpu"
+    lines = ["from kernels import get_target"]
+    if cpu:
+        lines += ["from kernels.standins.upstream import install", "install(sm90=True)"]
+    if fault is not None:
+        lines += ["from kernels.flashinfer.lifecycle_faults import install as inject", f"inject({fault!r})"]
+    workspace = f", workspace_bytes={STANDIN_WORKSPACE}" if cpu else ""
+    return Recipe(
+        "library", "\n".join(lines), f"get_target('flashinfer').make(backend, {device!r}, graph={graph!r}{workspace})"
+    )
+
+
+def _lifecycle_bases(device: str) -> dict[tuple[str, bool], Subject]:
+    """The flashinfer subjects per (API, graph mode): on a CPU over the model, the ledger read at its version."""
+    cpu = _env.device_type(device) == "cpu"
+    workspace: dict[str, Any] = {"workspace_bytes": STANDIN_WORKSPACE} if cpu else {}
+
+    def make(b: str, g: bool) -> AttentionKernel:
+        return get_target("flashinfer").make(b, device, graph=g, **workspace)
+
+    if cpu:
+        from kernels.standins.upstream import MODELLED_VERSION
+
+        bases = flashinfer_subjects(device, make=make, offered=(LIFECYCLE_BACKEND,), arch=MODEL_ARCH)
+        bases = [
+            replace(
+                s,
+                known=_ledger_at(MODELLED_VERSION, MODEL_ARCH),
+                known_history=_history_at(MODELLED_VERSION, MODEL_ARCH),
+            )
+            for s in bases
+        ]
+    else:
+        bases = flashinfer_subjects(device)
+    out = {}
+    for s in bases:
+        graph = s.name.endswith("-graph")
+        api = next(x for x in FLASHINFER_APIS if x not in s.exclude_layouts)
+        out[(api, graph)] = replace(
+            s,
+            backend=LIFECYCLE_BACKEND,
+            make=lambda b, g=graph: make(b, g),
+            explicit=(),
+            directed_backend=None,
+            specs={LIFECYCLE_BACKEND: s.specs["auto"]},
+        )
+    return out
+
+
+def _lifecycle_subject(base: Subject, name: str, device: str, api: str, graph: bool, fault: Optional[str]) -> Subject:
+    return replace(
+        base,
+        name=name,
+        recipe=_lifecycle_recipe(device, graph, fault),
+        profile_limits={**FLASHINFER_LIMITS, **LIFECYCLE_LIMITS.get((api, graph), ({}, ""))[0]},
+        context=lambda: _lifecycle_installed(device, fault),
+    )
+
+
+def lifecycle_subjects(device: str = "cpu") -> list[Subject]:
+    """One subject per lifecycle fault and mode (kernels/flashinfer/lifecycle_faults.py), the fault injected."""
+    bases = _lifecycle_bases(device)
+    return [
+        _lifecycle_subject(
+            bases[(f.api, m == "graph")], _lifecycle_name(f, m == "graph"), device, f.api, m == "graph", f.name
+        )
+        for f in LIFECYCLE_FAULTS.values()
+        for m in f.modes
+    ]
+
+
+def lifecycle_clean_subjects(device: str = "cpu") -> list[Subject]:
+    """The lifecycle subjects' library with no fault: one per API and mode the faults use."""
+    bases = _lifecycle_bases(device)
+    used = sorted({(f.api, m == "graph") for f in LIFECYCLE_FAULTS.values() for m in f.modes})
+    return [
+        _lifecycle_subject(
+            bases[(api, graph)], f"lifecycle-clean-{_lifecycle_key(api, graph)}", device, api, graph, None
+        )
+        for api, graph in used
+    ]
+
+
+def lifecycle_clean_name(subject_name: str) -> str:
+    """The clean subject a lifecycle fault subject is compared with."""
+    for f in LIFECYCLE_FAULTS.values():
+        for m in f.modes:
+            if _lifecycle_name(f, m == "graph") == subject_name:
+                return f"lifecycle-clean-{_lifecycle_key(f.api, m == 'graph')}"
+    raise ValueError(f"{subject_name!r}: not a lifecycle fault subject")
 
 
 def subjects_for(target: str, device: str = "cpu") -> list[Subject]:
@@ -218,4 +387,8 @@ def subjects_for(target: str, device: str = "cpu") -> list[Subject]:
         return standin_subjects()
     if target == "flashinfer":
         return flashinfer_subjects(device)
+    if target == "lifecycle":
+        return lifecycle_subjects(device)
+    if target == "lifecycle-clean":
+        return lifecycle_clean_subjects(device)
     raise ValueError(f"target={target!r}: expected one of {', '.join(TARGETS)}")

@@ -26,6 +26,8 @@ _CACHE = "tests/mutation/test_verdict_cache.py::"
 _VERIFY = "tests/harness/test_ledger_verify.py::"
 _DIFF = "tests/gate/test_record_diff.py::"
 _DEFECTS = "tests/explore/test_distinct_defects.py::"
+_LIFECYCLE = "tests/explore/test_lifecycle_faults.py::"
+_CAUGHT = _LIFECYCLE + "test_each_fault_is_caught_in_a_few_calls_and_the_same_calls_hold_without_it"
 
 
 def _harness(name: str, path: str, old: str, new: str, description: str, kills: tuple[str, ...]) -> Mutant:
@@ -1598,6 +1600,67 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         '        "flashinfer-fa3-paged-192-128",\n        "flashinfer",\n        ("0.7.2.post1", "0.7.4"),\n',
         "an entry of 0.7.2.post1 whose rule asks that version's auto pick marked as seen in 0.7.4 too",
         (_LEDGER + "test_the_rules_ask_0_7_2_post1s_auto_pick_and_only_its_entries_ask_it",),
+    ),
+    # The lifecycle faults injected into upstream FlashInfer (kernels/flashinfer/lifecycle_faults.py), their subjects.
+    _harness(
+        "lifecycle-mask-kept-noop",
+        "kernels/flashinfer/lifecycle_faults.py",
+        "        w._custom_mask_buf, w._mask_indptr_buf = before\n",
+        "        pass\n",
+        "the paged_mask_kept fault switches nothing on: the library stays correct under the fault's name",
+        (_CAUGHT + "[lifecycle-paged_mask_kept]",),
+    ),
+    _harness(
+        "lifecycle-fault-state-on-class",
+        "kernels/flashinfer/lifecycle_faults.py",
+        "        setattr(w, attr, value)\n",
+        "        setattr(type(w), attr, value)\n",
+        "a fault keeps its first plan's value on the wrapper class: every fresh wrapper carries it",
+        (_LIFECYCLE + "test_a_fault_lives_on_the_wrapper_it_planned_is_labelled_and_undone",),
+    ),
+    _harness(
+        "lifecycle-unknown-fault-keyerror",
+        "kernels/flashinfer/lifecycle_faults.py",
+        "    if name not in FAULTS:\n",
+        "    if False:\n",
+        "an unknown lifecycle fault name ends in a KeyError, not an error naming the faults there are",
+        (_LIFECYCLE + "test_the_catalogue_covers_every_api_in_both_modes_and_refuses_an_unknown_name",),
+    ),
+    _harness(
+        "lifecycle-fault-unlabelled",
+        "kernels/flashinfer/lib.py",
+        '    fault = fault_of(sys.modules.get("flashinfer"))\n',
+        "    fault = None\n",
+        "a library with a lifecycle fault injected reports its plain version: records cannot tell it apart",
+        (_LIFECYCLE + "test_a_fault_lives_on_the_wrapper_it_planned_is_labelled_and_undone",),
+    ),
+    _harness(
+        "lifecycle-model-ledger-unread",
+        "conformance/explore/subjects.py",
+        "        bases = [replace(s, known=_ledger_at(MODELLED_VERSION, MODEL_ARCH)) for s in bases]\n",
+        "",
+        "the lifecycle subjects on the CPU model read the ledger at the installed flashinfer's version: on a "
+        "machine with another one, the defects the model copies from 0.7.2.post1 read as new findings",
+        (_LIFECYCLE + "test_on_the_cpu_the_ledger_is_read_at_the_version_the_model_copies",),
+    ),
+    _harness(
+        "lifecycle-limits-ignored",
+        "conformance/explore/subjects.py",
+        '        profile_limits={**FLASHINFER_LIMITS, **LIFECYCLE_LIMITS.get((api, graph), ({}, ""))[0]},\n',
+        "        profile_limits=FLASHINFER_LIMITS,\n",
+        "the lifecycle subjects draw masks where upstream's own mask defects show (ragged eager, paged graph): "
+        "the clean library fails, and a fault cannot be told from the defect",
+        (_LIFECYCLE + "test_the_library_without_a_fault_holds[lifecycle-clean-ragged]",),
+    ),
+    _harness(
+        "repro-library-raised-run-unjudged",
+        "conformance/explore/repro.py",
+        '        if s.call == "run" and s.outcome in ("ok", "raise"):  # a run that raised here may not raise there: '
+        "judged\n",
+        '        if s.call == "run" and s.outcome == "ok":\n',
+        "a library script keeps no reference for a run that raised in the machine: where that run holds "
+        "(the same calls without the fault) the script ends in a KeyError, not a verdict",
+        (_CAUGHT + "[lifecycle-ragged_kv_indptr_same_batch]",),
     ),
 )
 

@@ -28,7 +28,7 @@ from typing import Any, Callable, Optional
 
 from kernels import _env
 from kernels.errors import KernelUnavailable
-from kernels.standin_label import standin_of, version_label
+from kernels.standin_label import FAULT_SUFFIX, fault_of, standin_of, version_label
 
 TARGET = "flashinfer"
 
@@ -308,7 +308,8 @@ def single_prefill_module_hook(fn: Callable[..., Any]) -> tuple[dict, Optional[C
 def versions() -> dict[str, str]:
     """Run-header stamp: torch/CUDA/cuDNN/FlashInfer versions (metadata only, no import) and JIT env.
 
-    A stand-in in place of flashinfer reads "stand-in: <name>", never a version.
+    A stand-in in place of flashinfer reads "stand-in: <name>", never a version; a library with one of
+    attncheck's faults injected (kernels/flashinfer/lifecycle_faults.py) adds "+fault:<name>".
     """
     import os
 
@@ -316,6 +317,9 @@ def versions() -> dict[str, str]:
     standin = loaded_standin()
     if standin is not None:
         out["flashinfer"] = version_label(standin)
+    fault = fault_of(sys.modules.get("flashinfer"))
+    if fault is not None:
+        out["flashinfer"] = f"{out.get('flashinfer', 'unknown')}{FAULT_SUFFIX}{fault}"
     for var in JIT_ENV_VARS:
         if os.environ.get(var):
             out[var] = os.environ[var]
