@@ -1637,8 +1637,8 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "lifecycle-model-ledger-unread",
         "conformance/explore/subjects.py",
-        "        bases = [replace(s, known=_ledger_at(MODELLED_VERSION, MODEL_ARCH)) for s in bases]\n",
-        "",
+        "                known=_ledger_at(MODELLED_VERSION, MODEL_ARCH),\n",
+        "                known=s.known,\n",
         "the lifecycle subjects on the CPU model read the ledger at the installed flashinfer's version: on a "
         "machine with another one, the defects the model copies from 0.7.2.post1 read as new findings",
         (_LIFECYCLE + "test_on_the_cpu_the_ledger_is_read_at_the_version_the_model_copies",),
