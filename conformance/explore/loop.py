@@ -1,7 +1,8 @@
 """Run the scenario machines for a target and keep what a failure needs to replay.
 
     explore(target, budget="ci", out=DIR, device="cpu", seed=0) -> Summary   (summary.exit_status)
-    attncheck explore --target torch|standin|faults|flashinfer [--budget ci|runner] --out DIR
+    attncheck explore --target torch|standin|faults|flashinfer|lifecycle|lifecycle-clean --out DIR
+                      [--budget ci|runner]
                       [--device cuda] [--seed N] [--examples N] [--steps N] [--subject NAME ...]
                       [--no-verify]
     (or python -m conformance.explore.loop ..., as the subjects' child processes are started)
@@ -19,8 +20,10 @@ Writes:
   DIR/scenario-summary.json     per subject: examples, steps, runs; directed results; every distinct
                                 defect with its invariant, shrunk sequence, script and verdict
 Targets (conformance/explore/subjects.py): torch, faults (each fault must be caught, by a directed
-sequence and, on its own, by the exploration), standin, flashinfer (the installed library on a GPU).
-Exit status: 0 when everything held (faults: when every fault was caught both ways), 1 otherwise,
+sequence and, on its own, by the exploration), standin, flashinfer (the installed library on a GPU),
+lifecycle (faults injected into upstream FlashInfer's wrappers: the CPU model, or the library on a GPU)
+and lifecycle-clean (the same subjects without a fault).
+Exit status: 0 when everything held (a fault target: when every fault was caught), 1 otherwise,
 2 on bad usage.
 """
 
@@ -382,11 +385,12 @@ class Summary:
 
     @property
     def expects_failures(self) -> bool:
-        return self.target == "faults"
+        return self.target in HUNT_TARGETS
 
     def escaped(self) -> list[str]:
-        """Fault subjects the exploration or every directed sequence let through."""
-        return [r.subject.name for r in self.results if r.failure is None or not r.directed_failures]
+        """Fault subjects the exploration let through (the seed faults: or every directed sequence)."""
+        both = self.target == "faults"
+        return [r.subject.name for r in self.results if r.failure is None or (both and not r.directed_failures)]
 
     def failed(self) -> list[str]:
         return [r.subject.name for r in self.results if subject_failed(r.failure, r.directed)]
