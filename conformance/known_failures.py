@@ -26,7 +26,7 @@ from typing import Any, Callable, Collection, Optional
 
 from kernels.flashinfer.adapter import AdapterOptions
 from routing.spec import RoutingQuery, expected_route
-from routing.specs.flashinfer_cuda import SPEC_072
+from routing.specs.flashinfer_cuda import SPEC_072, SPEC_074
 
 Applies = Optional[Callable[[dict[str, Any], str], bool]]
 # Over one wrapper's plans (case records in order, the failing plan last) and the backend asked for.
@@ -124,7 +124,7 @@ def _no_query_rows(c: dict[str, Any], backend: str) -> bool:
         c["layout"] in ("paged", "ragged")
         and len(c["qo_lens"]) > 0
         and sum(c["qo_lens"]) == 0
-        and _runs_on(c, backend, "fa2")
+        and _runs_on_in_both(c, backend, "fa2")
     )
 
 
@@ -133,14 +133,10 @@ def _fa2_ragged_head_dim_96(c: dict[str, Any], backend: str) -> bool:
     return c["layout"] == "ragged" and c["head_dim_qk"] == 96 and backend in ("fa2", "auto")
 
 
-def _sm90_auto_picks_fa3(c: dict[str, Any]) -> bool:
-    """What a fresh wrapper's auto resolves a prefill case to on sm90 is fa3, asked of the FlashInfer CUDA
-    routing spec (its rows read the library's selector, utils.py:616-628: no custom mask, fa3's head dims,
-    not an fp8 KV under a 16-bit query) with the record's fields the selector reads. The rows are
-    0.7.2.post1's: every entry whose rule (case or history) asks this names that version alone (0.7.4
-    picks otherwise, fa2 for a short paged batch), which tests/harness/test_known_failures.py holds."""
+def _prefill_query(c: dict[str, Any]) -> RoutingQuery:
+    """The record's fields the selector reads, as a routing query on sm90."""
     qo, kv = tuple(c["qo_lens"]), tuple(c["kv_lens"])
-    query = RoutingQuery(
+    return RoutingQuery(
         api=c["layout"],
         arch="sm90",
         q_dtype=c["q_dtype"],
@@ -153,7 +149,15 @@ def _sm90_auto_picks_fa3(c: dict[str, Any]) -> bool:
         max_q_len=max(qo, default=0),
         max_kv_len=max(kv, default=0),
     )
-    return expected_route(SPEC_072, query).backend == "fa3"
+
+
+def _sm90_auto_picks_fa3(c: dict[str, Any]) -> bool:
+    """What a fresh wrapper's auto resolves a prefill case to on sm90 is fa3, asked of the FlashInfer CUDA
+    routing spec (its rows read the library's selector, utils.py:616-628: no custom mask, fa3's head dims,
+    not an fp8 KV under a 16-bit query) with the record's fields the selector reads. The rows are
+    0.7.2.post1's: every entry whose rule (case or history) asks this names that version alone (0.7.4
+    picks otherwise, fa2 for a short paged batch), which tests/harness/test_known_failures.py holds."""
+    return expected_route(SPEC_072, _prefill_query(c)).backend == "fa3"
 
 
 def _runs_on(c: dict[str, Any], backend: str, kernel: str) -> bool:
@@ -163,9 +167,19 @@ def _runs_on(c: dict[str, Any], backend: str, kernel: str) -> bool:
     return backend == "auto" and _sm90_auto_picks_fa3(c) == (kernel == "fa3")
 
 
+def _runs_on_in_both(c: dict[str, Any], backend: str, kernel: str) -> bool:
+    """`backend` runs `kernel` for this prefill case on sm90 in 0.7.2.post1 and 0.7.4 alike: asked for, or a
+    fresh auto wrapper's pick where both versions' rows agree on it (a short paged batch: they do not), for
+    the entries seen in both versions."""
+    if backend == kernel:
+        return True
+    q = _prefill_query(c)
+    return backend == "auto" and expected_route(SPEC_072, q).backend == kernel == expected_route(SPEC_074, q).backend
+
+
 def _fa3_hnd(c: dict[str, Any], backend: str) -> bool:
     """fa3 ragged or single prefill over an HND cache, asked for or what sm90's auto resolves to there."""
-    return c["layout"] in ("ragged", "single") and c["kv_layout"] == "HND" and _runs_on(c, backend, "fa3")
+    return c["layout"] in ("ragged", "single") and c["kv_layout"] == "HND" and _runs_on_in_both(c, backend, "fa3")
 
 
 def _fa3_paged_192_128(c: dict[str, Any], backend: str) -> bool:
@@ -275,7 +289,7 @@ LEDGER: tuple[KnownFailure, ...] = (
         "2026-12-01-h200-4/zero_pages_graph_script_v*.txt)"
         "; 2026-12-02 H200, `attncheck ledger verify` on 0.7.4: the script reproduces "
         "(docs/evidence/2026-12-02-h200-explore/)",
-        applies=lambda c, b: _mask_short_of_zero_pages(c, b) and _runs_on(c, b, "fa2"),
+        applies=lambda c, b: _mask_short_of_zero_pages(c, b) and _runs_on_in_both(c, b, "fa2"),
         archs=("sm90",),
         modes=("graph",),
         options={"mask_form": ("bool",)},

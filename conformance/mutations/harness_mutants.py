@@ -1662,6 +1662,14 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "(the same calls without the fault) the script ends in a KeyError, not a verdict",
         (_CAUGHT + "[lifecycle-ragged_kv_indptr_same_batch]",),
     ),
+    _harness(
+        "ledger-both-versions-pick-of-0-7-2",
+        "conformance/known_failures.py",
+        "expected_route(SPEC_072, q).backend == kernel == expected_route(SPEC_074, q).backend",
+        "expected_route(SPEC_072, q).backend == kernel",
+        "an entry seen in both versions claims a short paged auto record by 0.7.2.post1's pick alone (0.7.4 runs fa2)",
+        (_LEDGER + "test_entries_of_both_versions_ask_auto_only_where_both_versions_pick_alike",),
+    ),
 )
 
 check_unique(HARNESS_MUTANTS)

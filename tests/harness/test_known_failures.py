@@ -544,3 +544,18 @@ def test_the_rules_ask_0_7_2_post1s_auto_pick_and_only_its_entries_ask_it(monkey
     assert len(asking) > 1, "no case rule asked auto's pick: the recorded cases no longer reach the rules that ask it"
     wider = sorted(e.id for e in LEDGER if e.id in asking and e.versions != ("0.7.2.post1",))
     assert not wider, f"entries of other versions ask 0.7.2.post1's auto pick: {wider}"
+
+
+def test_entries_of_both_versions_ask_auto_only_where_both_versions_pick_alike() -> None:
+    """0.7.4 sends a paged batch of at most 64 query rows to fa2 where 0.7.2.post1 picked fa3: a rule of an entry
+    seen in both versions claims an auto record only where the two versions' rows agree on the kernel."""
+    import conformance.known_failures as kf
+
+    short_paged = {"layout": "paged", "qo_lens": [3], "kv_lens": [9], "q_dtype": "bf16", "kv_dtype": "bf16"}
+    short_paged.update(mask="none", head_dim_qk=128, head_dim_vo=128)
+    assert kf._sm90_auto_picks_fa3(short_paged)  # 0.7.2.post1 alone would say fa3
+    assert not kf._runs_on_in_both(short_paged, "auto", "fa3")
+    assert not kf._runs_on_in_both(short_paged, "auto", "fa2")
+    assert kf._runs_on_in_both(short_paged, "fa2", "fa2")
+    ragged = {**short_paged, "layout": "ragged"}
+    assert kf._runs_on_in_both(ragged, "auto", "fa3") and not kf._runs_on_in_both(ragged, "auto", "fa2")
