@@ -412,8 +412,8 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "ledger-fa3-hnd-any-layout",
         "conformance/known_failures.py",
-        '    return c["layout"] in ("ragged", "single") and c["kv_layout"] == "HND" and _runs_on(c, backend, "fa3")\n',
-        '    return c["layout"] in ("ragged", "single") and _runs_on(c, backend, "fa3")\n',
+        'c["layout"] in ("ragged", "single") and c["kv_layout"] == "HND" and _runs_on_in_both(c, backend, "fa3")',
+        'c["layout"] in ("ragged", "single") and _runs_on_in_both(c, backend, "fa3")',
         "the fa3 HND entries claim NHD cases too (and keep them from being launched)",
         ("tests/harness/test_known_failures.py::test_the_fa3_hnd_entries_split_on_the_group_size_the_kernel_computes",),
     ),
@@ -1588,8 +1588,8 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "ledger-auto-pick-of-0-7-4",
         "conformance/known_failures.py",
-        "from routing.specs.flashinfer_cuda import SPEC_072\n",
-        "from routing.specs.flashinfer_cuda import SPEC_074 as SPEC_072\n",
+        "from routing.specs.flashinfer_cuda import SPEC_072, SPEC_074\n",
+        "from routing.specs.flashinfer_cuda import SPEC_074 as SPEC_072, SPEC_074\n",
         "the ledger's auto-pick rules read 0.7.4's rows for entries seen in 0.7.2.post1",
         (_LEDGER + "test_the_rules_ask_0_7_2_post1s_auto_pick_and_only_its_entries_ask_it",),
     ),
