@@ -1649,8 +1649,8 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         '        profile_limits={**FLASHINFER_LIMITS, **LIFECYCLE_LIMITS.get((api, graph), ({}, ""))[0]},\n',
         "        profile_limits=FLASHINFER_LIMITS,\n",
         "the lifecycle subjects draw masks where upstream's own mask defects show (ragged eager, paged graph): "
-        "the clean library fails, and a fault cannot be told from the defect",
-        (_LIFECYCLE + "test_the_library_without_a_fault_holds[lifecycle-clean-ragged]",),
+        "a hunt spends its examples on defects the ledger knows",
+        (_LIFECYCLE + "test_the_subjects_draw_no_mask_where_upstream_has_a_mask_defect_of_its_own",),
     ),
     _harness(
         "repro-library-raised-run-unjudged",

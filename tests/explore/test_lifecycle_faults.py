@@ -116,3 +116,17 @@ def test_the_catalogue_covers_every_api_in_both_modes_and_refuses_an_unknown_nam
     assert all(f.mode in lf.MODES and "\n" not in f.models for f in lf.FAULTS.values())
     with pytest.raises(ValueError, match="lifecycle fault 'stale'.*paged_causal_first_plan"):
         lf.fault("stale")
+
+
+def test_the_subjects_draw_no_mask_where_upstream_has_a_mask_defect_of_its_own() -> None:
+    """Ragged eager and paged graph draw no custom mask (LIFECYCLE_LIMITS): the stale ragged mask and the
+    zero-pages graph mask would spend a hunt's examples on defects the ledger already knows."""
+    from conformance.explore.machines import machine_for
+
+    masked = {}
+    for name, s in CLEAN.items():
+        assert s.context is not None
+        with s.context():  # the model installed as flashinfer, as the runner does
+            masked[name] = machine_for(s).profile.mask
+    assert masked["lifecycle-clean-ragged"] is False and masked["lifecycle-clean-paged-graph"] is False, masked
+    assert masked["lifecycle-clean-paged"] is True, masked
