@@ -15,6 +15,7 @@ met again: the machine logs `known: <id>`, resets that wrapper and goes on.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
@@ -90,8 +91,6 @@ class Signature:
     @property
     def id(self) -> str:
         """A short stable name: api-mode-backend-invariant and a hash of the key."""
-        import hashlib
-
         digest = hashlib.sha256(repr(self.key).encode()).hexdigest()[:8]
         return f"{self.api}-{self.mode}-{self.backend}-{self.invariant}-{digest}"
 

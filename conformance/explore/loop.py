@@ -325,8 +325,8 @@ def explore_rounds(
             if found is None:
                 return  # nothing to go on from: the state between examples is not trustworthy
             failures = []
-            book.add(found)
-            _note(result, found)
+            if book.add(found):
+                _note(result, found)
         for f in sorted(failures, key=lambda f: len(f.steps)):
             assert f.signature is not None
             rec = _record(f, subject, out, f"explore-{f.signature.id}", verify)

@@ -241,7 +241,7 @@ class Stats:
     steps: int = 0
     runs: int = 0
     generated: int = 0  # examples Hypothesis generated (not replays, not shrinking): what a budget counts
-    known: int = 0  # violations an earlier finding or the ledger's lifecycle entries explained
+    known: int = 0  # violations an earlier finding or the ledger (lifecycle or case-level entries) explained
 
 
 @dataclass

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import contextlib
 import re
+import subprocess
+import sys
 from pathlib import Path
 from string import Template
 from typing import Any
@@ -59,9 +61,6 @@ VERIFY_SECONDS = {"cpu": 120.0, "cuda": 600.0}
 def verify_script(script: Path, device: str = "cpu") -> tuple[str, str]:
     """Run `python script` in a fresh process: ("reproduces" (exit 1) | "does not reproduce" (exit 0) |
     "could not run: why", the last lines it printed)."""
-    import subprocess
-    import sys
-
     limit = VERIFY_SECONDS["cuda" if device.startswith("cuda") else "cpu"]
     try:
         done = subprocess.run(
