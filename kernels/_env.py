@@ -110,6 +110,33 @@ def context_after_error(device: str) -> tuple[bool, str]:
     return False, "; ".join(met)
 
 
+def out_of_memory(e: BaseException) -> bool:
+    """Whether `e` is the machine running out of memory (torch's OutOfMemoryError, a CUDA "out of
+    memory" error as a library's own allocator words it, or Python's MemoryError): an environment
+    failure, never a finding about the kernel."""
+    import torch
+
+    if isinstance(e, (torch.OutOfMemoryError, MemoryError)):
+        return True
+    text = str(e).lower()
+    return isinstance(e, RuntimeError) and ("out of memory" in text or "cudaerrormemoryallocation" in text)
+
+
+def memory_report(device: str) -> str:
+    """What device memory looked like when it ran out: free of total, and what this process holds."""
+    if device.split(":")[0] != "cuda":
+        return "host memory"
+    import torch
+
+    gib = 2.0**30
+    try:
+        free, total = torch.cuda.mem_get_info(device)
+        mine = torch.cuda.memory_reserved(device)
+    except Exception as e:  # noqa: BLE001 - a report, never a second failure
+        return f"device memory not readable: {type(e).__name__}: {e}"[:200]
+    return f"{free / gib:.1f} GiB free of {total / gib:.1f} GiB; this process holds {mine / gib:.1f} GiB"
+
+
 # The float unary functions torch 2.13 computes through oneMKL's VML on the CPU (float32 and float64;
 # measured with a breakpoint on each vms*/vmd* entry point). The harness's own attention uses exp,
 # log, log2 and tanh (oracle/reference.py, the stand-ins' kernels/standins/_kernels.py).

@@ -11,7 +11,9 @@
 # (0.7.2.post1 -> 0.7.4: paged bf16-128 batches of at most 64 query rows, fa3 -> fa2). The cases are the
 # quick matrix's bf16 head-dim-128 profiles (with and without a window: the modules the scenario
 # machines use); fa2 is timed over the sweep grid for the timing diff. TIME_BUDGET (default 420 s)
-# keeps the command under the runner's 10 minutes; the JIT cache is OUT/jit-VERSION.
+# keeps the command under the runner's 10 minutes; the JIT cache is OUT/jit-VERSION (JIT_CACHE=DIR: that
+# one, e.g. a cache an exploration on the same version filled). SITE=DIR: a site that already holds the
+# version (a pipeline's lane), used instead of installing WHEELS.
 # DRY_RUN=1 prints the commands instead of running them.
 set -euo pipefail
 
@@ -30,13 +32,18 @@ usage() {
 
 record() {
   local version=$1 out=$2 wheels=${3:-.whl-$1}
-  if [ "${DRY_RUN:-0}" != 1 ] && ! ls "$wheels"/*.whl > /dev/null 2>&1; then
+  local site=${SITE:-$out/site-$version}
+  if [ -n "${SITE:-}" ]; then
+    if [ "${DRY_RUN:-0}" != 1 ] && [ ! -d "$SITE/flashinfer" ]; then
+      echo "upgrade_flashinfer: error: SITE=$SITE holds no flashinfer package; unset SITE to install WHEELS" >&2
+      exit 2
+    fi
+  elif [ "${DRY_RUN:-0}" != 1 ] && ! ls "$wheels"/*.whl > /dev/null 2>&1; then
     echo "upgrade_flashinfer: error: no wheels in $wheels; fetch flashinfer-python $version there first" >&2
     exit 2
   fi
-  local site="$out/site-$version"
   mkdir -p "$out"
-  run python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "$wheels"/*.whl
+  [ -n "${SITE:-}" ] || run python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "$wheels"/*.whl
   export PYTHONPATH="$site:$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
   export FLASHINFER_CUDA_ARCH_LIST=${FLASHINFER_CUDA_ARCH_LIST:-9.0a} MAX_JOBS=${MAX_JOBS:-$(nproc)}
   run python3 - "$out/cases.json" "$PROFILES" <<'PY'
@@ -49,7 +56,7 @@ print(len(cases), "cases for the upgrade diff")
 PY
   local args=(record --target flashinfer --device cuda --case "@$out/cases.json")
   for b in "${BACKENDS[@]}"; do args+=(--backend "$b"); done
-  args+=(--isolate --time-budget "${TIME_BUDGET:-420}" --jit-cache "$out/jit-$version" "${TIMING[@]}")
+  args+=(--isolate --time-budget "${TIME_BUDGET:-420}" --jit-cache "${JIT_CACHE:-$out/jit-$version}" "${TIMING[@]}")
   run python3 -m conformance "${args[@]}" --out "$out/fi-$version"
 }
 

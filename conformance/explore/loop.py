@@ -23,7 +23,8 @@ Targets (conformance/explore/subjects.py): torch, faults (each fault must be cau
 sequence and, on its own, by the exploration), standin, flashinfer (the installed library on a GPU),
 lifecycle (faults injected into upstream FlashInfer's wrappers: the CPU model, or the library on a GPU)
 and lifecycle-clean (the same subjects without a fault).
-Exit status: 0 when everything held (a fault target: when every fault was caught), 1 otherwise,
+Exit status: 0 when everything held (a fault target: when every fault was caught), 1 otherwise
+(a subject that ran out of memory is listed "incomplete": not a defect, but not held either),
 2 on bad usage.
 """
 
@@ -45,12 +46,13 @@ from hypothesis.errors import Flaky
 from hypothesis.stateful import get_state_machine_test
 from hypothesis.statistics import collector
 
-from kernels._env import device_type, warm_mkl_vml
+from kernels._env import device_type, memory_report, out_of_memory, warm_mkl_vml
 from conformance.explore import machines
 from conformance.explore.defects import Found, signature_of
 from conformance.explore.directed import directed_for, run_directed
 from conformance.explore.machines import (
     ContextLost,
+    EnvironmentFailure,
     ScenarioFailure,
     ScenarioMachine,
     Stats,
@@ -159,6 +161,9 @@ class SubjectResult:
     rounds: int = 0
     stats: Stats = field(default_factory=Stats)
     seconds: float = 0.0
+    # The subject ended because the machine ran out of memory (machines.EnvironmentFailure): the phase,
+    # the error with the memory figures, and the calls so far. Not a defect; the run is incomplete.
+    environment: Optional[dict[str, Any]] = None
 
     @property
     def directed_failures(self) -> list[dict[str, Any]]:
@@ -178,6 +183,7 @@ class SubjectResult:
             "directed": self.directed,
             "failure": self.failure,
             "defects": [d.to_json() for d in self.defects],
+            "environment": self.environment,
         }
 
 
@@ -221,7 +227,8 @@ def explore_subject(
     them). `verify`: every script written is run in a fresh process at once (`_record`).
 
     A lost device context (machines.ContextLost) ends the subject where it happened: its calls so far
-    are the failure, unshrunk, with their script; nothing more can run in this process.
+    are the failure, unshrunk, with their script; nothing more can run in this process. Running out of
+    memory (machines.EnvironmentFailure) ends it too, as `result.environment`: no defect, no script.
     """
     t0 = time.perf_counter()
     result = SubjectResult(subject)
@@ -232,6 +239,13 @@ def explore_subject(
             try:
                 warm_up(machine)
             except Exception as e:  # noqa: BLE001 - the library failed on its plainest case: that is the finding
+                if out_of_memory(e):
+                    raise EnvironmentFailure(
+                        subject.name,
+                        [],
+                        f"out of memory during the warm-up: {type(e).__name__}: "
+                        f"{' '.join(str(e).split())[:300]} ({memory_report(subject.device)})",
+                    ) from None
                 result.failure = {
                     "phase": "warm-up",
                     "invariant": "no_unexpected_error",
@@ -261,6 +275,8 @@ def explore_subject(
             result.failure = _record(lost.failure, subject, out, f"{phase}-context-lost")
             result.failure["context_lost"] = True
             result.exception = lost.failure
+        except EnvironmentFailure as env:
+            result.environment = {"phase": phase, **env.to_json()}
     if machine is not None:
         result.stats = machine.stats
         result.ledger_hits = dict(machine.book.ledger_hits)
@@ -395,9 +411,13 @@ class Summary:
     def failed(self) -> list[str]:
         return [r.subject.name for r in self.results if subject_failed(r.failure, r.directed)]
 
+    def incomplete(self) -> list[str]:
+        """Subjects their environment ended (out of memory) before their budget was spent."""
+        return [r.subject.name for r in self.results if r.environment is not None]
+
     @property
     def exit_status(self) -> int:
-        return int(bool(self.escaped() if self.expects_failures else self.failed()))
+        return int(bool(self.escaped() if self.expects_failures else self.failed()) or bool(self.incomplete()))
 
     def to_json(self) -> dict[str, Any]:
         totals = {k: sum(getattr(r.stats, k) for r in self.results) for k in ("examples", "steps", "runs")}
@@ -409,6 +429,7 @@ class Summary:
             "device": self.device,
             "totals": totals,
             key: self.escaped() if self.expects_failures else self.failed(),
+            "incomplete": self.incomplete(),
             "subjects": [r.to_json() for r in self.results],
         }
 
@@ -486,6 +507,8 @@ def _chosen(target: str, device: str, subjects: Optional[Sequence[str]]) -> list
 
 def print_result(r: SubjectResult) -> None:
     held = "held" if r.failure is None else f"FAILED: {len(r.defects) or 1} distinct defect(s)"
+    if r.environment is not None:
+        held += f"; ENDED BY ITS ENVIRONMENT in the {r.environment['phase']}, not a finding"
     print(
         f"{r.subject.name}: {r.stats.examples} examples in {r.rounds} round(s), {r.stats.steps} steps, "
         f"{r.stats.runs} runs, {r.stats.known} known met; {held}; directed: {len(r.directed_failures)} of "
@@ -494,6 +517,9 @@ def print_result(r: SubjectResult) -> None:
     )
     for entry, n in sorted(r.ledger_hits.items()):
         print(f"  known (ledger): {entry}, met {n} time(s)")
+    if r.environment is not None:
+        print(f"  environment: {r.environment['error']}")
+        print("    " + "\n    ".join(r.environment["sequence"] or ["(before any call)"]), flush=True)
     found = r.defects or ([] if r.failure is None else [None])
     for d in found:
         rec = r.failure if d is None else d.failure
@@ -634,9 +660,11 @@ def explore_in_children(a: argparse.Namespace, names: Sequence[str]) -> int:
 
 
 def _merge(a: argparse.Namespace, merged: list[dict[str, Any]]) -> int:
-    """Write the subjects' results as one DIR/scenario-summary.json; 1 when any subject failed."""
+    """Write the subjects' results as one DIR/scenario-summary.json; 1 when any subject failed or its
+    environment ended it (out of memory)."""
     out = Path(a.out)
     failed = [m["subject"] for m in merged if subject_failed(m["failure"], m["directed"])]
+    incomplete = [m["subject"] for m in merged if m.get("environment")]
     totals = {k: sum(m[k] or 0 for m in merged) for k in ("examples", "steps", "runs")}
     (out / SUMMARY_NAME).write_text(
         json.dumps(
@@ -647,13 +675,14 @@ def _merge(a: argparse.Namespace, merged: list[dict[str, Any]]) -> int:
                 "device": a.device,
                 "totals": totals,
                 "failed": failed,
+                "incomplete": incomplete,
                 "subjects": merged,
             },
             indent=2,
         )
         + "\n"
     )
-    return int(bool(failed))
+    return int(bool(failed) or bool(incomplete))
 
 
 def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m conformance.explore.loop") -> int:

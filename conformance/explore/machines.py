@@ -42,7 +42,7 @@ from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
 from conformance.evaluate import TruthCache
 from conformance.explore.defects import DefectBook, Signature, failure_class, signature_of
-from kernels._env import context_after_error, device_type
+from kernels._env import context_after_error, device_type, memory_report, out_of_memory
 from kernels.errors import LibraryRefused
 from kernels.protocol import AttentionKernel, KernelOutput, Reason, route_of_failed_run
 from scenarios.poison import unwritten_mask
@@ -217,6 +217,23 @@ class ContextLost(BaseException):
                 )
             ],
         )
+
+
+class EnvironmentFailure(BaseException):
+    """The machine ran out of memory during a call: the subject ends, and nothing is recorded as a defect.
+
+    What ran out is the environment (a neighbour process holding the device, a leak in the harness), not
+    the kernel: a script of the calls would not reproduce it on an idle device. A BaseException, so
+    Hypothesis neither catches nor shrinks it; explore_subject reports the subject as ended by its
+    environment, with the calls so far and the memory figures, and the run as incomplete.
+    """
+
+    def __init__(self, subject: str, steps: Sequence[Step], detail: str) -> None:
+        super().__init__(detail)
+        self.subject, self.steps, self.detail = subject, list(steps), detail
+
+    def to_json(self) -> dict[str, Any]:
+        return {"error": self.detail, "sequence": [s.line() for s in self.steps]}
 
 
 def case_expr(case: Case) -> str:
@@ -448,7 +465,11 @@ class ScenarioMachine(RuleBasedStateMachine):
             self._log(step)
             self.planned.pop(backend, None)
             return
-        inputs = materialize(case, seed, self.subject.device)
+        try:
+            inputs = materialize(case, seed, self.subject.device)
+        except Exception as e:  # noqa: BLE001 - only running out of memory is caught here
+            self._environment(e, "materializing the inputs")
+            raise
         key = (backend,) + self._wrapper_key(adapter, case)
         events = getattr(adapter, "graph_events", None)
         seen = len(events) if isinstance(events, list) else 0
@@ -458,6 +479,7 @@ class ScenarioMachine(RuleBasedStateMachine):
         try:
             adapter.plan(inputs)
         except Exception as e:  # noqa: BLE001 - any exception is an observation to judge
+            self._environment(e, "plan", step)
             step.library_calls = log[mark:]
             self.planned.pop(backend, None)
             # The wrapper was called: what a failed plan left behind is part of its history (the ledger's
@@ -518,6 +540,7 @@ class ScenarioMachine(RuleBasedStateMachine):
             self._log(step)
             return
         except Exception as e:  # noqa: BLE001
+            self._environment(e, "run", step)
             step.library_calls = log[mark:]
             held = route_of_failed_run(adapter, p.inputs)  # what plan() chose, where the run meant it
             if self._known(step, case, backend, e, held[0] if held is not None else None):
@@ -544,6 +567,20 @@ class ScenarioMachine(RuleBasedStateMachine):
         violations = self._check(backend, adapter, p, out, step)
         if violations:
             self._fail(violations, backend, case, self.plans.get(p.history, [])[: p.tried])
+
+    def _environment(self, e: Exception, during: str, step: Optional[Step] = None) -> None:
+        """End the subject on running out of memory (EnvironmentFailure), with what memory looked like and
+        the calls so far (`step`, the call that ran out, last)."""
+        if not out_of_memory(e):
+            return
+        detail = f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"
+        if step is not None:
+            step.outcome, step.note = "raise", detail
+        raise EnvironmentFailure(
+            self.subject.name,
+            self.steps + ([step] if step is not None else []),
+            f"out of memory during {during}: {detail} ({memory_report(self.subject.device)})",
+        ) from None
 
     def _context(self, step: Step) -> None:
         """After a raise on a GPU: clear a pending CUDA error (noted on the step), or stop on a lost context."""
@@ -654,6 +691,7 @@ class ScenarioMachine(RuleBasedStateMachine):
             control.plan(inputs)
             ref = control.run(inputs)
         except Exception as e:  # noqa: BLE001
+            self._environment(e, "the fresh adapter's control")
             if device_type(self.subject.device) == "cuda" and not context_after_error(self.subject.device)[0]:
                 raise ContextLost(
                     self.subject.name, self.steps, f"a fresh adapter raised {type(e).__name__}: {e} on the same plan"

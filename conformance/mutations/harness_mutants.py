@@ -14,6 +14,7 @@ from conformance.mutations.kinds import Mutant, check_unique
 
 _FI_SUBJ = "tests/explore/test_flashinfer_subjects.py::"
 _ISO = "tests/explore/test_explore_isolation.py::"
+_OOM = "tests/explore/test_explore_environment.py::"
 _LEDGER = "tests/harness/test_known_failures.py::"
 _PREBUILD = "tests/kernels/test_flashinfer_prebuild.py::"
 _MUTATION = "tests/mutation/test_mutation_matrix.py::"
@@ -1669,6 +1670,47 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "expected_route(SPEC_072, q).backend == kernel",
         "an entry seen in both versions claims a short paged auto record by 0.7.2.post1's pick alone (0.7.4 runs fa2)",
         (_LEDGER + "test_entries_of_both_versions_ask_auto_only_where_both_versions_pick_alike",),
+    ),
+    _harness(
+        "oom-recorded-as-defect",
+        "conformance/explore/machines.py",
+        "        if not out_of_memory(e):\n            return\n",
+        "        if True:\n            return\n",
+        "a call that ran out of device memory is judged as the kernel's raise: a crowded device becomes a "
+        "defect whose script does not reproduce",
+        (_OOM + "test_out_of_memory_ends_the_subject_as_its_environment_not_a_defect[while-exploring]",),
+    ),
+    _harness(
+        "oom-in-warm-up-recorded-as-finding",
+        "conformance/explore/loop.py",
+        "                if out_of_memory(e):\n",
+        "                if False:\n",
+        "running out of memory in the warm-up is reported as the library failing its plainest case",
+        (_OOM + "test_out_of_memory_ends_the_subject_as_its_environment_not_a_defect[in-the-warm-up]",),
+    ),
+    _harness(
+        "oom-text-not-read",
+        "kernels/_env.py",
+        '("out of memory" in text or "cudaerrormemoryallocation" in text)',
+        '"cudaerrormemoryallocation" in text',
+        'a CUDA "out of memory" a library raises as a RuntimeError is taken for the kernel\'s own error',
+        (_OOM + "test_what_counts_as_running_out_of_memory[cuda-oom-text]",),
+    ),
+    _harness(
+        "incomplete-run-exits-0",
+        "conformance/explore/loop.py",
+        "        return int(bool(self.escaped() if self.expects_failures else self.failed()) or bool(self.incomplete()))\n",
+        "        return int(bool(self.escaped() if self.expects_failures else self.failed()))\n",
+        "a run whose subject ran out of memory before its budget was spent exits 0, as if it had held",
+        (_OOM + "test_out_of_memory_ends_the_subject_as_its_environment_not_a_defect[while-exploring]",),
+    ),
+    _harness(
+        "merged-incomplete-run-exits-0",
+        "conformance/explore/loop.py",
+        "    return int(bool(failed) or bool(incomplete))\n",
+        "    return int(bool(failed))\n",
+        "a GPU run (a process per subject) whose subject ran out of memory exits 0, as if it had held",
+        (_OOM + "test_out_of_memory_ends_the_subject_as_its_environment_not_a_defect[while-exploring]",),
     ),
 )
 

@@ -1,0 +1,82 @@
+"""Running out of memory ends a subject as an environment failure, never as a defect with a script.
+
+On the H200 one subject process holding most of the device made its neighbours' kernels fail with
+OutOfMemoryError; those were recorded as defects whose scripts did not reproduce. Here an adapter
+that runs out of memory at its Nth run stands in for the crowded device.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from conformance.explore.loop import SUMMARY_NAME, Summary, _budget, _merge, explore_subject
+from conformance.explore.subjects import torch_subjects
+from kernels._env import out_of_memory
+
+
+class _RunsOutOfMemory:
+    """An adapter that behaves like `inner` until its `after`th run, which raises as a full device does."""
+
+    runs = 0
+
+    def __init__(self, inner: Any, after: int) -> None:
+        self.inner, self.after = inner, after
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def run(self, inputs: Any) -> Any:
+        type(self).runs += 1
+        if type(self).runs >= self.after:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 128.00 MiB")
+        return self.inner.run(inputs)
+
+
+@pytest.mark.parametrize(
+    ("error", "environment"),
+    [
+        (torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"), True),
+        (RuntimeError("CUDA error: out of memory"), True),
+        (RuntimeError("Failed to allocate memory: cudaErrorMemoryAllocation"), True),
+        (MemoryError(), True),
+        (RuntimeError("CUDA error: an illegal memory access was encountered"), False),
+        (ValueError("the plan is out of memory order"), False),
+    ],
+    ids=["torch-oom", "cuda-oom-text", "allocator-text", "host", "illegal-access", "other-type"],
+)
+def test_what_counts_as_running_out_of_memory(error: BaseException, environment: bool) -> None:
+    assert out_of_memory(error) is environment
+
+
+@pytest.mark.parametrize("after", [1, 6], ids=["in-the-warm-up", "while-exploring"])
+def test_out_of_memory_ends_the_subject_as_its_environment_not_a_defect(after: int, tmp_path: Path) -> None:
+    (base,) = torch_subjects("cpu")
+    _RunsOutOfMemory.runs = 0
+    subject = replace(base, make=lambda b: _RunsOutOfMemory(base.make(b), after))
+    r = explore_subject(subject, _budget("ci", 4, 4), tmp_path)
+    assert r.environment is not None, "an OutOfMemoryError must end the subject as its environment"
+    assert r.environment["phase"] == ("warm-up" if after == 1 else "directed")
+    assert f"out of memory during {'the warm-up' if after == 1 else 'run'}" in r.environment["error"]
+    assert "host memory" in r.environment["error"]
+    if after > 1:
+        assert "OutOfMemoryError" in r.environment["sequence"][-1]
+    assert r.failure is None and r.defects == [], "running out of memory is not a finding"
+    assert not (tmp_path / "failures").exists(), "no script for what an idle device would not reproduce"
+
+    summary = Summary("torch", "ci", 0, "cpu", [r])
+    assert summary.failed() == [] and summary.incomplete() == [base.name]
+    assert summary.exit_status == 1, "a run its environment cut short has not held"
+    assert summary.to_json()["incomplete"] == [base.name]
+
+    # A GPU run's parent merges each child's summary the same way.
+    a = argparse.Namespace(out=str(tmp_path), target="torch", budget="ci", seed=0, device="cuda")
+    assert _merge(a, [r.to_json()]) == 1
+    merged = json.loads((tmp_path / SUMMARY_NAME).read_text())
+    assert merged["failed"] == [] and merged["incomplete"] == [base.name]
