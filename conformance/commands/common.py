@@ -30,7 +30,10 @@ def default_device() -> str:
 
 
 def set_jit_cache(path: str) -> None:
-    """Point FlashInfer's JIT cache at `path`; it reads the variable once, at import."""
+    """Point FlashInfer's JIT cache at `path`; it reads the variable once, at import (a second call with
+    the same path, once it is imported, changes nothing and is accepted)."""
+    if os.environ.get("FLASHINFER_WORKSPACE_BASE") == os.path.abspath(path) and os.path.isdir(path):
+        return
     if "flashinfer" in sys.modules:
         raise InvalidValue(
             "--jit-cache",

@@ -10,7 +10,7 @@ import argparse
 from typing import Any, Sequence
 
 from conformance.commands import run, sweep
-from conformance.commands.common import default_device
+from conformance.commands.common import default_device, set_jit_cache
 
 NAME = "record"
 
@@ -37,6 +37,8 @@ def add_parser(sub: Any) -> None:
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from conformance.sweep import check_sweep
 
+    if args.jit_cache:  # before the sweep's checks, which import the library on a GPU
+        set_jit_cache(args.jit_cache)
     device = args.device or default_device()
     args.device = device
     if args.time_backends:  # every usage error before the parity run writes anything

@@ -61,7 +61,7 @@ from conformance.explore.machines import (
     machine_for,
 )
 from conformance.explore.repro import slug, verify_script, write_repro
-from conformance.explore.subjects import HUNT_TARGETS, TARGETS, subjects_for
+from conformance.explore.subjects import FAULT_TARGETS, HUNT_TARGETS, TARGETS, subjects_for
 from scenarios.tensors import materialize
 
 if sys.version_info >= (3, 11):
@@ -185,6 +185,17 @@ class SubjectResult:
             "defects": [d.to_json() for d in self.defects],
             "environment": self.environment,
         }
+
+
+def escaped_faults(target: str, records: Sequence[dict[str, Any]]) -> list[str]:
+    """Fault subjects (summary records) the exploration let through: no failure found, or for the seed
+    faults also no directed sequence that failed (in-process results and a child's merged JSON alike)."""
+    both = target == "faults"
+    return [
+        m["subject"]
+        for m in records
+        if m["failure"] is None or (both and not any(d["status"] == "failed" for d in m["directed"]))
+    ]
 
 
 def subject_failed(failure: Optional[dict[str, Any]], directed: list[dict[str, Any]]) -> bool:
@@ -401,12 +412,11 @@ class Summary:
 
     @property
     def expects_failures(self) -> bool:
-        return self.target in HUNT_TARGETS
+        return self.target in FAULT_TARGETS
 
     def escaped(self) -> list[str]:
         """Fault subjects the exploration let through (the seed faults: or every directed sequence)."""
-        both = self.target == "faults"
-        return [r.subject.name for r in self.results if r.failure is None or (both and not r.directed_failures)]
+        return escaped_faults(self.target, [r.to_json() for r in self.results])
 
     def failed(self) -> list[str]:
         return [r.subject.name for r in self.results if subject_failed(r.failure, r.directed)]
@@ -660,11 +670,13 @@ def explore_in_children(a: argparse.Namespace, names: Sequence[str]) -> int:
 
 
 def _merge(a: argparse.Namespace, merged: list[dict[str, Any]]) -> int:
-    """Write the subjects' results as one DIR/scenario-summary.json; 1 when any subject failed or its
-    environment ended it (out of memory)."""
+    """Write the subjects' results as one DIR/scenario-summary.json, as an in-process run writes it; 1 when
+    any subject failed (a fault target: when any fault escaped) or its environment ended it (out of memory)."""
     out = Path(a.out)
     failed = [m["subject"] for m in merged if subject_failed(m["failure"], m["directed"])]
     incomplete = [m["subject"] for m in merged if m.get("environment")]
+    faults = a.target in FAULT_TARGETS
+    verdict = {"escaped": escaped_faults(a.target, merged)} if faults else {"failed": failed}
     totals = {k: sum(m[k] or 0 for m in merged) for k in ("examples", "steps", "runs")}
     (out / SUMMARY_NAME).write_text(
         json.dumps(
@@ -674,7 +686,7 @@ def _merge(a: argparse.Namespace, merged: list[dict[str, Any]]) -> int:
                 "seed": a.seed,
                 "device": a.device,
                 "totals": totals,
-                "failed": failed,
+                **verdict,
                 "incomplete": incomplete,
                 "subjects": merged,
             },
@@ -682,7 +694,9 @@ def _merge(a: argparse.Namespace, merged: list[dict[str, Any]]) -> int:
         )
         + "\n"
     )
-    return int(bool(failed) or bool(incomplete))
+    if faults:
+        print(f"faults caught: {len(merged) - len(verdict['escaped'])} of {len(merged)}", flush=True)
+    return int(bool(next(iter(verdict.values()))) or bool(incomplete))
 
 
 def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m conformance.explore.loop") -> int:

@@ -681,11 +681,15 @@ class ScenarioMachine(RuleBasedStateMachine):
                     "output_matches_oracle", "; ".join(c.summary() for c in (oc, lc) if c is not None and not c.passed)
                 )
             )
-        v += self._history(adapter, inputs, out, oc.bound)
+        v += self._history(adapter, inputs, out, oc.bound, backend, step)
         v += self._routing(backend, out, step)
         return v
 
-    def _history(self, adapter: AttentionKernel, inputs: Inputs, out: KernelOutput, bound: float) -> list[Violation]:
+    def _history(
+        self, adapter: AttentionKernel, inputs: Inputs, out: KernelOutput, bound: float, backend: str, step: Step
+    ) -> list[Violation]:
+        """The run against a fresh adapter's plan and run of the same inputs. A control that raises where the
+        ledger expects that case to raise is no evidence about this wrapper's history: noted, not judged."""
         try:
             control = adapter.fresh()
             control.plan(inputs)
@@ -696,6 +700,10 @@ class ScenarioMachine(RuleBasedStateMachine):
                 raise ContextLost(
                     self.subject.name, self.steps, f"a fresh adapter raised {type(e).__name__}: {e} on the same plan"
                 ) from None
+            entry = self._ledger(inputs.case, backend)
+            if entry is not None and entry[1] == "error":
+                step.note += f" [fresh control: known {entry[0]}: {type(e).__name__}]"
+                return []
             return [
                 Violation("history_independent", f"a fresh adapter raised {type(e).__name__}: {e} on the same plan")
             ]

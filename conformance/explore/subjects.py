@@ -35,6 +35,9 @@ TARGETS = ("torch", "standin", "faults", "flashinfer", "lifecycle", "lifecycle-c
 # Targets whose subjects are expected to fail (faults switched on), and their clean comparison: explored with
 # the budget's `hunt` counts (conformance/explore/loop.py).
 HUNT_TARGETS = frozenset({"faults", "lifecycle", "lifecycle-clean"})
+# Of those, the ones whose every subject must fail (a fault each): a run passes when none escaped. The clean
+# comparison passes, as every other target does, when every subject held.
+FAULT_TARGETS = frozenset({"faults", "lifecycle"})
 
 
 def torch_subjects(device: str) -> list[Subject]:

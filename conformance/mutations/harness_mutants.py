@@ -1707,10 +1707,58 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "merged-incomplete-run-exits-0",
         "conformance/explore/loop.py",
-        "    return int(bool(failed) or bool(incomplete))\n",
-        "    return int(bool(failed))\n",
+        "    return int(bool(next(iter(verdict.values()))) or bool(incomplete))\n",
+        "    return int(bool(next(iter(verdict.values()))))\n",
         "a GPU run (a process per subject) whose subject ran out of memory exits 0, as if it had held",
         (_OOM + "test_out_of_memory_ends_the_subject_as_its_environment_not_a_defect[while-exploring]",),
+    ),
+    _harness(
+        "merged-fault-run-judged-as-held",
+        "conformance/explore/loop.py",
+        "    faults = a.target in FAULT_TARGETS\n",
+        "    faults = False\n",
+        "a GPU run of a fault target (a process per subject) fails because its faults were caught, and never "
+        "says which escaped",
+        (_OOM + "test_a_merged_gpu_run_judges_fault_targets_by_what_escaped[faults-all-caught]",),
+    ),
+    _harness(
+        "clean-comparison-expects-failures",
+        "conformance/explore/subjects.py",
+        'FAULT_TARGETS = frozenset({"faults", "lifecycle"})\n',
+        'FAULT_TARGETS = frozenset({"faults", "lifecycle", "lifecycle-clean"})\n',
+        "the lifecycle catalogue's clean subjects are judged as faults: a run where the library held exits 1",
+        (_OOM + "test_a_merged_gpu_run_judges_fault_targets_by_what_escaped[clean-held]",),
+    ),
+    _harness(
+        "fresh-control-ledger-ignored",
+        "conformance/explore/machines.py",
+        '            if entry is not None and entry[1] == "error":\n',
+        "            if False:\n",
+        "a fresh control that raises on a case the ledger says the library cannot run is judged as the "
+        "wrapper's history: every graph run over zero query rows becomes a history defect",
+        (_OOM + "test_a_fresh_control_that_raises_where_the_ledger_says_so_is_not_judged[known-to-raise]",),
+    ),
+    _harness(
+        "record-jit-cache-after-timing-checks",
+        "conformance/commands/record.py",
+        "    if args.jit_cache:  # before the sweep's checks, which import the library on a GPU\n"
+        "        set_jit_cache(args.jit_cache)\n",
+        "",
+        "`attncheck record --jit-cache DIR --time fa2` refuses its own option on a GPU: the timing checks "
+        "import flashinfer before the parity run sets the cache",
+        (
+            "tests/harness/test_jit_cache.py::test_record_points_the_jit_cache_before_its_timing_checks_import_the_library",
+        ),
+    ),
+    _harness(
+        "jit-cache-repeat-refused",
+        "conformance/commands/common.py",
+        '    if os.environ.get("FLASHINFER_WORKSPACE_BASE") == os.path.abspath(path) and os.path.isdir(path):\n',
+        "    if False:\n",
+        "the same --jit-cache set twice (record, then its parity run) is refused once flashinfer is imported",
+        (
+            "tests/harness/test_jit_cache.py::test_record_points_the_jit_cache_before_its_timing_checks_import_the_library",
+        ),
     ),
 )
 

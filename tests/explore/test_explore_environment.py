@@ -80,3 +80,56 @@ def test_out_of_memory_ends_the_subject_as_its_environment_not_a_defect(after: i
     assert _merge(a, [r.to_json()]) == 1
     merged = json.loads((tmp_path / SUMMARY_NAME).read_text())
     assert merged["failed"] == [] and merged["incomplete"] == [base.name]
+
+
+def _record(name: str, caught: bool) -> dict[str, Any]:
+    failure = {"invariant": "output_matches_oracle"} if caught else None
+    return {"subject": name, "examples": 1, "steps": 1, "runs": 1, "failure": failure, "directed": []}
+
+
+@pytest.mark.parametrize(
+    ("target", "caught", "key", "listed", "status"),
+    [
+        ("lifecycle", (True, True), "escaped", [], 0),
+        ("lifecycle", (True, False), "escaped", ["b"], 1),
+        ("lifecycle-clean", (False, False), "failed", [], 0),
+        ("lifecycle-clean", (False, True), "failed", ["b"], 1),
+        ("flashinfer", (True, False), "failed", ["a"], 1),
+    ],
+    ids=["faults-all-caught", "fault-escaped", "clean-held", "clean-failed", "library-failed"],
+)
+def test_a_merged_gpu_run_judges_fault_targets_by_what_escaped(
+    target: str, caught: tuple[bool, bool], key: str, listed: list[str], status: int, tmp_path: Path
+) -> None:
+    """A GPU run merges its children's summaries: a fault target passes when every fault was caught, its
+    clean comparison (and every other target) when every subject held, as an in-process run judges them."""
+    a = argparse.Namespace(out=str(tmp_path), target=target, budget="ci", seed=0, device="cuda")
+    assert _merge(a, [_record("a", caught[0]), _record("b", caught[1])]) == status
+    merged = json.loads((tmp_path / SUMMARY_NAME).read_text())
+    assert merged[key] == listed and ({"escaped", "failed"} - {key}).isdisjoint(merged)
+
+
+class _ControlRaises(_RunsOutOfMemory):
+    """An adapter whose fresh controls raise on every run, as a library does on a case it cannot run."""
+
+    def fresh(self) -> Any:
+        return _ControlRaises(self.inner.fresh(), 0)
+
+    def run(self, inputs: Any) -> Any:
+        if self.after == 0:
+            raise RuntimeError("BatchPrefillWithPagedKVCache failed with error invalid argument")
+        return self.inner.run(inputs)
+
+
+@pytest.mark.parametrize("ledger", ["error", None], ids=["known-to-raise", "not-in-the-ledger"])
+def test_a_fresh_control_that_raises_where_the_ledger_says_so_is_not_judged(ledger: Any, tmp_path: Path) -> None:
+    """On the H200 the fresh control of a graph run over zero query rows raised (a ledger entry), and the run
+    it controlled was reported as depending on its history."""
+    (base,) = torch_subjects("cpu")
+    known = (lambda case, backend: ("flashinfer-graph-no-query-rows", "error")) if ledger else None
+    subject = replace(base, make=lambda b: _ControlRaises(base.make(b), 1), known=known)
+    r = explore_subject(subject, _budget("ci", 2, 3), tmp_path)
+    if ledger:
+        assert r.failure is None, r.failure
+    else:
+        assert r.failure is not None and "a fresh adapter raised RuntimeError" in str(r.failure["details"])
