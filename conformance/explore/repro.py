@@ -134,8 +134,11 @@ def check(n, adapter_make, inputs, got):
     """What the machine checks after a run; returns the problems found."""
     problems = against_reference(n, got.out, got.lse, got.lse_base == 2.0)
     control = adapter_make()
-    control.plan(inputs)
-    fresh = control.run(inputs)
+    try:
+        control.plan(inputs)
+        fresh = control.run(inputs)
+    except Exception as e:  # the machine judges a control that raises, as here
+        return problems + [f"a fresh adapter raised {type(e).__name__}: {e} on the same plan"]
     if EXACT and not same(got.out, fresh.out):
         problems.append("output differs from a fresh adapter's for the same plan")
     if not GRAPH and (got.resolved_backend, got.fallback_reason) != (fresh.resolved_backend, fresh.fallback_reason):

@@ -213,9 +213,16 @@ def flashinfer_script(failure: ScenarioFailure, subject: Subject, name: str) -> 
                 )
             else:
                 lines.append("    # the control: a fresh wrapper, the same construction, plan and run")
-                lines.append(f"    ctl_w = {w.call(ctor[c.on])}")
-                lines.append(f"    {w.call(last_plan[c.on], on='ctl_w')}")
-                lines.append(f"    ctl = {w.call(c, on='ctl_w')}")
+                lines.append("    try:")
+                lines.append(f"        ctl_w = {w.call(ctor[c.on])}")
+                lines.append(f"        {w.call(last_plan[c.on], on='ctl_w')}")
+                lines.append(f"        ctl = {w.call(c, on='ctl_w')}")
+                lines.append(f"        {SYNC}")
+                lines.append("    except Exception as e:  # the machine judges a control that raises, as here")
+                lines.append(
+                    f"        return reproduced({s.n}, [f'a fresh wrapper raised {{type(e).__name__}}: {{e}} "
+                    "on the same plan'])"
+                )
                 lines.append(
                     f"    problems = check({s.n}, res, backend_of({c.on}), reason_of({c.on}), ctl, "
                     f"backend_of(ctl_w), reason_of(ctl_w))"

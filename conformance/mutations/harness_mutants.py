@@ -331,8 +331,8 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "repro-fi-control-reuses-the-wrapper",
         "conformance/explore/repro_flashinfer.py",
-        '                lines.append(f"    ctl_w = {w.call(ctor[c.on])}")\n',
-        '                lines.append(f"    ctl_w = {c.on}")\n',
+        '                lines.append(f"        ctl_w = {w.call(ctor[c.on])}")\n',
+        '                lines.append(f"        ctl_w = {c.on}")\n',
         "the plain script's control replays the plan on the same wrapper, not a fresh one",
         (_FI_SUBJ + "test_exploration_finds_the_lifecycle_defect_and_writes_a_plain_script[ragged-catchers1]",),
     ),
@@ -1759,6 +1759,27 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         (
             "tests/harness/test_jit_cache.py::test_record_points_the_jit_cache_before_its_timing_checks_import_the_library",
         ),
+    ),
+    _harness(
+        "script-control-raise-is-a-traceback",
+        "conformance/explore/repro_flashinfer.py",
+        '                    f"        return reproduced({s.n}, [f\'a fresh wrapper raised {{type(e).__name__}}: {{e}} "\n',
+        '                    f"        raise  # ({s.n}) [f\'a fresh wrapper raised {{type(e).__name__}}: {{e}} "\n',
+        "a plain flashinfer script whose fresh control raises ends in a traceback: 'could not run', where the "
+        "machine reported the raise as the defect",
+        (
+            "tests/explore/test_flashinfer_subjects.py::"
+            "test_a_control_that_raises_in_the_script_is_its_verdict_not_a_traceback",
+        ),
+    ),
+    _harness(
+        "library-script-control-raise-is-a-traceback",
+        "conformance/explore/repro.py",
+        '        return problems + [f"a fresh adapter raised {type(e).__name__}: {e} on the same plan"]\n',
+        "        raise\n",
+        "a library script whose fresh control raises ends in a traceback: 'could not run', where the machine "
+        "reported the raise as the defect",
+        ("tests/explore/test_scenario_repro.py::test_a_library_scripts_control_that_raises_is_its_verdict",),
     ),
 )
 

@@ -173,6 +173,42 @@ def test_a_run_that_raised_in_the_machine_is_judged_where_the_script_does_not_ra
     assert code == 0 and "did not raise here, and its output held" in out and "compute-sanitizer" in out, out
 
 
+def test_a_control_that_raises_in_the_script_is_its_verdict_not_a_traceback(
+    fake: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the H200 the scripts of history defects whose fresh control raised ended in a traceback and were
+    reported "could not run: exit status 1". The machine judges a control that raises; so does the script."""
+    W = ff.BatchPrefillWithRaggedKVCacheWrapper
+    s = _subjects()["flashinfer-sm90-ragged"]
+    m = machine_for(s)
+    (seq,) = [d for d in directed_for(m.profile, None) if d.name == "ragged: masked then unmasked"]
+    status, failure = run_directed(m, seq)  # the fake keeps the stale mask: an output is judged
+    assert status == "failed" and failure is not None and failure.invariant != "no_unexpected_error", failure
+    script = write_repro(failure, s, tmp_path, "directed")
+    made: list[Any] = []
+    init, plan, run = W.__init__, W.plan, W.run
+
+    def counted(self: Any, *a: Any, **kw: Any) -> None:
+        made.append(self)
+        self._ran = False
+        init(self, *a, **kw)
+
+    def ran(self: Any, *a: Any, **kw: Any) -> Any:
+        self._ran = True
+        return run(self, *a, **kw)
+
+    def control_raises(self: Any, *a: Any, **kw: Any) -> Any:  # a wrapper made after another one ran
+        if any(w._ran for w in made[: made.index(self)]):
+            raise RuntimeError("BatchPrefillWithRaggedKVCache failed with error invalid argument")
+        return plan(self, *a, **kw)
+
+    monkeypatch.setattr(W, "__init__", counted)
+    monkeypatch.setattr(W, "run", ran)
+    monkeypatch.setattr(W, "plan", control_raises)
+    code, out = _run_script(str(script))
+    assert code == 1 and "a fresh wrapper raised RuntimeError" in out, out
+
+
 def _with_ledger_at(subject: Any, version: str) -> Any:
     """The subject with the real ledger read as if `version` were installed (the fake reports its own)."""
     from conformance.known_failures import entry_for

@@ -9,11 +9,13 @@ Both kinds of scripts/repro.py are run here as `python script.py`:
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import runpy
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,6 +29,7 @@ from conformance.explore.directed import directed_for, run_directed
 from conformance.explore.subjects import fault_subjects
 from conformance.explore.machines import Recipe, ScenarioFailure, Subject, Violation, machine_for
 from conformance.explore.repro import write_repro
+from kernels.standins._install import uninstall
 from scenarios.tensors import Inputs
 
 # Loaded at interpreter start through PYTHONPATH: SDPA's last query row comes back NaN.
@@ -108,6 +111,42 @@ def test_a_library_scripts_run_is_synchronised_inside_its_try(tmp_path: Path) ->
     text = script.read_text()
     body = text[text.index("got = adapter.run(inputs)") :]
     assert "torch.cuda.synchronize()" in body[: body.index("except Exception")], body[:300]
+
+
+def test_a_library_scripts_control_that_raises_is_its_verdict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh adapter that raises on the same plan is what the machine reports (history_independent); the
+    script says so and exits 1, where it used to end in a traceback ("could not run: exit status 1")."""
+    from kernels.flashinfer.adapter import FlashInferKernel
+
+    subject = next(s for s in fault_subjects() if s.name == "fault-mask_not_cleared")
+    script = write_repro(directed_failure(subject, "paged: masked then unmasked"), subject, tmp_path, "directed")
+    made: list[Any] = []
+    init, plan, run = FlashInferKernel.__init__, FlashInferKernel.plan, FlashInferKernel.run
+
+    def counted(self: Any, *a: Any, **kw: Any) -> None:
+        made.append(self)
+        self._ran_once = False
+        init(self, *a, **kw)
+
+    def ran(self: Any, inputs: Any) -> Any:
+        self._ran_once = True
+        return run(self, inputs)
+
+    def control_raises(self: Any, inputs: Any) -> None:  # an adapter made after another one ran
+        if any(a._ran_once for a in made[: made.index(self)]):
+            raise RuntimeError("BatchPrefillWithPagedKVCache failed with error invalid argument")
+        plan(self, inputs)
+
+    monkeypatch.setattr(FlashInferKernel, "__init__", counted)
+    monkeypatch.setattr(FlashInferKernel, "run", ran)
+    monkeypatch.setattr(FlashInferKernel, "plan", control_raises)
+    buf = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(buf), pytest.raises(SystemExit) as done:
+            runpy.run_path(str(script), run_name="__main__")
+    finally:
+        uninstall()  # the script installed the stand-in for good, as a process would
+    assert done.value.code == 1 and "a fresh adapter raised RuntimeError" in buf.getvalue(), buf.getvalue()
 
 
 def test_a_torch_script_uses_only_torch_and_blames_torch_only_when_torch_is_wrong(tmp_path: Path) -> None:
