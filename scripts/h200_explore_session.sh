@@ -52,9 +52,9 @@ explore_lane() {  # explore_lane VERSION SITE
   enter "$v" "$site"
   if [ "$v" = 0.7.4 ]; then
     step explore 420 "${run[@]}" explore --target flashinfer --device cuda --budget runner --examples 24 \
-        --steps 10 --jobs 3 --out "$R/explore"
+        --steps 10 --jobs 3 --prebuild --out "$R/explore"
   fi
-  step lifecycle 420 "${run[@]}" explore --target lifecycle --device cuda --budget ci --jobs 3 --out "$R/lifecycle"
+  step lifecycle 420 "${run[@]}" explore --target lifecycle --device cuda --budget ci --jobs 3 --prebuild --out "$R/lifecycle"
   step lifecycle_clean 300 "${run[@]}" explore --target lifecycle-clean --device cuda --budget ci --jobs 3 \
       --out "$R/lifecycle-clean"
   SITE=$site JIT_CACHE=$FLASHINFER_WORKSPACE_BASE TIME_BUDGET=300 \

@@ -699,6 +699,21 @@ def _merge(a: argparse.Namespace, merged: list[dict[str, Any]]) -> int:
     return int(bool(next(iter(verdict.values()))) or bool(incomplete))
 
 
+def _prebuild(subjects: Sequence[Subject], device: str) -> None:
+    """--prebuild: the subjects' JIT modules, built before the first subject runs (a GPU only)."""
+    if device_type(device) != "cuda":
+        print(f"prebuild: nothing to build on {device} (FlashInfer builds its modules on a GPU)", flush=True)
+        return
+    from conformance.explore.prebuild import prebuild_subjects
+
+    n, res = prebuild_subjects(subjects, device)
+    print(
+        f"prebuild: {n} modules built or found cached in {res.seconds:.1f} s"
+        + (f"; failed: {res.error[:300]} (the subjects build what they need as they go)" if res.error else ""),
+        flush=True,
+    )
+
+
 def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m conformance.explore.loop") -> int:
     p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     p.add_argument("--target", choices=TARGETS, default="torch")
@@ -718,6 +733,11 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m conformanc
         "--jobs", type=int, default=1, help="on a GPU: subjects run at once, each in its own process (default 1)"
     )
     p.add_argument(
+        "--prebuild",
+        action="store_true",
+        help="on a GPU: first build every FlashInfer JIT module the subjects can load, all cores on it",
+    )
+    p.add_argument(
         "--in-process",
         action="store_true",
         help="run every subject in this process (the default on a CPU; a GPU run uses a process per subject)",
@@ -731,6 +751,9 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m conformanc
             raise ValueError(
                 f"--jobs={a.jobs}: expected a positive number of subject processes at once; pass e.g. --jobs 4"
             )
+        if a.prebuild:
+            _budget(a.budget, a.examples, a.steps)  # usage errors before the build
+            _prebuild(_chosen(a.target, a.device, a.subject), a.device)
         if not a.in_process and device_type(a.device) == "cuda":
             _budget(a.budget, a.examples, a.steps)  # usage errors before any child starts
             return explore_in_children(a, [s.name for s in _chosen(a.target, a.device, a.subject)])

@@ -1781,6 +1781,30 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "reported the raise as the defect",
         ("tests/explore/test_scenario_repro.py::test_a_library_scripts_control_that_raises_is_its_verdict",),
     ),
+    _harness(
+        "prebuild-misses-window-modules",
+        "conformance/explore/prebuild.py",
+        "                for window in (-1, WINDOW) if profile.window else (-1,):\n",
+        "                for window in (-1,):\n",
+        "the prebuild names no sliding-window module: the first windowed example builds it inside the run",
+        ("tests/explore/test_explore_prebuild.py::test_one_case_per_module_axis_combination",),
+    ),
+    _harness(
+        "prebuild-misses-packbits",
+        "conformance/explore/prebuild.py",
+        '                    out.append(base.replace(mask="custom"))\n',
+        "                    pass\n",
+        "the prebuild never names the packbits module: the first masked example builds it inside the run",
+        ("tests/explore/test_explore_prebuild.py::test_the_lifecycle_subjects_name_every_window_module_they_can_load",),
+    ),
+    _harness(
+        "prebuild-on-cpu-tries-to-build",
+        "conformance/explore/loop.py",
+        '    if device_type(device) != "cuda":\n        print(f"prebuild: nothing to build',
+        '    if False:\n        print(f"prebuild: nothing to build',
+        "explore --prebuild on a CPU goes looking for JIT modules instead of saying there is nothing to build",
+        ("tests/explore/test_explore_prebuild.py::test_prebuild_on_a_cpu_says_there_is_nothing_to_build",),
+    ),
 )
 
 check_unique(HARNESS_MUTANTS)
