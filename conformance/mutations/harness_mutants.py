@@ -155,14 +155,6 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         (_LEDGER + "test_the_window_graph_and_head_dim_entries_match_only_what_was_shown",),
     ),
     _harness(
-        "ledger-head-dim-96-entry-widened",
-        "conformance/known_failures.py",
-        '    return c["layout"] == "ragged" and c["head_dim_qk"] == 96 and backend in ("fa2", "auto")\n',
-        '    return c["layout"] == "ragged" and c["head_dim_qk"] in (96, 128) and backend in ("fa2", "auto")\n',
-        "the head-dim-96 crash entry also claims head dim 128, which runs (a crash entry is not launched)",
-        (_LEDGER + "test_the_window_graph_and_head_dim_entries_match_only_what_was_shown",),
-    ),
-    _harness(
         "prebuild-command-ignores-backends",
         "conformance/commands/prebuild.py",
         "    families = list(dict.fromkeys(split_backend(b)[0] for b in (a.backend or offered)))\n",
