@@ -66,7 +66,7 @@ def _empty_batch(c: dict[str, Any], backend: str) -> bool:
 def _page_mask_bytes(c: dict[str, Any]) -> list[int]:
     """The bytes plan() packs each request's mask into: (len + 7) // 8 of len = qo_len * ((pages - 1) *
     page_size + last_page_len) (_compute_page_mask_indptr, prefill.py:1595-1615; segment_packbits,
-    packbits.py:121-125), which is -qo_len * page_size for a request with no pages."""
+    packbits.py:128-132), which is -qo_len * page_size for a request with no pages."""
     ps = c["page_size"]
     return [(q * (k if k > 0 else -ps) + 7) // 8 for q, k in zip(c["qo_lens"], c["kv_lens"])]
 
@@ -128,11 +128,6 @@ def _no_query_rows(c: dict[str, Any], backend: str) -> bool:
     )
 
 
-def _fa2_ragged_head_dim_96(c: dict[str, Any], backend: str) -> bool:
-    """Ragged prefill at head dim 96 on fa2, asked for or what auto resolves to (fa3 has no 96)."""
-    return c["layout"] == "ragged" and c["head_dim_qk"] == 96 and backend in ("fa2", "auto")
-
-
 def _prefill_query(c: dict[str, Any]) -> RoutingQuery:
     """The record's fields the selector reads, as a routing query on sm90."""
     qo, kv = tuple(c["qo_lens"]), tuple(c["kv_lens"])
@@ -183,7 +178,9 @@ def _fa3_hnd(c: dict[str, Any], backend: str) -> bool:
 
 
 def _fa3_paged_192_128(c: dict[str, Any], backend: str) -> bool:
-    """fa3 paged prefill at head dims (192, 128), asked for or what sm90's auto resolves to there."""
+    """fa3 paged prefill at head dims (192, 128): what sm90's auto resolves to there. fa3 asked for is refused by a
+    deliberate check, which supports() declines (kernels/flashinfer/support.py), so a record that ran fa3 on such a
+    plan came through auto (entry_for asks about the kernel an auto record ran)."""
     return c["layout"] == "paged" and (c["head_dim_qk"], c["head_dim_vo"]) == (192, 128) and _runs_on(c, backend, "fa3")
 
 
@@ -392,9 +389,9 @@ LEDGER: tuple[KnownFailure, ...] = (
         "flashinfer",
         ("0.7.2.post1", "0.7.4"),
         "fa2 paged prefill with a sliding window and no causal mask: the split-KV scheduler budgets "
-        "window_left + CTA_TILE_Q keys per query tile (scheduler.cuh:627-633, 'pad CTA_TILE_Q to consider the "
-        "causal kv-len'; prefill.cuh:3368-3369), but a non-causal row sees every key right of its window start, "
-        "so rows of a long query over a long KV lose keys and the output is wrong",
+        "window_left + CTA_TILE_Q keys per query tile (scheduler.cuh:629-633, 'pad CTA_TILE_Q to consider the "
+        "causal kv-len'; prefill.cuh:4293-4294 in the paged kernel), but a non-causal row sees every key right of "
+        "its window start, so rows of a long query over a long KV lose keys and the output is wrong",
         "fail",
         "docs/evidence/probe_flashinfer_paged_window_noncausal.py",
         confirmed=True,
@@ -442,29 +439,14 @@ LEDGER: tuple[KnownFailure, ...] = (
         options={"mask_form": ("packed_flat",)},
     ),
     KnownFailure(
-        "flashinfer-fa2-ragged-head-dim-96-illegal-access",
-        "flashinfer",
-        ("0.7.2.post1",),
-        "fa2 ragged prefill at head dim 96 (bf16): the first run() makes an illegal memory access (the context "
-        "is lost); head dim 128 on a fresh wrapper runs",
-        "crash",
-        "docs/evidence/repro_flashinfer_ragged_head_dim_96.py",
-        confirmed=True,
-        seen="2026-12-01 H200, the script (repro_flashinfer_ragged_head_dim_96.h200.txt): one head-dim-96 plan and "
-        "run per fresh process, fa2 and auto alike, make an illegal memory access; head dims 64 and 128 "
-        "within 0.005 of the reference; first seen as tests/kernels/test_flashinfer_library.py's ragged "
-        "auto test failing at its head-dim-96 run()",
-        applies=_fa2_ragged_head_dim_96,
-        archs=("sm90",),
-    ),
-    KnownFailure(
         "flashinfer-fa3-paged-192-128",
         "flashinfer",
         ("0.7.2.post1",),
         "paged prefill at head dims (192, 128) on sm90: auto picks fa3 (utils.py:616-628 counts (192, 128) as an "
-        "fa3 prefill shape), and fa3's paged run rejects separate K and V caches ('K and V must have same page "
-        "stride', batch_prefill_sm90.cu:234-237) and, given views of one buffer with equal strides, fails with "
-        "'operation not supported'; fa2 runs the same caches",
+        "fa3 prefill shape, for paged as for ragged), whose paged kernel instantiates equal head dims only: the run "
+        "rejects separate K and V caches ('K and V must have same page stride', batch_prefill_sm90.cu:234-237) and, "
+        "given views of one buffer with equal strides, fails with 'operation not supported'; fa2 runs the same "
+        "caches. fa3 asked for explicitly refuses them by design: supports() declines it",
         "error",
         "docs/evidence/repro_flashinfer_fa3_paged_unequal_head_dims.py",
         confirmed=True,

@@ -88,6 +88,18 @@ def usable_out_dir(flag: str, path: str) -> None:
         )
 
 
+def writable_file(flag: str, path: str) -> None:
+    """Refuse, without creating anything, a file path that cannot be written: a directory, or a folder above it
+    that is missing, is a file, or is not writable."""
+    if os.path.isdir(path):
+        raise InvalidValue(flag, path, "a file path", "pass a file name, not a directory")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise InvalidValue(flag, path, "a file in an existing directory", f"create {folder} first or pass another path")
+    if not os.access(folder, os.W_OK | os.X_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise InvalidValue(flag, path, "a writable file", "pass a path you may write")
+
+
 def add_forwarded(sub: Any, name: str, what: str) -> None:
     """Register a subcommand whose tool keeps its own parser: cli.main hands it the arguments unparsed."""
     sub.add_parser(name, help=f"{what} (its options: {prog(name)} --help)", add_help=False)

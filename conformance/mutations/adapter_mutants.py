@@ -210,6 +210,39 @@ FLASHINFER_ADAPTER_MUTANTS: tuple[Mutant, ...] = (
         ),
     ),
     _adapter(
+        "fi-fa2-odd-head-dim-claimed",
+        "kernels/flashinfer/support.py",
+        '        if api != "decode" and odd:\n',
+        "        if False:\n",
+        "fa2 prefill claims head dim 96, whose missing validation upstream (#4299) ends in an illegal memory access",
+        tuple(
+            _T_FI + f"test_a_missing_validation_upstream_is_declined_and_a_defect_is_not[{i}]"
+            for i in ("ragged-96-fa2", "ragged-96-auto", "paged-96-fa2", "single-vo-96-fa2")
+        ),
+    ),
+    _adapter(
+        "fi-fa3-paged-unequal-head-dims-claimed",
+        "kernels/flashinfer/support.py",
+        '    elif backend == "fa3" and api == "paged" and case.head_dim_qk != case.head_dim_vo:\n',
+        "    elif False:\n",
+        "fa3 asked for paged (192, 128) is claimed: the library's deliberate refusal is run and filed as a defect",
+        (
+            _T_FI + "test_a_missing_validation_upstream_is_declined_and_a_defect_is_not[paged-192-fa3]",
+            "tests/harness/test_known_failures.py::"
+            "test_every_failure_of_the_recorded_fa3_and_auto_matrix_is_an_entry_or_a_lifecycle_defect",
+        ),
+    ),
+    _adapter(
+        "fi-fa3-paged-unequal-head-dims-declined-under-auto",
+        "kernels/flashinfer/support.py",
+        "        resolved = auto_resolution(case, auto_pick, decode_tensor_cores)\n",
+        "        resolved = auto_resolution(case, auto_pick, decode_tensor_cores)\n"
+        '        if resolved == "fa3" and api == "paged" and case.head_dim_qk != case.head_dim_vo:\n'
+        "            return _no(skips.HEAD_DIM, FA3_PAGED_UNEQUAL_HEAD_DIMS)\n",
+        "auto's routing of paged (192, 128) to fa3 is declined too: the defect it is never runs, never shows",
+        (_T_FI + "test_a_missing_validation_upstream_is_declined_and_a_defect_is_not[paged-192-auto]",),
+    ),
+    _adapter(
         "fi-graph-wrapper-name-kept-on-replacement",
         "kernels/flashinfer/adapter.py",
         '            name = f"graph:{c.layout}/{c.kv_layout}/b{c.batch_size}{kind}#{self._graph_wrappers_made}"\n',

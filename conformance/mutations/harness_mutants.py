@@ -25,6 +25,7 @@ _LAYERS = "tests/harness/test_layers.py::"
 _CLI = "tests/harness/test_cli_commands.py::"
 _CACHE = "tests/mutation/test_verdict_cache.py::"
 _VERIFY = "tests/harness/test_ledger_verify.py::"
+_REPORT = "tests/harness/test_ledger_report.py::"
 _DIFF = "tests/gate/test_record_diff.py::"
 _DEFECTS = "tests/explore/test_distinct_defects.py::"
 _LIFECYCLE = "tests/explore/test_lifecycle_faults.py::"
@@ -153,14 +154,6 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "        and (not e.modes or mode in e.modes)\n",
         "        and True\n",
         "a graph-mode-only entry explains eager records as well",
-        (_LEDGER + "test_the_window_graph_and_head_dim_entries_match_only_what_was_shown",),
-    ),
-    _harness(
-        "ledger-head-dim-96-entry-widened",
-        "conformance/known_failures.py",
-        '    return c["layout"] == "ragged" and c["head_dim_qk"] == 96 and backend in ("fa2", "auto")\n',
-        '    return c["layout"] == "ragged" and c["head_dim_qk"] in (96, 128) and backend in ("fa2", "auto")\n',
-        "the head-dim-96 crash entry also claims head dim 128, which runs (a crash entry is not launched)",
         (_LEDGER + "test_the_window_graph_and_head_dim_entries_match_only_what_was_shown",),
     ),
     _harness(
@@ -1287,6 +1280,132 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "    for dtype in (torch.float32,):\n",
         "the VML warm-up leaves float64 out: the fp64 oracle's first exp may still run a low-accuracy chunk",
         (_ENV + "test_warming_calls_every_vml_function_once_per_float_dtype_on_one_element",),
+    ),
+    _harness(
+        "report-entries-only-those-asked",
+        "conformance/ledger_report.py",
+        "        entries = [e for e in ledger if e.id in lf.FACTS and lf.FACTS[e.id].family == fid]\n",
+        "        entries = [e for e in ledger if e.id in (ids or lf.FACTS) and lf.FACTS[e.id].family == fid]\n",
+        "an entry id writes up that entry alone: one root cause is filed as several partial reports",
+        (
+            _REPORT + "test_a_report_carries_what_a_maintainer_needs[entry-selects-its-family]",
+            _REPORT + "test_a_report_carries_what_a_maintainer_needs[family-id]",
+        ),
+    ),
+    _harness(
+        "report-unknown-id-ignored",
+        "conformance/ledger_report.py",
+        '            raise InvalidValue("ID", i, "a ledger entry or family id", fix)\n',
+        "            continue\n",
+        "an unknown id is passed over: a typo writes an empty report and exits 0",
+        (
+            _REPORT + "test_bad_usage_exits_2_in_one_line_and_writes_nothing[unknown-id]",
+            _REPORT + "test_bad_usage_exits_2_in_one_line_and_writes_nothing[unknown-among-known]",
+        ),
+    ),
+    _harness(
+        "report-staleness-unchecked",
+        "conformance/ledger_report.py",
+        "    return PRINTED_TODAY if now == head[2] else PRINTED_EARLIER.format(then=head[2][:12], now=now[:12])\n",
+        "    return PRINTED_TODAY\n",
+        "an output printed by an earlier version of its script is filed as what today's script prints",
+        (_REPORT + "test_an_observed_output_says_whether_todays_script_printed_it[script-edited-since]",),
+    ),
+    _harness(
+        "report-versions-without-verify-runs",
+        "conformance/ledger_report.py",
+        "_version_cell(e, f, v, newest_run(e, v, runs, root), root)",
+        "_version_cell(e, f, v, None, root)",
+        "the versions table ignores the recorded verify runs: every version reads 'not run'",
+        (_REPORT + "test_a_report_carries_what_a_maintainer_needs[versions-from-verify-runs]",),
+    ),
+    _harness(
+        "report-beside-output-ignored",
+        "conformance/ledger_report.py",
+        "        status = SHOWN_BESIDE if _kept_beside(entry, version, root) else NOT_RUN\n",
+        "        status = NOT_RUN\n",
+        "a version shown only by the output kept beside the script (before verify runs) reads 'not run'",
+        (_REPORT + "test_a_report_carries_what_a_maintainer_needs[torch]",),
+    ),
+    _harness(
+        "report-recorder-lines-kept",
+        "conformance/ledger_report.py",
+        "        if RECORDER_LINE.match(ln) or JIT_LOG_LINE.search(ln):\n",
+        "        if False:\n",
+        "the observed output keeps verify's own lines (status trailer, command) and JIT build logs",
+        (
+            _REPORT + "test_an_observed_output_says_whether_todays_script_printed_it[same-script]",
+            _REPORT + "test_an_observed_output_says_whether_todays_script_printed_it[script-edited-since]",
+        ),
+    ),
+    _harness(
+        "report-local-settings-kept",
+        "conformance/ledger_report.py",
+        "    versions = {k: v for k, v in env.versions.items() if k not in LOCAL_SETTINGS}\n",
+        "    versions = dict(env.versions)\n",
+        "the environment carries the runner's JIT cache path and job count, which no maintainer installs",
+        (_REPORT + "test_a_report_carries_what_a_maintainer_needs[one-entry-family]",),
+    ),
+    _harness(
+        "facts-cause-of-one-version",
+        "conformance/ledger_facts.py",
+        '    return (Cause("0.7.2.post1", v072), Cause("0.7.4", v074, differs074))\n',
+        '    return (Cause("0.7.2.post1", v072),)\n',
+        "the root cause names 0.7.2.post1's lines alone: 0.7.4's code path goes unread and unsaid",
+        (
+            _REPORT
+            + "test_an_entrys_root_cause_names_source_lines_in_every_studied_version[flashinfer-empty-batch-plan]",
+            _REPORT
+            + "test_an_entrys_root_cause_names_source_lines_in_every_studied_version[flashinfer-sticky-paged-auto]",
+        ),
+    ),
+    _harness(
+        "facts-differs-on-a-listed-version",
+        "conformance/ledger_facts.py",
+        '    return (Cause("0.7.2.post1", v072), Cause("0.7.4", v074, differs074))\n',
+        '    return (Cause("0.7.2.post1", v072, differs074), Cause("0.7.4", v074))\n',
+        "a version the entry lists is said to have other code than the defect's",
+        (
+            _REPORT
+            + "test_an_entrys_root_cause_names_source_lines_in_every_studied_version[flashinfer-sticky-paged-auto]",
+            _REPORT + "test_an_entrys_root_cause_names_source_lines_in_every_studied_version"
+            "[flashinfer-cudnn-paged-all-kv-empty-raises]",
+        ),
+    ),
+    _harness(
+        "facts-related-untitled",
+        "conformance/ledger_facts.py",
+        '                    "Fix: Add mask_indptr conversion in BatchPrefillWithPagedKVCacheWrapper.plan()",\n',
+        '                    "",\n',
+        "an upstream report is cited without its title",
+        (_REPORT + "test_related_reports_are_cited_by_number_title_and_state",),
+    ),
+    _harness(
+        "facts-family-left-empty",
+        "conformance/ledger_facts.py",
+        '            "flashinfer-graph-no-query-rows",\n            "graph-no-query-rows",\n',
+        '            "flashinfer-graph-no-query-rows",\n            "empty-input",\n',
+        "an entry filed under another family: its own family is left without an entry, two root causes share a report",
+        (_REPORT + "test_every_entry_has_facts_in_a_family_and_every_family_an_entry",),
+    ),
+    _harness(
+        "report-out-ignored",
+        "conformance/commands/ledger.py",
+        "    if args.out is None:\n",
+        "    if True:\n",
+        "`ledger report --out FILE` prints to standard output and writes no file",
+        (_REPORT + "test_the_report_goes_to_out_or_to_standard_output",),
+    ),
+    _harness(
+        "report-out-unchecked",
+        "conformance/commands/ledger.py",
+        '    writable_file("--out", args.out)\n',
+        "",
+        "an --out that cannot be written is tried anyway: a traceback, not one line and exit 2",
+        (
+            _REPORT + "test_bad_usage_exits_2_in_one_line_and_writes_nothing[out-a-directory]",
+            _REPORT + "test_bad_usage_exits_2_in_one_line_and_writes_nothing[out-under-a-missing-folder]",
+        ),
     ),
     _harness(
         "verify-script-run-plainly",

@@ -12,8 +12,10 @@ visible to row i when j >= i + kv_len - qo_len - window_left, and, if causal, j 
 
     python3 probe_flashinfer_paged_window_noncausal.py      # exit 1 when the matrix case fails
 
-Exit 1 when the matrix case fails and the variants that keep within the split's budget (causal, no
-window, qo 17) pass; 2 when one of those controls fails (the set-up is wrong, not the defect).
+Exit 1 when the matrix case fails and the controls pass: the same plan with disable_split_kv=True (the
+library disagreeing with itself: one attention, two answers, by a scheduling flag), and the variants that
+keep within the split's budget (causal, no window, qo 17); 2 when a control fails (the set-up is wrong, not
+the defect).
 
 Only torch and flashinfer; no attncheck code.
 """
@@ -22,9 +24,10 @@ import sys
 import torch
 
 HQ, HKV, D = 32, 8, 128
-BASE = dict(layout="HND", page=5, causal=False, window=64, qo=[300, 127, 1], kv=[4099, 33, 4099])
+BASE = dict(layout="HND", page=5, causal=False, window=64, qo=[300, 127, 1], kv=[4099, 33, 4099], split=True)
 VARIANTS = [
     ("the matrix case", {}),
+    ("disable_split_kv=True", dict(split=False)),
     ("NHD", dict(layout="NHD")),
     ("page size 16", dict(page=16)),
     ("causal", dict(causal=True)),
@@ -35,7 +38,7 @@ VARIANTS = [
     ("request 0, qo 17", dict(qo=[17], kv=[4099])),
 ]
 # variants that must agree with the reference for a failure of the matrix case to be the defect
-CONTROLS = ("causal", "no window", "request 0, qo 17")
+CONTROLS = ("disable_split_kv=True", "causal", "no window", "request 0, qo 17")
 
 
 def reference(q, k, v, qo, kv, causal, window):
@@ -59,7 +62,7 @@ def reference(q, k, v, qo, kv, causal, window):
     return torch.cat(outs)
 
 
-def run(layout, page, causal, window, qo, kv):
+def run(layout, page, causal, window, qo, kv, split):
     import flashinfer
 
     dev, bf = "cuda", torch.bfloat16
@@ -84,7 +87,8 @@ def run(layout, page, causal, window, qo, kv):
     w = flashinfer.BatchPrefillWithPagedKVCacheWrapper(torch.zeros(256 * 2**20, dtype=torch.uint8, device=dev),
                                                        layout, backend="fa2")
     w.plan(i32(cum(qo)), i32(cum(pages)), i32(list(range(pool))), i32([m - (n - 1) * page for m, n in zip(kv, pages)]),
-           HQ, HKV, D, page, causal=causal, window_left=window, q_data_type=bf, kv_data_type=bf)
+           HQ, HKV, D, page, causal=causal, window_left=window, q_data_type=bf, kv_data_type=bf,
+           disable_split_kv=not split)
     out = w.run(q, (kc, vc))
     torch.cuda.synchronize()
     ref = reference(q, k, v, qo, kv, causal, window)

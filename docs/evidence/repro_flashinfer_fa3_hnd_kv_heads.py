@@ -26,10 +26,13 @@ import signal
 import subprocess
 import sys
 
-# (api, num_qo_heads, num_kv_heads, qo_len, kv_len): the H200 runs' shapes (docs/evidence/2026-12-01-*)
-SHAPES = [("ragged", 8, 8, 127, 7),   # 8 // 7 = 1: the kernel runs, with the wrong heads
-          ("ragged", 8, 1, 300, 128),  # 8 // 128 = 0: SIGFPE
-          ("single", 32, 8, 17, 33)]   # 32 // 33 = 0: SIGFPE
+# (api, num_qo_heads, num_kv_heads, qo_len, kv_len): the H200 runs' shapes (docs/evidence/2026-12-01-*), single
+# prefill first: its docstring documents K under HND as [num_kv_heads, kv_len, head_dim] (prefill.py:1323-1326 in
+# 0.7.2.post1), where the ragged run() docstring shows NHD only
+SHAPES = [("single", 8, 8, 127, 7),   # 8 // 7 = 1: the kernel runs, with the wrong heads
+          ("single", 32, 8, 17, 33),  # 32 // 33 = 0: SIGFPE
+          ("ragged", 8, 8, 127, 7),   # 8 // 7 = 1: wrong heads
+          ("ragged", 8, 1, 300, 128)]  # 8 // 128 = 0: SIGFPE
 D = 128
 
 

@@ -25,6 +25,19 @@ SIXTEEN_BIT = ("fp16", "bf16")
 UPSTREAM_DTYPES = ("fp16", "bf16", "e4m3fn", "e5m2")  # jit/utils.py:33 dtype_map (+ kv-only uint8/fp4)
 FORK_FP8 = ("e4m3fn", "e4m3fnuz")  # fork FP8_PREFILL_DTYPES (rocm_fork.md section 2, step 4)
 FA3_HEAD_DIMS = {(64, 64), (128, 128), (256, 256), (192, 128)}  # utils.py:504
+# fa2 prefill tiles the head dim by 64 and validates nothing, in 0.7.2.post1 and 0.7.4 alike: a missing check
+# upstream, so a misuse to decline, not a defect for the ledger (docs/ledger.md, "Misuse or defect").
+FA2_PREFILL_HEAD_DIM_UNIT = 64
+FA2_PREFILL_HEAD_DIM = (
+    "fa2 prefill supports head dims that are multiples of 64 and checks none: head dim {dims} makes an illegal "
+    "memory access on the H200 (docs/evidence/repro_flashinfer_ragged_head_dim_96.py) or a silently wrong "
+    "output; the missing validation is flashinfer-ai/flashinfer#4299, fix proposed in PR #4312"
+)
+FA3_PAGED_UNEQUAL_HEAD_DIMS = (
+    "fa3 paged prefill instantiates equal head dims only (hopper/prefill_sm90.cuh:578, :613-615 "
+    "cudaErrorNotSupported) and its run refuses separate K and V caches (batch_prefill_sm90.cu:234-237): a "
+    "deliberate check; auto routing a (192, 128) paged plan there is the ledger's flashinfer-fa3-paged-192-128"
+)
 # cuDNN's fp8 SDPA forward: Blackwell on (the H200's cudnnGraphNotSupportedError, cuDNN 9.19, frontend 1.32)
 CUDNN_FP8_FROM = (10, 0)
 CUDNN_BLOCK_SIZE = (
@@ -86,6 +99,8 @@ def decide(
     resolved = backend
     if backend == "auto":
         resolved = auto_resolution(case, auto_pick, decode_tensor_cores)
+    elif backend == "fa3" and api == "paged" and case.head_dim_qk != case.head_dim_vo:
+        return _no(skips.HEAD_DIM, FA3_PAGED_UNEQUAL_HEAD_DIMS)  # asked for; auto sent there is a defect
     why = _backend_rules(case, resolved, capability)
     if why is not None and backend == "auto":
         return Support.no(f"{why.reason} (auto resolves to {resolved} for this case)")
@@ -162,6 +177,9 @@ def _backend_rules(case: Case, backend: str, capability: Optional[tuple[int, int
                 "(include/flashinfer/attention/prefill.cuh:2735 'kv_len must be "
                 "greater than or equal to qo_len'); the batch APIs take it",
             )
+        odd = [d for d in (case.head_dim_qk, case.head_dim_vo) if d % FA2_PREFILL_HEAD_DIM_UNIT]
+        if api != "decode" and odd:
+            return _no(skips.HEAD_DIM, FA2_PREFILL_HEAD_DIM.format(dims=odd[0]))
     elif backend == "fa3":
         if kv_only_fp8:
             return _no(

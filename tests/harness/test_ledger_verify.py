@@ -275,7 +275,6 @@ UNHASHED_H200_OUTPUTS = (
     "repro_flashinfer_ragged_stale_mask.h200.txt",
     "repro_flashinfer_ragged_stale_mask_auto.h200.txt",
     "repro_flashinfer_ragged_stale_mask_crash.h200.txt",
-    "repro_flashinfer_sticky_paged_auto.h200.txt",
     "repro_torch_sdpa_empty_rows.h200.txt",
 )
 

@@ -19,7 +19,7 @@ import math
 import os
 import subprocess
 import sys
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 import torch
@@ -1121,3 +1121,32 @@ def test_fa2_single_prefill_declines_causal_with_more_queries_than_keys(fake: An
     assert adapter("fa2").supports(long_q.replace(mask="custom")).ok
     assert adapter("fa2").supports(long_q.replace(qo_lens=(1,), kv_lens=(127,))).ok
     assert adapter("fa2").supports(long_q.replace(layout="ragged")).ok
+
+
+# A missing validation upstream is a decline, not a ledger entry (docs/ledger.md, "Misuse or defect").
+# (case, backend, auto's pick, declined, what the reason names)
+MISUSE_DECLINES = [
+    pytest.param(RAGGED.replace(head_dim_qk=96, head_dim_vo=96), "fa2", None, True, "#4299", id="ragged-96-fa2"),
+    pytest.param(RAGGED.replace(head_dim_qk=96, head_dim_vo=96), "auto", "fa2", True, "#4299", id="ragged-96-auto"),
+    pytest.param(PAGED.replace(head_dim_qk=96, head_dim_vo=96), "fa2", None, True, "#4299", id="paged-96-fa2"),
+    pytest.param(SINGLE.replace(head_dim_qk=128, head_dim_vo=96), "fa2", None, True, "#4299", id="single-vo-96-fa2"),
+    pytest.param(RAGGED.replace(head_dim_qk=128, head_dim_vo=128), "fa2", None, False, "", id="ragged-128-fa2"),
+    pytest.param(PAGED.replace(head_dim_qk=192, head_dim_vo=128), "fa2", None, False, "", id="paged-192-fa2"),
+    pytest.param(PAGED.replace(head_dim_qk=192, head_dim_vo=128), "fa3", None, True, "deliberate", id="paged-192-fa3"),
+    pytest.param(PAGED.replace(head_dim_qk=192, head_dim_vo=128), "auto", "fa3", False, "", id="paged-192-auto"),
+    pytest.param(RAGGED.replace(head_dim_qk=192, head_dim_vo=128), "fa3", None, False, "", id="ragged-192-fa3"),
+]
+
+
+@pytest.mark.parametrize("case,backend,pick,declined,names", MISUSE_DECLINES)
+def test_a_missing_validation_upstream_is_declined_and_a_defect_is_not(
+    case: Case, backend: str, pick: Optional[str], declined: bool, names: str
+) -> None:
+    """fa2 prefill at a head dim that is not a multiple of 64 (0.7.2.post1 and 0.7.4 check none: an illegal memory
+    access at 96 on the H200, flashinfer-ai/flashinfer#4299) is declined, asked for or through auto; fa3 asked for
+    paged (192, 128) is refused by the library on purpose and declined, while auto routing there is the ledger's
+    defect and is not declined (its failure must show)."""
+    sup = decide(case, backend, graph=False, facts=UP, auto_pick=lambda c: pick)
+    assert sup.ok is not declined, sup.reason
+    if declined:
+        assert skips.constant_of(sup.reason) == skips.HEAD_DIM and names in sup.reason, sup.reason

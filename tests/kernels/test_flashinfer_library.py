@@ -70,8 +70,8 @@ def test_paged_unmasked_plan_after_a_masked_one_runs_unmasked() -> None:
 def test_ragged_auto_re_resolves_on_every_plan() -> None:
     """Ragged auto resolves from _requested_backend on every plan (prefill.py:5527): fa2 for an fp8 KV
     under a 16-bit query (fa3 wants both fp8, utils.py:492-497), then fa3 again for bf16 alone. (The
-    first version drove fa2 by head dim 96, and that run made an illegal memory access on the H200:
-    ledger flashinfer-fa2-ragged-head-dim-96-illegal-access.)"""
+    first version drove fa2 by head dim 96, and that run made an illegal memory access on the H200: fa2
+    prefill validates no head dim, flashinfer-ai/flashinfer#4299; supports() declines it since.)"""
     a = _adapter("auto")
     first, _ = _run(a, Case("ragged", (5, 3), (9, 7), kv_dtype="e4m3fn", k_scale=1.0, v_scale=2.0, **H))
     second, passed = _run(a, Case("ragged", (5, 3), (9, 7), **H))

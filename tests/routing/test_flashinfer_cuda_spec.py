@@ -88,7 +88,7 @@ CPU_UNREACHABLE = {
 
 _H = dict(num_qo_heads=4, num_kv_heads=2)
 CRAFTED: dict[str, Case] = {
-    "head dims fa3 lacks": Case("ragged", (5, 3), (9, 3), head_dim_qk=96, head_dim_vo=96, **_H),
+    "head dims fa3 lacks": Case("ragged", (5, 3), (9, 3), head_dim_qk=192, head_dim_vo=192, **_H),
     "head-dim pair fa3 lacks": Case("paged", (4,), (11,), head_dim_qk=128, head_dim_vo=64, page_size=4, **_H),
     "single prefill, custom mask": Case("single", (6,), (9,), head_dim_qk=64, head_dim_vo=64, mask="custom", **_H),
     "decode, fp8 q and kv": Case(
@@ -353,7 +353,7 @@ LIFECYCLES: dict[str, tuple[str, list[Case], dict, dict[str, list[str]]]] = {
     # (prefill.py:3669); 0.7.4 resolves every plan (prefill.py:3812-3832).
     "paged sticky": (
         "sm90",
-        [_PL, _PL.replace(mask="custom"), _PL.replace(head_dim_qk=96, head_dim_vo=96), _P],
+        [_PL, _PL.replace(mask="custom"), _PL.replace(head_dim_qk=192, head_dim_vo=192), _P],
         {},
         {V072: ["fa3", "fa3", "fa3", "fa3"], V074: ["fa3", "fa2", "fa2", "fa2"]},
     ),
@@ -376,21 +376,21 @@ LIFECYCLES: dict[str, tuple[str, list[Case], dict, dict[str, list[str]]]] = {
     # and leaves the hold as it was.
     "paged graph held on fa3": (
         "sm90",
-        [_G65, _G64, _G65.replace(head_dim_qk=96, head_dim_vo=96), _G65],
+        [_G65, _G64, _G65.replace(head_dim_qk=192, head_dim_vo=192), _G65],
         {"graph": True},
         {V074: ["fa3", "fa3", "ValueError", "fa3"]},
     ),
     # ragged: every plan re-resolves, but a mask once given stays (prefill.py:5295-5300, :6129-6135).
     "ragged stale mask": (
         "sm90",
-        [_R, _R.replace(mask="custom"), _R, _R.replace(head_dim_qk=96, head_dim_vo=96)],
+        [_R, _R.replace(mask="custom"), _R, _R.replace(head_dim_qk=192, head_dim_vo=192)],
         {},
         {v: ["fa3", "fa2", "fa2", "fa2"] for v in VERSIONS},
     ),
     # ragged under graphs still re-resolves; the graph wrapper's mask is fixed at construction.
     "ragged graph re-resolves": (
         "sm90",
-        [_R, _R.replace(head_dim_qk=96, head_dim_vo=96), _R],
+        [_R, _R.replace(head_dim_qk=192, head_dim_vo=192), _R],
         {"graph": True},
         {v: ["fa3", "fa2", "fa3"] for v in VERSIONS},
     ),
