@@ -89,7 +89,25 @@ def _mask_short_of_zero_pages(c: dict[str, Any], backend: str) -> bool:
         and c["mask"] == "custom"
         and any(q > 0 and k == 0 for q, k in zip(c["qo_lens"], c["kv_lens"]))
         and sum(_page_mask_bytes(c)) >= 0
+        and not _mask_segment_before_buffer(c, backend)
     )
+
+
+def _mask_segment_before_buffer(c: dict[str, Any], backend: str) -> bool:
+    """The same negative length in a request before others, the total still >= 0: a later request with mask
+    bits starts its segment at a negative bit offset, and plan()'s segment_packbits reads and writes before
+    the buffers (the CUDA context is lost)."""
+    if c["layout"] != "paged" or c["mask"] != "custom":
+        return False
+    if not any(q > 0 and k == 0 for q, k in zip(c["qo_lens"], c["kv_lens"])) or sum(_page_mask_bytes(c)) < 0:
+        return False
+    start = 0
+    for q, k in zip(c["qo_lens"], c["kv_lens"]):
+        bits = q * (k if k > 0 else -c["page_size"])
+        if bits > 0 and start < 0:
+            return True
+        start += bits
+    return False
 
 
 def _mask_after_mask_bits(c: dict[str, Any], backend: str) -> bool:
@@ -193,7 +211,7 @@ def _fa3_softcap_lse_after_empty_rows(c: dict[str, Any], backend: str) -> bool:
         and c["logits_soft_cap"] > 0
         and c["causal"]
         and c["return_lse"]
-        and _runs_on(c, backend, "fa3")
+        and _runs_on_in_both(c, backend, "fa3")
     ):
         return False
     q, k = c["qo_lens"], c["kv_lens"]
@@ -289,6 +307,24 @@ LEDGER: tuple[KnownFailure, ...] = (
         applies=lambda c, b: _mask_short_of_zero_pages(c, b) and _runs_on_in_both(c, b, "fa2"),
         archs=("sm90",),
         modes=("graph",),
+        options={"mask_form": ("bool",)},
+    ),
+    KnownFailure(
+        "flashinfer-paged-mask-zero-pages-segment-before-buffer",
+        "flashinfer",
+        ("0.7.2.post1", "0.7.4"),
+        "the same negative mask length in a request before others, the packed total still >= 0: the later "
+        "requests' mask segments start at a negative offset and plan()'s segment_packbits reads and writes before "
+        "its buffers; the plan raises cudaErrorInvalidAddressSpace and the CUDA context is lost",
+        "crash",
+        "docs/evidence/repro_flashinfer_paged_mask_segment_before_buffer.py",
+        confirmed=False,
+        seen="2026-12-02 H200, the scenario machines (docs/evidence/2026-12-02-h200-explore-2/): "
+        "lifecycle-clean-paged on 0.7.2.post1 and "
+        "0.7.4, `plan fa2` of qo [24, 26] over kv [0, 6], page 1, 8/2 heads, bf16 head dim 128, causal, a custom "
+        "mask: the plan raised cudaErrorInvalidAddressSpace and the context was lost; on 0.7.4 the graph subject "
+        "met it too (qo [36, 8, 38] over kv [0, 1, 42], page 16). The standalone script is not yet run",
+        applies=_mask_segment_before_buffer,
         options={"mask_form": ("bool",)},
     ),
     KnownFailure(
@@ -460,7 +496,7 @@ LEDGER: tuple[KnownFailure, ...] = (
     KnownFailure(
         "flashinfer-fa3-softcap-lse-after-empty-rows",
         "flashinfer",
-        ("0.7.2.post1",),
+        ("0.7.2.post1", "0.7.4"),
         "fa3 paged prefill, fp16 with a logits soft cap, causal: in a batch whose request 0 has more query rows "
         "than keys (its top rows see nothing) followed by another request, LSE entries of request 0's rows that "
         "do see keys are written as -inf; the output is right and each request alone passes",
@@ -470,22 +506,26 @@ LEDGER: tuple[KnownFailure, ...] = (
         seen="2026-12-01 H200, the probe (probe_flashinfer_fa3_softcap_lse.h200.txt): qo [300, 64] over kv [33, "
         "1031], 64/8 heads, head dim 128: 33 LSE entries -inf (rows 267-299) in HND and NHD, page 1 and 16, "
         "inputs N(0, 1) or N(0, 16^2), cap 50 or 1e4; fa2 and either request alone give none. Not measured: "
-        "bf16 and an fa3 module without the soft cap (the matrix's bf16 and fp8 batches of that shape pass)",
+        "bf16 and an fa3 module without the soft cap (the matrix's bf16 and fp8 batches of that shape pass); "
+        "2026-12-02 H200, `attncheck ledger verify` on 0.7.4: the probe reproduces "
+        "(docs/evidence/2026-12-02-h200-explore-2/)",
         applies=_fa3_softcap_lse_after_empty_rows,
         archs=("sm90",),
     ),
     KnownFailure(
         "flashinfer-decode-empty-batch-run",
         "flashinfer",
-        ("0.7.2.post1",),
+        ("0.7.2.post1", "0.7.4"),
         "BatchDecodeWithPagedKVCacheWrapper: plan() accepts a batch of no requests, then run() raises "
-        "ZeroDivisionError (decode.py:2855 `q_len_per_req = q.size(0) // actual_batch_size`; 0.7.4 has the same "
-        "line, decode.py:3362, not run there)",
+        "ZeroDivisionError (decode.py:2855 `q_len_per_req = q.size(0) // actual_batch_size`; 0.7.4 the same "
+        "line, decode.py:3362)",
         "error",
         "docs/evidence/repro_flashinfer_decode_empty_batch_run.py",
         confirmed=True,
         seen="2026-12-01 H200, found by `attncheck explore` (decode and decode-graph subjects, shrunk to plan + "
-        "run of an empty batch); its plain-flashinfer script (repro_flashinfer_decode_empty_batch_run.h200.txt)",
+        "run of an empty batch); its plain-flashinfer script (repro_flashinfer_decode_empty_batch_run.h200.txt); "
+        "2026-12-02 H200, 0.7.4: `attncheck ledger verify` reproduces it, and the lifecycle-clean decode subjects' "
+        "scripts reproduce it in a fresh process (docs/evidence/2026-12-02-h200-explore-2/)",
         applies=lambda c, b: c["layout"] == "decode" and len(c["qo_lens"]) == 0 and b in ("fa2", "auto"),
         options={"decode_tensor_cores": (False,)},
     ),  # with tensor cores plan() raises first (the routing spec's row)
@@ -570,12 +610,12 @@ LEDGER: tuple[KnownFailure, ...] = (
     KnownFailure(
         "flashinfer-graph-mask-buffer-unmasked",
         "flashinfer",
-        ("0.7.2.post1",),
+        ("0.7.2.post1", "0.7.4"),
         "paged and ragged prefill wrappers in CUDA-graph mode constructed with custom_mask_buf and "
         "mask_indptr_buf: an unmasked plan leaves the mask buffers as they are (prefill.py:3509 paged, :5267 "
         "ragged) and run() takes MaskMode.CUSTOM whenever a buffer is held (:4382, :6405), so it applies a zero "
         "mask (before any masked plan) or the last masked plan's bits, and ignores causal: the output is wrong. "
-        "0.7.4 has the same lines (:4068/:5112 paged, :6099/:7423 ragged), not yet run there; open upstream PR "
+        "0.7.4 has the same lines (:4068/:5112 paged, :6099/:7423 ragged); open upstream PR "
         "flashinfer-ai/flashinfer#2690; SGLang refuses such a plan (flashinfer_backend.py, see "
         "docs/flashinfer-adapter.md)",
         "fail",
@@ -585,7 +625,9 @@ LEDGER: tuple[KnownFailure, ...] = (
         "128, a graph wrapper with mask buffers: max error 3.12 (paged) and 3.38 (ragged) on an unmasked first plan, "
         "3.78 and 3.84 unmasked after a masked plan, 22 to 24 of 24 rows off; the same wrapper's masked plan and a "
         "wrapper without buffers within 0.009 of the reference; through "
-        "`attncheck explore` the shared-graph subjects' oracle failures (docs/evidence/2026-12-02-h200-explore/)",
+        "`attncheck explore` the shared-graph subjects' oracle failures (docs/evidence/2026-12-02-h200-explore/); "
+        "on 0.7.4 all 8 directed sequences of the paged shared-graph subject (out 1.57-2.36 against bounds of "
+        "0.02-0.03, LSE inf), each script reproducing in a fresh process (docs/evidence/2026-12-02-h200-explore-2/)",
         applies=lambda c, b: c["layout"] in ("paged", "ragged") and c["mask"] == "none",
         modes=("graph",),
         options={"graph_wrappers": ("shared",)},

@@ -302,6 +302,33 @@ FACTS: dict[str, Facts] = {
             "The output of a graph-mode run equals the eager run's for the same plan.",
         ),
         Facts(
+            "flashinfer-paged-mask-zero-pages-segment-before-buffer",
+            "zero-page-mask",
+            PROBABLE,
+            "The same unclamped mask length in a request before others, where the packed total stays >= 0: the "
+            "requests after the empty one get mask segments that start at a negative bit (and byte) offset, and "
+            "segment_packbits() reads its input and writes its output before the buffers' start; the plan fails "
+            "with cudaErrorInvalidAddressSpace and the CUDA context is lost.",
+            _both(
+                (
+                    "flashinfer/prefill.py:1607-1614 `_compute_page_mask_indptr` (as for "
+                    "flashinfer-paged-mask-zero-pages)",
+                    "flashinfer/quantization/packbits.py:128-132 segment_packbits(): the segments from those offsets",
+                ),
+                (
+                    "flashinfer/prefill.py:1743-1750 `_compute_page_mask_indptr`: the same",
+                    "flashinfer/quantization/packbits.py:128-132: the same",
+                ),
+            ),
+            (
+                "The same requests with the empty one last (its negative length after every other segment) plan and "
+                "run right in eager mode, and the non-empty request alone does (the script's controls).",
+                "flashinfer.page.get_seq_lens() clamps the same expression at 0 (flashinfer/page.py:405 / :412).",
+            ),
+            "A request with query rows and no KV pages has a mask of 0 bits wherever it stands in the batch, and "
+            "plan() returns.",
+        ),
+        Facts(
             "flashinfer-ragged-stale-mask",
             "mask-state",
             LOCATED,

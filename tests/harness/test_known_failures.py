@@ -10,7 +10,7 @@ from typing import Optional
 
 import pytest
 
-from conformance.known_failures import ENTRY_STATUSES, LEDGER, known_for
+from conformance.known_failures import ENTRY_STATUSES, LEDGER, entry_for, known_for
 from reports.records import ParityRecord, read_jsonl
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -400,6 +400,18 @@ def test_the_zero_pages_entries_split_on_the_packed_masks_size() -> None:
             known_for("flashinfer", short, backend, "0.7.2.post1", "sm90")
             == "flashinfer-paged-mask-zero-pages-graph-wrong"
         )
+
+    # A request over no pages before others (the total still >= 0): the later segments start before the
+    # buffers and the plan kills the context, eager and graph, on both versions (the H200 machines' cases).
+    before = dict(short, qo_lens=[24, 26], kv_lens=[0, 6], page_size=1)
+    graph_case = dict(short, qo_lens=[36, 8, 38], kv_lens=[0, 1, 42], page_size=16)
+    for case, backend in ((before, "fa2"), (before, "fa2+graph"), (graph_case, "auto+graph"), (graph_case, "fa2")):
+        for version in ("0.7.2.post1", "0.7.4"):
+            e = entry_for("flashinfer", case, backend, version, "sm90")
+            assert e is not None and e.id == "flashinfer-paged-mask-zero-pages-segment-before-buffer", (case, backend)
+            assert e.status == "crash", "a lost context: the case must not be launched in a shared process"
+    last = dict(before, qo_lens=[26, 24], kv_lens=[6, 0])  # the empty request last: no segment starts early
+    assert known_for("flashinfer", last, "fa2", "0.7.4", "sm90") is None
 
 
 SESSION_4 = os.path.join(ROOT, "docs", "evidence", "2026-12-01-h200-4")
