@@ -5,8 +5,8 @@
 #
 #   OUT=dir bash scripts/h200_probe_sitting.sh SECONDS [torch-only command ...]
 #
-# Per version, in order: the scripts in PROBES (each `python3 SCRIPT`, its output headed by the
-# script's sha256 and the environment), then `attncheck ledger verify` of VERIFY. Commands given as
+# Per version, in order: `attncheck ledger verify` of VERIFY, then the scripts in PROBES (each
+# `python3 SCRIPT`, its output headed by the script's sha256 and the environment). Commands given as
 # arguments run once, beside the lanes, on torch alone (no FlashInfer needed). Results: $OUT/<version>/,
 # $OUT/torch/, and a table of exit statuses last.
 set -u
@@ -32,10 +32,10 @@ lane() {  # lane VERSION SITE
   local LANE=$1 site=$2; mkdir -p "$OUT/$1"
   export FLASHINFER_WORKSPACE_BASE=$A/jit-$1 PYTHONPATH="$site:$A/site-common:$PWD"
   python3 -c "import torch, flashinfer; print('# torch', torch.__version__, 'cuda', torch.version.cuda, 'flashinfer', flashinfer.__version__, torch.cuda.get_device_name())" > "$A/env-$LANE.txt" 2>&1
-  for p in $PROBES; do one "$(basename "$p" .py)" "$OUT/$1/$(basename "$p" .py).txt" python3 "$p"; done
   # shellcheck disable=SC2086 # the IDs are words
   [ -z "$VERIFY" ] || one verify "$OUT/$1/verify.log" python3 -m conformance ledger verify --target flashinfer \
       --timeout 150 --out "$OUT/$1/verify" $VERIFY
+  for p in $PROBES; do one "$(basename "$p" .py)" "$OUT/$1/$(basename "$p" .py).txt" python3 "$p"; done
 }
 
 mkdir -p "$A/site-074" "$OUT"
