@@ -318,12 +318,15 @@ LEDGER: tuple[KnownFailure, ...] = (
         "its buffers; the plan raises cudaErrorInvalidAddressSpace and the CUDA context is lost",
         "crash",
         "docs/evidence/repro_flashinfer_paged_mask_segment_before_buffer.py",
-        confirmed=False,
+        confirmed=True,
         seen="2026-12-02 H200, the scenario machines (docs/evidence/2026-12-02-h200-explore-2/): "
         "lifecycle-clean-paged on 0.7.2.post1 and "
         "0.7.4, `plan fa2` of qo [24, 26] over kv [0, 6], page 1, 8/2 heads, bf16 head dim 128, causal, a custom "
         "mask: the plan raised cudaErrorInvalidAddressSpace and the context was lost; on 0.7.4 the graph subject "
-        "met it too (qo [36, 8, 38] over kv [0, 1, 42], page 16). The standalone script is not yet run",
+        "met it too (qo [36, 8, 38] over kv [0, 1, 42], page 16); the standalone script reproduces on both "
+        "versions (`attncheck ledger verify`, docs/evidence/2026-12-02-h200-explore-2/probe-sitting/): "
+        "the empty request last and the other alone "
+        "within 0.0095 of the reference, first: cudaErrorInvalidAddressSpace",
         applies=_mask_segment_before_buffer,
         options={"mask_form": ("bool",)},
     ),
@@ -532,7 +535,7 @@ LEDGER: tuple[KnownFailure, ...] = (
     KnownFailure(
         "flashinfer-decode-tensor-cores-empty-batch-plan",
         "flashinfer",
-        ("0.7.2.post1",),
+        ("0.7.2.post1", "0.7.4"),
         "BatchDecodeWithPagedKVCacheWrapper with tensor cores (use_tensor_cores=True; fa3 always): plan() of a "
         "batch with no requests raises torch's max() error (decode.py:2371 `kv_lens_arr_host.max()`)",
         "error",
@@ -541,7 +544,9 @@ LEDGER: tuple[KnownFailure, ...] = (
         seen="2026-12-01 H200, through the adapter (docs/evidence/2026-12-01-flashinfer-h200-session-4.md): auto "
         "and auto+graph with --adapter-option decode_tensor_cores=true on the directed empty decode batch; the "
         "script "
-        "(repro_flashinfer_decode_empty_batch_plan.h200.txt): tensor-core plan() raises, CUDA-core returns",
+        "(repro_flashinfer_decode_empty_batch_plan.h200.txt): tensor-core plan() raises, CUDA-core returns; "
+        "2026-12-02 H200, `attncheck ledger verify` on 0.7.4: reproduces "
+        "(docs/evidence/2026-12-02-h200-explore-2/probe-sitting/)",
         applies=lambda c, b: c["layout"] == "decode" and len(c["qo_lens"]) == 0 and b in ("fa2", "auto", "fa3"),
         options={"decode_tensor_cores": (True,)},
         evidence_args=("tensor-cores",),
@@ -549,7 +554,7 @@ LEDGER: tuple[KnownFailure, ...] = (
     KnownFailure(
         "flashinfer-cudnn-decode-empty-batch-plan",
         "flashinfer",
-        ("0.7.2.post1",),
+        ("0.7.2.post1", "0.7.4"),
         "BatchDecodeWithPagedKVCacheWrapper on the cudnn backend: plan() of a batch with no requests raises "
         "torch's max() error (decode.py:2547 `int(kv_lens_arr_host.max())`)",
         "error",
@@ -557,7 +562,9 @@ LEDGER: tuple[KnownFailure, ...] = (
         confirmed=True,
         seen="2026-12-01 H200, through the adapter (docs/evidence/2026-12-01-flashinfer-h200-session-4.md, "
         "--backend cudnn): the directed empty decode batch; the script "
-        "(repro_flashinfer_decode_empty_batch_plan.h200.txt)",
+        "(repro_flashinfer_decode_empty_batch_plan.h200.txt); "
+        "2026-12-02 H200, `attncheck ledger verify` on 0.7.4: reproduces "
+        "(docs/evidence/2026-12-02-h200-explore-2/probe-sitting/)",
         applies=lambda c, b: c["layout"] == "decode" and len(c["qo_lens"]) == 0 and b == "cudnn",
         evidence_args=("cudnn",),
     ),
@@ -589,7 +596,7 @@ LEDGER: tuple[KnownFailure, ...] = (
     KnownFailure(
         "flashinfer-cudnn-paged-all-kv-empty-raises",
         "flashinfer",
-        ("0.7.2.post1",),
+        ("0.7.2.post1", "0.7.4"),
         "the cudnn backend, paged prefill of a batch with queries where no request has keys: run() raises "
         "CUDNN_STATUS_BAD_PARAM_NULL_POINTER (no KV page to bind) instead of writing 0 and LSE -inf",
         "error",
@@ -597,7 +604,9 @@ LEDGER: tuple[KnownFailure, ...] = (
         confirmed=True,
         seen="2026-12-01 H200, through the adapter (docs/evidence/2026-12-01-flashinfer-h200-session-4.md, "
         "--backend cudnn): paged page 1, qo [300, 1, 127] over kv [0, 0, 0], fresh wrapper alike; the script "
-        "(repro_flashinfer_cudnn_empty_kv_rows.h200.txt)",
+        "(repro_flashinfer_cudnn_empty_kv_rows.h200.txt); "
+        "2026-12-02 H200, `attncheck ledger verify` on 0.7.4: reproduces "
+        "(docs/evidence/2026-12-02-h200-explore-2/probe-sitting/)",
         applies=lambda c, b: (
             b == "cudnn"
             and c["layout"] == "paged"

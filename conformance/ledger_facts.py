@@ -717,8 +717,10 @@ FACTS: dict[str, Facts] = {
             "block table as it is.",
             _both(
                 ("flashinfer/cudnn/prefill.py:589-597 the block table reshaped into the cuDNN graph's K and V tables",),
-                ("flashinfer/cudnn/prefill.py:775-792 the block table cut to the graph's pages, then the same",),
-                differs074="the block-table hand-over differs (cut to the graph's page count); not read further",
+                (
+                    "flashinfer/cudnn/prefill.py:775-792 the block table cut to the graph's pages, then handed over "
+                    "as in 0.7.2.post1 (the raise reproduces there: ledger verify 2026-12-02)",
+                ),
             ),
             ("fa2 and fa3 write 0 and LSE -inf for such a batch (attncheck's quick matrix on the H200).",),
             "A batch in which no request has keys is written as 0 with LSE -inf, or refused at plan().",
