@@ -7,6 +7,7 @@ pytest judge the same things through the same function (conformance.evaluate.eva
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -17,8 +18,22 @@ from scenarios.matrix import BUDGETS
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Every pytest process (xdist workers and mutation children too) warms oneMKL before a test computes."""
+    """Every pytest process (xdist workers and mutation children too) warms oneMKL before a test computes;
+    an xdist worker takes its share of the cores for torch's intra-op threads."""
     warm_mkl_vml()  # oneMKL picks its VML kernels in this one thread before any attention is computed
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if workers:
+        share_cores(int(workers))
+
+
+def share_cores(workers: int) -> None:
+    """torch's intra-op threads for one of `workers` processes computing at once: the cores this process may
+    run on, divided among them (at least one). Each worker would otherwise start a thread per core, and
+    `pytest -n 2` on two cores ran four threads on two: twice the CPU, mostly spent waiting on each other."""
+    import torch
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    torch.set_num_threads(max(1, cores // max(1, workers)))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -75,13 +75,16 @@ SUMMARY_NAME = "scenario-summary.json"
 @dataclass(frozen=True)
 class MachineBudget:
     """How hard to explore: examples and steps per example for a subject that must hold, and for
-    hunting a subject expected to fail (the fault-injected models)."""
+    hunting a subject expected to fail (the fault-injected models). `shrink`: whether a failure is
+    shrunk before it is reported (a test asking only whether a failure is found, and whether its
+    calls reproduce, leaves it out: shrinking is most of a hunt's time)."""
 
     name: str
     examples: int
     steps: int
     hunt: int
     hunt_steps: int
+    shrink: bool = True
 
 
 BUDGETS: dict[str, MachineBudget] = {
@@ -108,9 +111,9 @@ def settings_for(
     examples: Optional[int] = None,
 ) -> settings:
     """No deadline (first calls and a JIT are slow, and a deadline would make that a failure);
-    every distinct failure (one per signature key: conformance/explore/defects.py) shrunk and
-    reported; quiet (a failure carries the shrunk sequence itself). `examples`: what is left of
-    the budget's count."""
+    every distinct failure (one per signature key: conformance/explore/defects.py) shrunk (unless
+    the budget says not) and reported; quiet (a failure carries the shrunk sequence itself).
+    `examples`: what is left of the budget's count."""
     return settings(
         max_examples=examples if examples is not None else (budget.hunt if hunt else budget.examples),
         stateful_step_count=budget.hunt_steps if hunt else budget.steps,
@@ -120,7 +123,7 @@ def settings_for(
         report_multiple_bugs=True,
         print_blob=False,
         verbosity=Verbosity.quiet,
-        phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
+        phases=(Phase.explicit, Phase.reuse, Phase.generate) + ((Phase.shrink,) if budget.shrink else ()),
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
     )
 

@@ -30,6 +30,7 @@ _DIFF = "tests/gate/test_record_diff.py::"
 _DEFECTS = "tests/explore/test_distinct_defects.py::"
 _LIFECYCLE = "tests/explore/test_lifecycle_faults.py::"
 _CAUGHT = _LIFECYCLE + "test_each_fault_is_caught_in_a_few_calls_and_the_same_calls_hold_without_it"
+_WORKERS = "tests/harness/test_pytest_workers.py::"
 
 
 def _harness(name: str, path: str, old: str, new: str, description: str, kills: tuple[str, ...]) -> Mutant:
@@ -1932,6 +1933,32 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "a masked paged batch whose empty request comes before others is launched as if only graph mode were "
         "wrong: the plan kills the CUDA context and every case after it in the process",
         (_LEDGER + "test_the_zero_pages_entries_split_on_the_packed_masks_size",),
+    ),
+    # What keeps the suite within its time on two cores (docs/test-times.md), each still a claim a test checks.
+    _harness(
+        "explore-never-shrinks",
+        "conformance/explore/loop.py",
+        "        phases=(Phase.explicit, Phase.reuse, Phase.generate) + ((Phase.shrink,) if budget.shrink else ()),\n",
+        "        phases=(Phase.explicit, Phase.reuse, Phase.generate),\n",
+        "no exploration shrinks its failures, whatever its budget says: a lifecycle fault is reported as the long "
+        "example that first met it",
+        (_LIFECYCLE + "test_a_caught_fault_is_shrunk_to_a_few_calls",),
+    ),
+    _harness(
+        "pytest-workers-take-every-core",
+        "conformance/plugin.py",
+        "        share_cores(int(workers))\n",
+        "        pass\n",
+        "each pytest-xdist worker starts a torch thread per core: `pytest -n 2` on two cores runs four threads",
+        (_WORKERS + "test_an_xdist_worker_takes_its_share_of_the_cores[2-2-1]",),
+    ),
+    _harness(
+        "pytest-worker-threads-not-divided",
+        "conformance/plugin.py",
+        "    torch.set_num_threads(max(1, cores // max(1, workers)))\n",
+        "    torch.set_num_threads(max(1, cores))\n",
+        "a worker's share is every core this process may run on, not that divided among the workers",
+        (_WORKERS + "test_an_xdist_worker_takes_its_share_of_the_cores[8-2-4]",),
     ),
 )
 

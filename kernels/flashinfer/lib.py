@@ -24,7 +24,7 @@ import importlib.util
 import inspect
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from kernels import _env
 from kernels.errors import KernelUnavailable
@@ -81,15 +81,24 @@ def accepts(fn: Callable[..., Any], name: str) -> bool:
     return name in params
 
 
+@functools.lru_cache(maxsize=None)
+def _parameters(fn: Callable[..., Any]) -> Optional[Mapping[str, inspect.Parameter]]:
+    """`fn`'s parameters, read once per function (a bound method is read through its function): the adapter
+    asks before every plan and run; None where there is no signature to read."""
+    try:
+        return inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return None
+
+
 def kwargs_for(fn: Callable[..., Any], **kwargs: Any) -> dict[str, Any]:
     """`kwargs` less the None-valued ones `fn` does not take; a non-None one it does not take raises.
 
     So an argument a library version lacks is simply not sent when it would mean "default", and
     one that carries a real value is never dropped silently.
     """
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
+    params = _parameters(getattr(fn, "__func__", fn))
+    if params is None:
         return kwargs
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return kwargs

@@ -36,12 +36,16 @@ STATE = "_attncheck_lifecycle_"  # prefix of every attribute a fault keeps on a 
 ORIGINAL = "__attncheck_lifecycle_original__"  # the patched plan's attribute holding the library's plan
 
 
+# plan()'s signature, read once per function: a machine plans thousands of times.
+_signature = functools.lru_cache(maxsize=None)(inspect.signature)
+
+
 class PlanCall:
     """One plan() call: its arguments by name (the ones plan() folds into **kwargs too), changeable."""
 
     def __init__(self, plan: Callable[..., Any], wrapper: Any, args: tuple, kwargs: dict[str, Any]) -> None:
         self.wrapper = wrapper
-        self._sig = inspect.signature(plan)
+        self._sig = _signature(plan)
         self._bound = self._sig.bind(wrapper, *args, **kwargs)
         self._extra = next(
             (n for n, p in self._sig.parameters.items() if p.kind is inspect.Parameter.VAR_KEYWORD), None

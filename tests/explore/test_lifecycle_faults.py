@@ -3,10 +3,13 @@
 The catalogue (kernels/flashinfer/lifecycle_faults.py) patches the wrapper classes' plan() so that a wrapper
 planned twice keeps state a fresh one would not. Each fault subject (the `lifecycle` explore target: the
 flashinfer adapter on fa2 in the fault's API and mode) is explored with the `ci` budget's hunt counts and must
-report a failure shrunk to at most 4 calls, whose script exits 1; the same calls written against the library
-without the fault (the `lifecycle-clean` subject of that API and mode) must exit 0, so what was caught is the
-fault, not a defect the model copies from upstream. The clean subjects hold on their own. The model's numerics
-are its own: nothing here is a verdict on FlashInfer, whose run is the GPU command of docs/scenario-machines.md.
+report a failure of a few calls, whose script exits 1; the same calls written against the library without the
+fault (the `lifecycle-clean` subject of that API and mode) must exit 0, so what was caught is the fault, not a
+defect the model copies from upstream. Those hunts report the failing example as found, unshrunk: shrinking was
+nine tenths of their time and nothing there asserts on the shrunk form; that a lifecycle failure shrinks to at
+most 4 calls is shown once, on a graph fault whose unshrunk example is longer. The clean subjects hold on their
+own. The model's numerics are its own: nothing here is a verdict on FlashInfer, whose run is the GPU command of
+docs/scenario-machines.md.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import os
 import runpy
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -31,6 +35,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "ker
 import fake_flashinfer as ff  # noqa: E402
 
 CI = BUDGETS["ci"]
+# The ci budget's hunt, its failure reported as found: at most `hunt_steps` rules, each a plan, a run or both.
+HUNT = replace(CI, shrink=False)
+# A graph fault whose first failing example (the ci budget's seed) is 5 calls long: shrunk, it must be 4 or fewer.
+SHRUNK = "lifecycle-ragged_kv_indptr_same_batch-graph"
 CLEAN = {s.name: s for s in lifecycle_clean_subjects("cpu")}
 
 
@@ -51,14 +59,24 @@ def run_script(path: Path) -> int:
 @pytest.mark.slow
 @pytest.mark.parametrize("subject", lifecycle_subjects("cpu"), ids=lambda s: s.name)
 def test_each_fault_is_caught_in_a_few_calls_and_the_same_calls_hold_without_it(subject, tmp_path: Path) -> None:
-    r = explore_subject(subject, CI, tmp_path, hunt=True)
+    r = explore_subject(subject, HUNT, tmp_path, hunt=True)
     assert r.failure is not None and r.exception is not None, f"the exploration let {subject.name} through"
     steps = r.exception.steps
     print(f"\n{subject.name}: {r.failure['invariant']} in {len(steps)} calls\n  " + "\n  ".join(r.failure["sequence"]))
-    assert len(steps) <= 4, "shrunk to a handful of calls"
+    assert len(steps) <= 2 * HUNT.hunt_steps, "a handful of calls"
     assert run_script(Path(r.failure["repro"])) == 1
     clean = CLEAN[lifecycle_clean_name(subject.name)]
     assert run_script(write_repro(r.exception, clean, tmp_path / "clean")) == 0, "the calls fail without the fault"
+
+
+def test_a_caught_fault_is_shrunk_to_a_few_calls(tmp_path: Path) -> None:
+    """The ci budget's hunt as `attncheck explore --target lifecycle` runs it: the failure shrunk, its script
+    still exits 1."""
+    (subject,) = [s for s in lifecycle_subjects("cpu") if s.name == SHRUNK]
+    r = explore_subject(subject, CI, tmp_path, hunt=True)
+    assert r.failure is not None and r.exception is not None, f"the exploration let {subject.name} through"
+    assert len(r.exception.steps) <= 4, r.failure["sequence"]
+    assert run_script(Path(r.failure["repro"])) == 1
 
 
 @pytest.mark.parametrize("subject", CLEAN.values(), ids=lambda s: s.name)
