@@ -74,8 +74,11 @@ def library_versions() -> dict[str, str]:
     """
     import torch
 
+    from kernels.standin_label import FAULT_SUFFIX, fault_of
+
+    fault = fault_of(torch.nn.functional)  # a precision fault injected (kernels/torch_precision_faults.py)
     out = {
-        "torch": str(torch.__version__),
+        "torch": str(torch.__version__) + (FAULT_SUFFIX + fault if fault else ""),
         "cuda": str(torch.version.cuda) if torch.version.cuda else NOT_INSTALLED,
         "hip": str(torch.version.hip) if getattr(torch.version, "hip", None) else NOT_INSTALLED,
     }

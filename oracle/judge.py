@@ -1,13 +1,13 @@
 """Judge one kernel result: reference and baseline computed once per inputs, then compared.
 
-`truth(inputs)` runs the oracle twice (reference, input-precision baseline); `judge()`
-converts the kernel's LSE from the adapter's declared base (never guessed) and applies the
-tolerance rule of oracle/tolerances.py to output and LSE.
+`truth(inputs)` runs the oracle twice (reference, honest-kernel baseline, oracle/honest.py);
+`judge()` converts the kernel's LSE from the adapter's declared base (never guessed) and applies
+the tolerance rule of oracle/tolerances.py to output and LSE.
 
 The reference is the fp32 oracle, except for cases whose every dtype is fp32: there the
-input-precision baseline *is* the fp32 oracle, so the reference is computed in fp64 and the
-baseline error is the fp32 oracle's own error (otherwise it would be 0 and the bound would
-collapse to the floor, which honest fp32 math misses at large logits).
+honest baseline rounds nothing and *is* the fp32 oracle, so the reference is computed in fp64
+and the baseline error is the fp32 oracle's own error (otherwise it would be 0 and the bound
+would fall to the floor).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def truth(inputs: Inputs, budget_bytes: int = DEFAULT_BUDGET_BYTES) -> Truth:
     c = inputs.case
     dtype = tolerances.governing_dtype(c.q_dtype, c.kv_dtype, c.o_dtype)
     ref = attention(inputs, "fp64" if dtype == "fp32" else "fp32", budget_bytes)
-    base = attention(inputs, "input", budget_bytes)
+    base = attention(inputs, "honest", budget_bytes)
     return Truth(
         ref=ref,
         base=base,

@@ -17,20 +17,20 @@ Conventions, each tested in tests/oracle/:
   * lse is the NATURAL log of sum(exp(s)) over attended keys; lse_to_base2 converts.
 
 Precision:
-  "fp32"  (default) the oracle: all math in float32 on dequantised inputs (no TF32, whatever
-          the caller's torch settings).
-  "fp64"  the same in float64.
-  "input" the baseline of the tolerance model: the same math done the way a kernel in the input
-          dtype does it. fp16/bf16 queries: both matmuls in that dtype, softmax in fp32 and its
-          probabilities rounded to that dtype. fp8 queries: fp32 scores, probabilities rounded to
-          the KV dtype (as fp8 kernels feed P to the second matmul). The output is rounded to
-          o_dtype in every case.
+  "fp32"   (default) the oracle: all math in float32 on dequantised inputs (no TF32, whatever
+           the caller's torch settings).
+  "fp64"   the same in float64.
+  "honest" the baseline of the tolerance model: the fp32 oracle rounding where an honest
+           low-precision kernel must and nowhere else (oracle/honest.py lists the points: the
+           soft cap's tanh, the normalised P before P.V, the output once; the LSE with P's
+           rounding and the scores' fp32 order at their magnitude).
 
 Memory: work is split into (query-head block x query-row block) chunks whose full score rows
 fit in `budget_bytes`, with K and V gathered and dequantised one key block at a time; a
-[heads, q, kv] tensor for a whole long request is never built. Softmax stays exact (two passes
-over whole rows), not an online rescaling. Each chunk is two batched GEMMs over its KV heads
-(GQA by view, not by copying K/V per query head) and a few whole-tensor passes between them.
+[heads, q, kv] tensor for a whole long request is never built ("honest" rounds P in place, in
+the same budget). Softmax stays exact (two passes over whole rows), not an online rescaling.
+Each chunk is two batched GEMMs over its KV heads (GQA by view, not by copying K/V per query
+head) and a few whole-tensor passes between them.
 """
 
 from __future__ import annotations
@@ -43,18 +43,18 @@ from typing import Literal
 
 import torch
 
+from oracle.honest import EXACT, Rounding, honest
 from oracle.masks import allowed
-from scenarios.dtypes import is_fp8, to_torch
 from scenarios.tensors import Inputs, fp8_descales
 
-Precision = Literal["fp32", "fp64", "input"]
-PRECISIONS: tuple[str, ...] = ("fp32", "fp64", "input")
+Precision = Literal["fp32", "fp64", "honest"]
+PRECISIONS: tuple[str, ...] = ("fp32", "fp64", "honest")
 DEFAULT_BUDGET_BYTES = 256 * 2**20
 LOG2E = 1.0 / math.log(2.0)
 # Bytes of live temporaries per score element at a chunk's peak, in units of the score dtype:
-# the scores themselves (_softmax works in place), the probabilities' low-precision copy ("input"
-# precision, half at most) and the boolean mask [rows, kv] that the chunk's heads share (a
-# quarter at most, a half while negated): under two in all.
+# the scores themselves (_softmax works in place), the rounded copies of a quarter of the rows
+# while "honest" rounds P in place (under half) and the boolean mask [rows, kv] that the chunk's
+# heads share (a quarter at most, a half while negated): under two in all.
 _SCORE_COPIES = 2
 
 
@@ -72,19 +72,6 @@ def lse_to_base2(lse: torch.Tensor) -> torch.Tensor:
 
 def lse_from_base2(lse2: torch.Tensor) -> torch.Tensor:
     return lse2 / LOG2E
-
-
-def _compute_dtypes(inputs: Inputs, precision: str) -> tuple[torch.dtype, torch.dtype | None]:
-    """(dtype of the matmuls, dtype P is rounded to before P@V or None)."""
-    c = inputs.case
-    if precision == "fp64":
-        return torch.float64, None
-    if precision == "fp32" or c.q_dtype == "fp32":
-        return torch.float32, None
-    if is_fp8(c.q_dtype):
-        return torch.float32, to_torch(c.kv_dtype) if is_fp8(c.kv_dtype) else None
-    dt = to_torch(c.q_dtype)
-    return dt, dt
 
 
 def _dequant(x: torch.Tensor, descale: float, dtype: torch.dtype) -> torch.Tensor:
@@ -162,7 +149,7 @@ def attention(inputs: Inputs, precision: Precision = "fp32", budget_bytes: int =
     if precision not in PRECISIONS:
         raise ValueError(f"precision={precision!r} is not one of {PRECISIONS}")
     c = inputs.case
-    mm_dtype, p_dtype = _compute_dtypes(inputs, precision)
+    rounding: Rounding = honest(c) if precision == "honest" else EXACT
     acc = torch.float64 if precision == "fp64" else torch.float32
     dev = inputs.device
     out = torch.zeros((c.total_qo, c.num_qo_heads, c.head_dim_vo), dtype=acc, device=dev)
@@ -206,66 +193,101 @@ def attention(inputs: Inputs, precision: Precision = "fp32", budget_bytes: int =
                     )
                     # GQA without a copy of K/V per query head: heads [h0, h1) are the groups of KV heads
                     # [kv0, kv1), so q [rows, heads, D] is viewed [KV heads, group heads x rows, D], s and o alike.
-                    q = _dequant(inputs.q[q0 + r0 : q0 + r1, h0:h1], qs, mm_dtype)
+                    q = _dequant(inputs.q[q0 + r0 : q0 + r1, h0:h1], qs, acc)
                     q = q.transpose(0, 1).reshape(n, -1, c.head_dim_qk)
                     s = torch.empty((h1 - h0, r1 - r0, kv), dtype=acc, device=dev)
+                    k_norm = torch.zeros((n, 1, 1), dtype=acc, device=dev)  # largest |k| of each KV head
                     for k0 in range(0, kv, kb):
                         k1 = min(k0 + kb, kv)
-                        k = _dequant(_kv_rows(inputs, "k", span, kv0, kv1, k0, k1), ks, mm_dtype)
+                        k = _dequant(_kv_rows(inputs, "k", span, kv0, kv1, k0, k1), ks, acc)
                         _scaled_scores(s.view(n, -1, kv)[:, :, k0:k1], q, k.permute(1, 2, 0), c.scale)
-                    e, denom, l_blk = _softmax(s, keep, c.logits_soft_cap)
+                        k_norm = torch.maximum(k_norm, k.norm(dim=-1).amax(dim=0).view(n, 1, 1))
+                    # |q| |k|max |sm_scale| bounds sum_d |q_d k_d| sm_scale, what an fp32 score's rounding scales with.
+                    size = (q.norm(dim=-1, keepdim=True) * k_norm * abs(c.scale)).view(h1 - h0, r1 - r0, 1)
+                    e, denom, l_blk = _softmax(s, keep, c.logits_soft_cap, rounding, size)
                     # P = e / denom. In fp32 and fp64 the division waits for the [rows, D] output (the
-                    # same math on D/kv as many numbers); "input" rounds P itself, so it divides first.
-                    if p_dtype is not None:
-                        e = e.div_(denom).to(p_dtype)
-                        denom = torch.ones_like(denom)
+                    # same math on D/kv as many numbers); "honest" rounds P itself, so it divides first.
                     e = e.view(n, -1, kv)
                     o = torch.empty((n, e.shape[1], c.head_dim_vo), dtype=acc, device=dev)
                     for k0 in range(0, kv, kb):
                         k1 = min(k0 + kb, kv)
-                        v = _dequant(_kv_rows(inputs, "v", span, kv0, kv1, k0, k1), vs, mm_dtype)
-                        _add_weighted_values(o, e[:, :, k0:k1].to(v.dtype), v.transpose(0, 1), first=k0 == 0)
+                        v = _dequant(_kv_rows(inputs, "v", span, kv0, kv1, k0, k1), vs, acc)
+                        _add_weighted_values(o, e[:, :, k0:k1], v.transpose(0, 1), first=k0 == 0)
                     o = o.view(h1 - h0, r1 - r0, -1).div_(denom)
                     out[q0 + r0 : q0 + r1, h0:h1] = o.transpose(0, 1)
                     lse[q0 + r0 : q0 + r1, h0:h1] = l_blk
-    if precision == "input":
-        out = out.to(to_torch(c.o_dtype)).to(acc)
+    if rounding.out is not None:
+        out = out.to(rounding.out).to(acc)
     return Reference(out=out, lse=lse, precision=precision)
 
 
 def _scaled_scores(s: torch.Tensor, q: torch.Tensor, kt: torch.Tensor, scale: float) -> None:
     """s = scale * (q @ kt), batched over KV heads, written into s (the accumulation dtype)."""
-    if q.dtype == s.dtype:
-        s.baddbmm_(q, kt, beta=0.0, alpha=scale)  # one GEMM, the scale applied in its epilogue
-    else:  # "input" precision: q.k rounded to the matmul's dtype, then scaled
-        s.copy_(torch.bmm(q, kt)).mul_(scale)
+    s.baddbmm_(q, kt, beta=0.0, alpha=scale)  # one GEMM, the scale applied in its epilogue
 
 
 def _add_weighted_values(o: torch.Tensor, p: torch.Tensor, v: torch.Tensor, first: bool) -> None:
     """o += p @ v (o = p @ v for the first key block), batched over KV heads, in o's dtype."""
-    if p.dtype == o.dtype:
-        o.baddbmm_(p, v, beta=0.0 if first else 1.0)  # one GEMM; beta 0 ignores o's old contents
-    else:  # "input" precision: each key block's p @ v rounded to the matmul's dtype, then added
-        pv = torch.bmm(p, v).to(o.dtype)
-        if first:
-            o.copy_(pv)
-        else:
-            o += pv
+    o.baddbmm_(p, v, beta=0.0 if first else 1.0)  # one GEMM; beta 0 ignores o's old contents
 
 
-def _softmax(s: torch.Tensor, keep: torch.Tensor | None, cap: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _softmax(
+    s: torch.Tensor, keep: torch.Tensor | None, cap: float, rounding: Rounding, size: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Scaled scores [h, r, kv] -> (e, denom, lse), the softmax being P = e / denom.
 
     e = exp(s - row max), in place in s; denom its row sums [h, r, 1], 1 for a row with nothing
-    to attend (whose e is all 0); lse the natural-log LSE [r, h].
+    to attend (whose e is all 0); lse the natural-log LSE [r, h]. Where `rounding` rounds P (the
+    honest kernel, oracle/honest.py), e is P itself, normalised and rounded, and denom is 1;
+    `size` [h, r, 1] bounds each row's sum of |q_d k_d| sm_scale (its scores' fp32 error scale).
     """
     if cap > 0:
-        s.div_(cap).tanh_().mul_(cap)
+        s.div_(cap).tanh_()
+        if rounding.tanh_bits:
+            _keep_bits(s, rounding.tanh_bits)
+        s.mul_(cap)
     if keep is not None:
         s.masked_fill_(~keep.unsqueeze(0), -math.inf)
     m = s.amax(dim=-1, keepdim=True)
     empty = torch.isneginf(m)
     e = s.sub_(torch.where(empty, 0.0, m)).exp_()
     denom = e.sum(dim=-1, keepdim=True)
+    if rounding.p is not None:
+        return _honest_probabilities(e, denom, m, empty, rounding, size)
     lse = (m + torch.log(denom)).squeeze(-1)
     return e, torch.where(empty, 1.0, denom), lse.transpose(0, 1)
+
+
+def _honest_probabilities(
+    e: torch.Tensor,
+    denom: torch.Tensor,
+    m: torch.Tensor,
+    empty: torch.Tensor,
+    rounding: Rounding,
+    size: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The honest kernel's P and LSE from e = exp(s - m) and its row sums (oracle/honest.py, 4 and 7).
+
+    e becomes round(e / denom) in place, a quarter of the rows at a time so that the rounded
+    copies stay within the score budget; lse = m + log(denom + drift) + score_error * size, where
+    drift = sum |round(e) - e| per row is P's rounding at its magnitude. denom comes back 1.
+    """
+    assert rounding.p is not None
+    safe = torch.where(empty, 1.0, denom)
+    flat, per_row = e.view(-1, e.shape[-1]), safe.view(-1, 1)
+    drift = torch.empty_like(per_row)
+    step = max(1, -(-flat.shape[0] // 4))
+    for a in range(0, flat.shape[0], step):
+        blk = flat[a : a + step]
+        drift[a : a + step] = blk.to(rounding.p).to(blk.dtype).sub_(blk).abs_().sum(dim=-1, keepdim=True)
+        blk.div_(per_row[a : a + step]).copy_(blk.to(rounding.p))
+    slack = rounding.score_error * torch.where(empty, 0.0, size)
+    lse = (m + torch.log(denom + drift.view_as(denom)) + slack).squeeze(-1)
+    return e, torch.ones_like(safe), lse.transpose(0, 1)
+
+
+def _keep_bits(x: torch.Tensor, bits: int) -> None:
+    """Round fp32 `x` in place to `bits` significant bits (to nearest, ties away from zero)."""
+    assert x.dtype == torch.float32 and 1 <= bits < 24
+    drop = 24 - bits
+    x.view(torch.int32).add_(1 << (drop - 1)).bitwise_and_(~((1 << drop) - 1))

@@ -22,6 +22,8 @@ _MEMORY = "tests/oracle/test_oracle_memory.py::"
 _COMPARE = "tests/oracle/test_oracle_compare.py::"
 _MASKS = "tests/oracle/test_oracle_masks.py::"
 _PRECISION = "tests/oracle/test_oracle_matmul_precision.py::"
+_HONEST = "tests/oracle/test_oracle_honest.py::"
+_FAULTS = "tests/kernels/test_torch_precision_faults.py::"
 # Every parity-grid test that reaches the mutant (its ids come from the matrix at run time).
 _PARITY = "conformance/test_parity_grid.py::test_backend_matches_the_oracle[*]"
 
@@ -96,13 +98,9 @@ ORACLE_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "soft-cap-after-mask",
         "oracle/reference.py",
+        ("        s.mul_(cap)\n    if keep is not None:\n        s.masked_fill_(~keep.unsqueeze(0), -math.inf)\n"),
         (
-            "    if cap > 0:\n"
-            "        s.div_(cap).tanh_().mul_(cap)\n"
-            "    if keep is not None:\n"
-            "        s.masked_fill_(~keep.unsqueeze(0), -math.inf)\n"
-        ),
-        (
+            "        s.mul_(cap)\n"
             "    if keep is not None:\n"
             "        s.masked_fill_(~keep.unsqueeze(0), -math.inf)\n"
             "    if cap > 0:\n"
@@ -114,8 +112,8 @@ ORACLE_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "soft-cap-before-scale",
         "oracle/reference.py",
-        "                    e, denom, l_blk = _softmax(s, keep, c.logits_soft_cap)\n",
-        "                    e, denom, l_blk = _softmax(s, keep, c.logits_soft_cap * c.scale)\n",
+        "                    e, denom, l_blk = _softmax(s, keep, c.logits_soft_cap, rounding, size)\n",
+        "                    e, denom, l_blk = _softmax(s, keep, c.logits_soft_cap * c.scale, rounding, size)\n",
         "soft cap applied to the raw q.k and sm_scale after it (sm_scale * cap * tanh(q.k / cap)), instead of "
         "capping the scaled score",
         (_hand("test_tiny_soft_cap_saturates_scaled_scores_to_plus_minus_cap"),),
@@ -123,8 +121,8 @@ ORACLE_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "soft-cap-tanh-of-raw-score",
         "oracle/reference.py",
-        "        s.div_(cap).tanh_().mul_(cap)\n",
-        "        s.tanh_().mul_(cap)\n",
+        "        s.div_(cap).tanh_()\n",
+        "        s.tanh_()\n",
         "soft cap written cap * tanh(s) instead of cap * tanh(s / cap)",
         (_hand("test_huge_soft_cap_equals_no_cap"),),
     ),
@@ -274,16 +272,16 @@ ORACLE_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "fp32-gemm-scale-dropped",
         "oracle/reference.py",
-        "        s.baddbmm_(q, kt, beta=0.0, alpha=scale)  # one GEMM, the scale applied in its epilogue\n",
-        "        s.baddbmm_(q, kt, beta=0.0)  # one GEMM, the scale applied in its epilogue\n",
+        "    s.baddbmm_(q, kt, beta=0.0, alpha=scale)  # one GEMM, the scale applied in its epilogue\n",
+        "    s.baddbmm_(q, kt, beta=0.0)  # one GEMM, the scale applied in its epilogue\n",
         "the score GEMM's epilogue scale left out: fp32 and fp64 scores are raw q.k",
         (_hand("test_single_key_output_equals_v_and_lse_equals_scaled_score"),),
     ),
     Mutant(
         "value-blocks-overwritten",
         "oracle/reference.py",
-        "        o.baddbmm_(p, v, beta=0.0 if first else 1.0)  # one GEMM; beta 0 ignores o's old contents\n",
-        "        o.baddbmm_(p, v, beta=0.0)  # one GEMM; beta 0 ignores o's old contents\n",
+        "    o.baddbmm_(p, v, beta=0.0 if first else 1.0)  # one GEMM; beta 0 ignores o's old contents\n",
+        "    o.baddbmm_(p, v, beta=0.0)  # one GEMM; beta 0 ignores o's old contents\n",
         "each key block's P @ V overwrites the output instead of adding to it: only the last block counts",
         (_MEMORY + "test_tiny_budget_equals_default_budget[ragged]",),
     ),
@@ -295,34 +293,96 @@ ORACLE_MUTANTS: tuple[Mutant, ...] = (
         "the softmax's division by the row sum forgotten where it is deferred to the [rows, D] output",
         (_hand("test_two_keys_weights_follow_softmax"),),
     ),
+    # ---- the honest-kernel baseline (oracle/honest.py): each rounding point --------------------
     Mutant(
-        "input-scores-scaled-in-the-input-dtype",
+        "honest-p-left-unrounded",
         "oracle/reference.py",
-        "        s.copy_(torch.bmm(q, kt)).mul_(scale)\n",
-        "        s.copy_(torch.bmm(q, kt) * scale)\n",
-        'at "input" precision, q.k scaled in fp16/bf16 before being widened, instead of rounded and then '
-        "scaled in fp32",
-        (_HAND + "test_input_precision_rounds_q_dot_k_to_the_input_dtype_before_the_scale",),
+        "        blk.div_(per_row[a : a + step]).copy_(blk.to(rounding.p))\n",
+        "        blk.div_(per_row[a : a + step])\n",
+        "the honest baseline leaves P in fp32: its error is the output's rounding alone, and honest kernels "
+        "that round P fail",
+        (_HONEST + "test_the_normalised_probabilities_are_rounded_before_p_dot_v",),
     ),
     Mutant(
-        "input-probabilities-rounded-unnormalised",
+        "honest-p-rounded-before-normalising",
         "oracle/reference.py",
-        (
-            "                        e = e.div_(denom).to(p_dtype)\n"
-            "                        denom = torch.ones_like(denom)\n"
-        ),
-        "                        e = e.to(p_dtype)\n",
-        'at "input" precision, exp(s - max) rounded and the division left for the output, as in fp32: the '
-        "rounded P is not the normalised one",
-        (_HAND + "test_input_precision_rounds_the_probabilities_to_the_input_dtype",),
+        "        blk.div_(per_row[a : a + step]).copy_(blk.to(rounding.p))\n",
+        "        blk.copy_(blk.to(rounding.p)).div_(per_row[a : a + step])\n",
+        "the honest baseline rounds exp(s - m), whose largest entry is exactly 1 (the flash kernels' order), "
+        "not the normalised P: two-pass kernels err more than it",
+        (_HONEST + "test_the_normalised_probabilities_are_rounded_before_p_dot_v",),
     ),
     Mutant(
-        "input-probabilities-divided-twice",
+        "honest-row-slices-all-the-first",
         "oracle/reference.py",
-        "                        denom = torch.ones_like(denom)\n",
-        "",
-        'at "input" precision, P normalised before rounding and the output divided by the row sum again',
-        (_HAND + "test_input_precision_rounds_the_probabilities_to_the_input_dtype",),
+        "        blk = flat[a : a + step]\n",
+        "        blk = flat[:step]\n",
+        "the honest P is rounded a slice of rows at a time, every slice the chunk's first: other rows keep exp(s - m)",
+        (_HONEST + "test_the_chunked_baseline_equals_its_rounding_points_written_out",),
+    ),
+    Mutant(
+        "honest-lse-rounding-left-out",
+        "oracle/reference.py",
+        "    lse = (m + torch.log(denom + drift.view_as(denom)) + slack).squeeze(-1)\n",
+        "    lse = (m + torch.log(denom) + slack).squeeze(-1)\n",
+        "the honest LSE leaves P's rounding out: it is the fp32 oracle's, and fa2's LSE (a row sum of the "
+        "rounded P) fails",
+        (_HONEST + "test_the_lse_carries_every_rounding_of_p_at_its_magnitude",),
+    ),
+    Mutant(
+        "honest-lse-rounding-signed",
+        "oracle/reference.py",
+        "        drift[a : a + step] = blk.to(rounding.p).to(blk.dtype).sub_(blk).abs_().sum(dim=-1, keepdim=True)\n",
+        "        drift[a : a + step] = blk.to(rounding.p).to(blk.dtype).sub_(blk).sum(dim=-1, keepdim=True)\n",
+        "the honest LSE adds P's rounding errors with their signs: they cancel by chance, and on a single row "
+        "the baseline can fall far below an honest kernel's",
+        (_HONEST + "test_the_lse_carries_every_rounding_of_p_at_its_magnitude",),
+    ),
+    Mutant(
+        "honest-score-order-left-out",
+        "oracle/honest.py",
+        "    return Rounding(p=p, out=out, tanh_bits=TANH_BITS, score_error=SCORE_ERROR_PER_ROOT_D * "
+        "math.sqrt(case.head_dim_qk))\n",
+        "    return Rounding(p=p, out=out, tanh_bits=TANH_BITS, score_error=0.0)\n",
+        "the honest LSE allows no fp32 summation order of the scores: at large logits it is an ulp from the "
+        "oracle, and kernels summing in their own order fail",
+        (_HONEST + "test_the_lse_allows_the_scores_fp32_summation_order",),
+    ),
+    Mutant(
+        "honest-score-size-from-the-score",
+        "oracle/reference.py",
+        "    slack = rounding.score_error * torch.where(empty, 0.0, size)\n",
+        "    slack = rounding.score_error * torch.where(empty, 0.0, m).abs()\n",
+        "the honest LSE scales the scores' fp32 error with the row max, not with the products summed: a row "
+        "whose products cancel gets no allowance (FA3's fp8 LSE on the H200, 2.5x over)",
+        (_HONEST + "test_the_lse_allows_the_scores_fp32_summation_order",),
+    ),
+    Mutant(
+        "honest-tanh-exact",
+        "oracle/honest.py",
+        "    return Rounding(p=p, out=out, tanh_bits=TANH_BITS, score_error=SCORE_ERROR_PER_ROOT_D * "
+        "math.sqrt(case.head_dim_qk))\n",
+        "    return Rounding(p=p, out=out, tanh_bits=None, score_error=SCORE_ERROR_PER_ROOT_D * "
+        "math.sqrt(case.head_dim_qk))\n",
+        "the honest soft cap takes fp32's tanh: GPU kernels' tanh.approx (1.1e-5 relative) fails soft-capped LSEs",
+        (_HONEST + "test_the_soft_caps_tanh_keeps_sixteen_significant_bits",),
+    ),
+    Mutant(
+        "honest-output-unrounded",
+        "oracle/reference.py",
+        "    if rounding.out is not None:\n",
+        "    if False:\n",
+        "the honest output is never rounded to o_dtype: the baseline misses the one rounding every kernel makes",
+        (_HONEST + "test_the_output_is_rounded_once_to_its_dtype",),
+    ),
+    Mutant(
+        "honest-p-in-the-kv-dtype-always",
+        "oracle/honest.py",
+        "    widest = q_dtype if is_fp8(kv_dtype) and not is_fp8(q_dtype) else kv_dtype\n",
+        "    widest = kv_dtype\n",
+        "a 16-bit query over fp8 KV rounds P to fp8, which FlashInfer's mixed kernels never do: the bound "
+        "loosens to fp8's",
+        (_HONEST + "test_p_is_rounded_to_the_dtype_it_enters_p_dot_v_in[bf16-e4m3fn-bf16]",),
     ),
     Mutant(
         "tf32-left-on",
@@ -382,12 +442,44 @@ ORACLE_MUTANTS: tuple[Mutant, ...] = (
         (_COMPARE + "test_error_equal_to_the_bound_passes_and_the_next_float_fails",),
     ),
     Mutant(
-        "bound-min-not-max",
+        "bound-floor-beside-the-baseline",
         "oracle/tolerances.py",
-        "    return max(factor * baseline_err, floor(dtype, quantity, ref_scale))\n",
-        "    return min(factor * baseline_err, floor(dtype, quantity, ref_scale))\n",
-        "bound = min(k * baseline, floor): an exact baseline collapses the bound to 0",
-        (_COMPARE + "test_bound_is_max_of_factor_times_baseline_and_floor[fp32-out]",),
+        "        return (FACTORS[dtype] if factor is None else factor) * baseline_err\n",
+        "        return max((FACTORS[dtype] if factor is None else factor) * baseline_err, floor(dtype, quantity, "
+        "ref_scale))\n",
+        "bound = max(k * baseline, floor), the rule before issue 17: the floor hides defects wherever the honest "
+        "error is small",
+        (
+            _COMPARE + "test_bound_is_factor_times_baseline_and_the_floor_only_where_the_baseline_is_zero[bf16-out]",
+            _FAULTS + "test_a_defect_fails_where_its_run_caught_it_and_the_faultless_loop_passes[row_sum_in_half]",
+        ),
+    ),
+    Mutant(
+        "bound-zero-where-the-baseline-is",
+        "oracle/tolerances.py",
+        "    return floor(dtype, quantity, ref_scale)\n",
+        "    return 0.0\n",
+        "a zero honest error leaves a zero bound: a single-key row fails on its fp32 rounding",
+        (_COMPARE + "test_bound_is_factor_times_baseline_and_the_floor_only_where_the_baseline_is_zero[fp32-out]",),
+    ),
+    Mutant(
+        "factor-fp16-doubled",
+        "oracle/tolerances.py",
+        '    "fp16": 3.0,\n',
+        '    "fp16": 6.0,\n',
+        "the fp16 factor doubled: a row sum held in fp16 passes the standard run",
+        (
+            _COMPARE + "test_every_dtype_has_a_factor_and_fp32_the_largest",
+            _FAULTS + "test_a_defect_fails_where_its_run_caught_it_and_the_faultless_loop_passes[row_sum_in_half]",
+        ),
+    ),
+    Mutant(
+        "judge-baseline-is-the-reference",
+        "oracle/judge.py",
+        '    base = attention(inputs, "honest", budget_bytes)\n',
+        '    base = attention(inputs, "fp32", budget_bytes)\n',
+        "the judge's baseline is the fp32 oracle itself: every 16-bit bound falls to the floor",
+        (_COMPARE + "test_fp32_cases_are_judged_against_fp64_with_the_fp32_oracle_error_as_baseline",),
     ),
     Mutant(
         "governing-dtype-finest",
@@ -402,8 +494,8 @@ ORACLE_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "v-read-from-k-cache",
         "oracle/reference.py",
-        '                        v = _dequant(_kv_rows(inputs, "v", span, kv0, kv1, k0, k1), vs, mm_dtype)\n',
-        '                        v = _dequant(_kv_rows(inputs, "k", span, kv0, kv1, k0, k1), vs, mm_dtype)\n',
+        '                        v = _dequant(_kv_rows(inputs, "v", span, kv0, kv1, k0, k1), vs, acc)\n',
+        '                        v = _dequant(_kv_rows(inputs, "k", span, kv0, kv1, k0, k1), vs, acc)\n',
         "values read from the K cache (a copy-paste slip): every output with a key is wrong",
         (_hand("test_two_keys_weights_follow_softmax"), _PARITY),
     ),
@@ -418,8 +510,8 @@ ORACLE_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "soft-cap-with-math-tanh",
         "oracle/reference.py",
-        "        s.div_(cap).tanh_().mul_(cap)\n",
-        "        s = cap * math.tanh(s / cap)\n",
+        "        s.div_(cap).tanh_()\n",
+        "        s = math.tanh(s / cap)\n",
         "soft cap written with math.tanh, which takes one number, not a tensor of scores",
         (_hand("test_soft_cap_applies_before_masking"), _PARITY),
     ),

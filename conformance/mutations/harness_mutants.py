@@ -31,6 +31,9 @@ _DEFECTS = "tests/explore/test_distinct_defects.py::"
 _LIFECYCLE = "tests/explore/test_lifecycle_faults.py::"
 _CAUGHT = _LIFECYCLE + "test_each_fault_is_caught_in_a_few_calls_and_the_same_calls_hold_without_it"
 _WORKERS = "tests/harness/test_pytest_workers.py::"
+_PRECISION = "tests/kernels/test_torch_precision_faults.py::"
+_DEFECT_CAUGHT = _PRECISION + "test_a_defect_fails_where_its_run_caught_it_and_the_faultless_loop_passes"
+_PF = "kernels/torch_precision_faults.py"
 
 
 def _harness(name: str, path: str, old: str, new: str, description: str, kills: tuple[str, ...]) -> Mutant:
@@ -1959,6 +1962,80 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "    torch.set_num_threads(max(1, cores))\n",
         "a worker's share is every core this process may run on, not that divided among the workers",
         (_WORKERS + "test_an_xdist_worker_takes_its_share_of_the_cores[8-2-4]",),
+    ),
+    # The precision defects injected into torch (kernels/torch_precision_faults.py), issue 17: each disarmed.
+    _harness(
+        "precision-acc-in-half-disarmed",
+        _PF,
+        "            acc_in_input_dtype=True,\n            row_sum_in_input_dtype=True,\n",
+        "",
+        "the catalogue's half-precision accumulators are fp32 after all: the defect the tests hold is no defect",
+        (_DEFECT_CAUGHT + "[acc_in_half]",),
+    ),
+    _harness(
+        "precision-no-rescale-disarmed",
+        _PF,
+        "            rescale_output=False,\n",
+        "",
+        "the missing rescale of the running output is put back",
+        (_DEFECT_CAUGHT + "[no_rescale]",),
+    ),
+    _harness(
+        "precision-row-sum-in-half-disarmed",
+        _PF,
+        '            row_sum_in_input_dtype=True,\n        ),\n        Fault(\n            "p_coarser",\n',
+        '        ),\n        Fault(\n            "p_coarser",\n',
+        "the row sum said to be held in 16 bits is held in fp32",
+        (_DEFECT_CAUGHT + "[row_sum_in_half]",),
+    ),
+    _harness(
+        "precision-p-coarser-disarmed",
+        _PF,
+        "            p_coarser=True,\n",
+        "",
+        "P rounded to the input dtype after all, not one step coarser",
+        (_DEFECT_CAUGHT + "[p_coarser]",),
+    ),
+    _harness(
+        "precision-scores-in-half-disarmed",
+        _PF,
+        "            scores_in_input_dtype=True,\n",
+        "",
+        "the scores said to be rounded to 16 bits stay fp32",
+        (_DEFECT_CAUGHT + "[scores_in_half]",),
+    ),
+    _harness(
+        "precision-lse-in-half-disarmed",
+        _PF,
+        "            lse_in_input_dtype=True,\n",
+        "",
+        "FlexAttention's LSE is left as torch computes it",
+        (_DEFECT_CAUGHT + "[lse_in_half]",),
+    ),
+    _harness(
+        "precision-loop-row-sum-not-rescaled",
+        _PF,
+        "        row_sum = _accumulate(row_sum.to(f32) * alpha, ",
+        "        row_sum = _accumulate(row_sum.to(f32), ",
+        "the faultless loop forgets to rescale its row sum when the max grows: the control the defects are "
+        "measured against is itself wrong",
+        (_DEFECT_CAUGHT + "[acc_in_half]", _DEFECT_CAUGHT + "[p_coarser]"),
+    ),
+    _harness(
+        "precision-fault-unlabelled",
+        _PF,
+        "    setattr(torch.nn.functional, FAULT_MARKER, f.name)\n",
+        "",
+        "a run with a precision fault injected reports torch's plain version: its records read as torch's own",
+        (_PRECISION + "test_a_fault_replaces_its_function_says_so_in_the_versions_and_is_undone",),
+    ),
+    _harness(
+        "precision-catalogue-entry-dropped",
+        _PF,
+        '        Fault(\n            "scores_in_half",\n',
+        '        Fault(\n            "scores_in_half_unlisted",\n',
+        "a defect of the catalogue has no catching case in the tests: nothing shows it is still caught",
+        (_PRECISION + "test_every_defect_names_the_case_that_caught_it",),
     ),
 )
 

@@ -1,0 +1,84 @@
+"""The precision defects of kernels/torch_precision_faults.py against the tolerance model, on the CPU.
+
+Each defect is caught by a default run at the budget docs/evidence/2026-12-02-honest-baseline.md
+names; here, on the case of that budget's matrix where the run caught it, the defect fails and
+the same flash loop without it passes (for the LSE defect: FlexAttention itself), so neither a
+looser bound nor a disarmed fault goes unnoticed. The full runs are in the evidence file.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+import torch
+
+from kernels import get_target
+from kernels._env import library_versions
+from kernels.torch_precision_faults import FAULTS, FLEX, HONEST, fault, injected, install
+from oracle.judge import Truth, judge, truth
+from scenarios.case import Case
+from scenarios.matrix import build
+from scenarios.tensors import Inputs, materialize
+
+TORCH = get_target("torch")
+
+# fault -> (budget, a case of that budget's matrix its run failed on); the evidence file's table 2.
+CATCHES: dict[str, tuple[str, str]] = {
+    "acc_in_half": ("quick", "paged-b3-h4x1-d128-fp16-p1NHD-causal+zero_len-95aed7b351"),
+    "no_rescale": ("quick", "decode-b3-h8x1-d128-bf16-p16NHD-56148f9d09"),
+    "row_sum_in_half": ("standard", "single-b1-h2x2-d256-fp16-causal+custom_mask-771148493d"),
+    "p_coarser": ("quick", "paged-b2-h4x2-d64-bf16-p4NHD-causal+zero_len-22ddbe6a13"),
+    "scores_in_half": ("quick", "ragged-b1-h4x1-d128-bf16-causal-4cb5ee63b7"),
+    "lse_in_half": ("quick", "paged-b2-h4x2-d64-bf16-p4NHD-causal+zero_len-22ddbe6a13"),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _matrix(budget: str) -> dict[str, Case]:
+    return {c.id: c for c in build(budget)}
+
+
+@functools.lru_cache(maxsize=None)
+def _truth(budget: str, case_id: str) -> tuple[Inputs, Truth]:
+    cases = _matrix(budget)
+    assert case_id in cases, f"{case_id} is no longer in the {budget} matrix: rerun the evidence and update CATCHES"
+    inputs = materialize(cases[case_id], seed=0)
+    return inputs, truth(inputs)
+
+
+def _passes(name: str | None, backend: str, inputs: Inputs, t: Truth) -> bool:
+    adapter = TORCH.make(backend, "cpu")
+    with injected(name):
+        adapter.plan(inputs)
+        res = adapter.run(inputs)
+    out_cmp, lse_cmp = judge(t, res.out, res.lse, lse_base=res.lse_base, adapter="torch", backend=backend)
+    return out_cmp.passed and (lse_cmp is None or lse_cmp.passed)
+
+
+def test_every_defect_names_the_case_that_caught_it() -> None:
+    """The catalogue and the table of catching cases hold the same defects (the control "honest" aside)."""
+    assert set(CATCHES) == set(FAULTS) - {HONEST}
+
+
+@pytest.mark.parametrize("name", sorted(CATCHES))
+def test_a_defect_fails_where_its_run_caught_it_and_the_faultless_loop_passes(name: str) -> None:
+    budget, case_id = CATCHES[name]
+    inputs, t = _truth(budget, case_id)
+    backend = "flex" if fault(name).target == FLEX else "math"
+    assert not _passes(name, backend, inputs, t), f"{name} passes on {case_id}"
+    control = None if backend == "flex" else HONEST
+    assert _passes(control, backend, inputs, t), f"{control or 'flex'} fails on {case_id}"
+
+
+def test_a_fault_replaces_its_function_says_so_in_the_versions_and_is_undone() -> None:
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    plain = library_versions()["torch"]
+    with injected("acc_in_half"):
+        assert torch.nn.functional.scaled_dot_product_attention is not sdpa
+        assert library_versions()["torch"] == plain + "+fault:acc_in_half"
+        with pytest.raises(ValueError, match="'acc_in_half' is injected already"):
+            install("no_rescale")
+    assert torch.nn.functional.scaled_dot_product_attention is sdpa and library_versions()["torch"] == plain
+    with pytest.raises(ValueError, match="precision fault 'stale'.*acc_in_half"):
+        fault("stale")
