@@ -1372,6 +1372,17 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         (
             _REPORT
             + "test_an_entrys_root_cause_names_source_lines_in_every_studied_version[flashinfer-sticky-paged-auto]",
+        ),
+    ),
+    _harness(
+        "facts-cudnn-0-7-4-said-to-differ",
+        "conformance/ledger_facts.py",
+        '                    "as in 0.7.2.post1 (the raise reproduces there: ledger verify 2026-12-02)",\n'
+        "                ),\n            ),\n",
+        '                    "as in 0.7.2.post1 (the raise reproduces there: ledger verify 2026-12-02)",\n'
+        '                ),\n                differs074="not read further",\n            ),\n',
+        "the root cause says 0.7.4's cuDNN hand-over is other code, where the entry lists 0.7.4 (it reproduces there)",
+        (
             _REPORT + "test_an_entrys_root_cause_names_source_lines_in_every_studied_version"
             "[flashinfer-cudnn-paged-all-kv-empty-raises]",
         ),

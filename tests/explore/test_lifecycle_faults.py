@@ -87,12 +87,12 @@ def test_the_library_without_a_fault_holds(subject, tmp_path: Path) -> None:
 
 
 def test_on_the_cpu_the_ledger_is_read_at_the_version_the_model_copies(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Whatever flashinfer this machine has installed (here: 0.7.4, where the ledger has no empty decode run),
-    the model is 0.7.2.post1's: its empty decode batch raising in run() is that version's known defect."""
+    """Whatever flashinfer this machine has installed (here: a 0.8.0 the ledger lists nothing for), the model is
+    0.7.2.post1's: its empty decode batch raising in run() is that version's known defect."""
     from kernels import _env
     from scenarios.case import Case
 
-    monkeypatch.setattr(_env, "library_versions", lambda: {"flashinfer": "0.7.4"})
+    monkeypatch.setattr(_env, "library_versions", lambda: {"flashinfer": "0.8.0"})
     empty = Case("decode", (), (), 1, 1)
     for s in lifecycle_subjects("cpu") + list(lifecycle_clean_subjects("cpu")):
         assert s.known is not None and s.known(empty, "fa2") == ("flashinfer-decode-empty-batch-run", "error"), s.name
