@@ -38,9 +38,11 @@ lane() {  # lane VERSION SITE
   for p in $PROBES; do one "$(basename "$p" .py)" "$OUT/$1/$(basename "$p" .py).txt" python3 "$p"; done
 }
 
+. "$(dirname "$0")/h200_lib.sh"  # site_for
+
 mkdir -p "$A/site-074" "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$A/site-common" .whl/apache_tvm_ffi-*.whl
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$A/site-072" .whl/flashinfer_python-*.whl
+site_for "$A/site-common" .whl/apache_tvm_ffi-*.whl || exit 2
+site_for "$A/site-072" .whl/flashinfer_python-*.whl || exit 2
 tar -C "$A/site-074" -xJf .whl074x/flashinfer-0.7.4-site.tar.xz
 lane 0.7.2.post1 "$A/site-072" &
 lane 0.7.4 "$A/site-074" &

@@ -1,8 +1,7 @@
 """Build the FlashInfer JIT modules an exploration can load, before its first subject runs.
 
 A fresh GPU runner has an empty JIT cache: without this, modules are built inside the examples that
-first need them, and on the H200 (docs/evidence/2026-12-02-h200-explore-2/) every step of a sitting
-spent its time limit so, four explorations building at once. A module is decided by the API, the
+first need them (docs/h200-runner.md measures what that costs). A module is decided by the API, the
 dtypes, the head dims, whether a window and a soft cap are on, and the kernel (fa2 or fa3); one case
 per combination of those in each subject's profile, asked of every backend the subject runs, names
 every module it can load (kernels/flashinfer/prebuild.py builds them, all cores on it).
