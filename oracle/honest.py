@@ -22,11 +22,11 @@ Points 4 and 7 take the larger of what honest kernels do. Rounding the normalise
 kernels, FlexAttention's unfused path) errs more than rounding exp(s - m), whose largest entry
 is exactly 1 (flash kernels: FA2, FA3, cuDNN, FlashInfer). FlashInfer's fa2 sums P after
 rounding it (include/flashinfer/attention/prefill.cuh, compute_sfm_v: m16k16_rowsum over P cast
-to DTypeQ; 0.7.2.post1 lines 1862-1884, 0.7.4 lines 2199-2222), so its LSE carries P's rounding;
+to DTypeQ; 0.7.2.post1 lines 1862-1884, 0.7.4 lines 2200-2222), so its LSE carries P's rounding;
 those errors cancel by chance and on one row may all but vanish (an H200 decode row: 8e-6 where
 the kernel's was 1.8e-4), so the model adds them at their magnitude. The scores of any kernel
 are fp32 sums in an order of their own, apart from the oracle's by a few ulps of the products'
-magnitudes, which an LSE shows where P's rounding is small: large logits (1500 on a bf16 case
+magnitudes, which an LSE shows where P's rounding is small: large logits (1500 on an fp16 case
 with input_scale 16, ulps of 1.2e-4 there) or a row of one key (FA3's fp8 LSE on the H200,
 1.3e-6 off where |q.k| was small but its products were not). Where P needs
 no rounding (fp32 values) the model is the fp32 oracle itself, which is why oracle.judge judges

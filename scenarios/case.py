@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Optional
 
 from scenarios import axes
@@ -128,7 +128,7 @@ class Case:
 
     # ---- identity and serialisation ------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = {f.name: getattr(self, f.name) for f in fields(self)}  # every field a plain value: no deep copy
         d["qo_lens"] = list(self.qo_lens)
         d["kv_lens"] = list(self.kv_lens)
         return d

@@ -1,13 +1,18 @@
 """Exploration past the first defect: every distinct one found, each with a script that reproduces.
 
 A stand-in with two seed defects switched on (kernels/standins/faults.py) must yield both, each
-shrunk to a few calls under its own signature, each script checked in a fresh process right after
-it is written; signatures tell defects apart by API, mode, backend, invariant, how it failed, and
-whether a fresh wrapper agrees (conformance/explore/defects.py).
+shrunk to a few calls under its own signature, each script handed to the check in a fresh process
+right after it is written; signatures tell defects apart by API, mode, backend, invariant, how it
+failed, and whether a fresh wrapper agrees (conformance/explore/defects.py). The scripts are run
+here in this process (as tests/explore/test_scenario_machines.py runs its scripts), and the first
+also through that check, in a fresh process: one interpreter started, not one per defect.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import runpy
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +22,9 @@ from conformance.explore import loop
 from conformance.explore.defects import DefectBook, Found, signature_of
 from conformance.explore.loop import MachineBudget, explore_subject
 from conformance.explore.machines import ScenarioMachine, Violation
+from conformance.explore.repro import verify_script
 from conformance.explore.subjects import _standin_subject, standin_subjects
+from kernels.standins._install import uninstall
 from scenarios.case import Case
 
 TWO = "mask_not_cleared+empty_is_short"
@@ -29,6 +36,8 @@ def test_the_exploration_goes_past_its_first_defect_to_the_next(
     # The exploration alone: the directed sequences would fail on these faults too, and each of their scripts
     # would be checked in a fresh process, which nothing here looks at.
     monkeypatch.setattr(loop, "directed_for", lambda profile, explicit: [])
+    asked: list[Path] = []  # the scripts the exploration hands to the fresh-process check, in order
+    monkeypatch.setattr(loop, "verify_script", lambda script, device: asked.append(script) or ("reproduces", ""))
     subject = _standin_subject(f"fault-{TWO}", "gfx942", False, TWO)
     budget = MachineBudget("two", examples=60, steps=4, hunt=60, hunt_steps=4)
     r = explore_subject(subject, budget, tmp_path, verify=True)
@@ -38,10 +47,26 @@ def test_the_exploration_goes_past_its_first_defect_to_the_next(
     assert r.rounds >= 2 and r.failure == r.defects[0].failure
     keys = [d.signature.key for d in r.defects]
     assert len(keys) == len(set(keys)), "one record per signature"
-    for d in r.defects:
+    scripts = [Path(d.failure["repro"]) for d in r.defects]
+    assert set(asked) == set(scripts) and len(asked) == len(scripts), "each defect's script checked once"
+    for d, script in zip(r.defects, scripts):
         assert len(d.failure["sequence"]) <= 5, d.failure["sequence"]
         assert d.failure["reproduces"] == "reproduces", (d.failure["repro"], d.failure["replay"])
-        assert Path(d.failure["repro"]).exists()
+        code, out = _run_script(script)
+        assert code == 1 and "REPRODUCED" in out, (script, out[-2000:])
+    assert verify_script(scripts[0], subject.device)[0] == "reproduces", "the check itself, in a fresh process"
+
+
+def _run_script(path: Path) -> tuple[int, str]:
+    """`python path` in this process: (exit status, what it printed). A stand-in script installs its library
+    for good, as a process would: undone here."""
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as e:
+            runpy.run_path(str(path), run_name="__main__")
+    finally:
+        uninstall()
+    return int(e.value.code or 0), out.getvalue()
 
 
 def _case(**kw: object) -> Case:
