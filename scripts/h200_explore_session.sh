@@ -10,14 +10,14 @@
 # unpacked site in one tar.xz (18 MiB where the wheel is 50: both versions then fit one call's 64 MiB):
 #   mkdir s && (cd s && unzip -q ../flashinfer_python-0.7.4-py3-none-any.whl) &&
 #   tar -C s -cf - . | xz -9 > .whl074x/flashinfer-0.7.4-site.tar.xz
-# Four lanes run at once, each version with its own JIT cache (shared by its lanes: FlashInfer's JIT
-# locks each module's build), in the order of what matters most, so a sitting cut short keeps that:
-#   explore-VERSION  the scenario machines (0.7.4: every default subject again, for the OOM, SIGFPE and
-#                    script-verdict checks), the lifecycle fault catalogue and its clean subjects, then
-#                    the upgrade record (scripts/upgrade_flashinfer.sh) of auto and each backend;
-#   verify-VERSION   `attncheck ledger verify` of the entries the last sitting did not finish, once
-#                    the explore lane's `--prebuild` has built that version's modules.
-# Results: $R/<version>/.
+# Two lanes, so that no two JIT builds of one version race (docs/h200-runner.md: building beside other
+# builds costs more than it saves), in the order of what matters most, so a sitting cut short keeps that:
+#   explore  per version (0.7.4 first), one after the other: the lifecycle fault catalogue after its
+#            `--prebuild` (every module its subjects load, all cores on it), then its clean subjects;
+#   upgrade  per version, once that version's prebuild line is written: the upgrade record
+#            (scripts/upgrade_flashinfer.sh) of auto and each backend into the same JIT cache, then
+#            `attncheck ledger verify` of the entries no sitting has settled on that version.
+# Results: $R/<version>/, $R/upgrade-<version>/.
 set -u
 A=/tmp/attncheck-explore     # everything the pipeline owns on the runner
 R=$A/R                       # results, packed into $OUT by `wait`
@@ -26,18 +26,10 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 
 . "$(dirname "$0")/h200_lib.sh"
 
-# The entries each version's verify lane runs: those the sitting of 2026-12-02 (docs/evidence/
-# 2026-12-02-h200-explore) timed out on or did not reach.
-VERIFY_072="flashinfer-fa3-hnd-kv-heads-sigfpe flashinfer-graph-no-query-rows flashinfer-fa3-paged-192-128
-  flashinfer-fa3-softcap-lse-after-empty-rows flashinfer-decode-empty-batch-run
-  flashinfer-decode-tensor-cores-empty-batch-plan flashinfer-cudnn-decode-empty-batch-plan
-  flashinfer-cudnn-empty-kv-rows-unwritten flashinfer-cudnn-paged-all-kv-empty-raises
-  flashinfer-graph-mask-buffer-unmasked"
-VERIFY_074="flashinfer-graph-mask-buffer-unmasked flashinfer-fa3-hnd-kv-heads-sigfpe
-  flashinfer-fa2-ragged-head-dim-96-illegal-access flashinfer-fa3-paged-192-128
-  flashinfer-fa3-softcap-lse-after-empty-rows flashinfer-decode-empty-batch-run
-  flashinfer-decode-tensor-cores-empty-batch-plan flashinfer-cudnn-decode-empty-batch-plan
-  flashinfer-cudnn-empty-kv-rows-unwritten flashinfer-cudnn-paged-all-kv-empty-raises"
+# The entries each version's upgrade lane verifies last: those the sittings of 2026-12-02 (docs/evidence/
+# 2026-12-02-h200-explore*) timed out on, did not reach, or ran in an older form.
+VERIFY_072="flashinfer-fa3-paged-192-128 flashinfer-fa2-window-noncausal-split-kv flashinfer-fa3-hnd-kv-heads-sigfpe"
+VERIFY_074="flashinfer-fa3-paged-192-128 flashinfer-fa2-window-noncausal-split-kv flashinfer-fa3-hnd-kv-heads-sigfpe"
 
 enter() {  # enter VERSION SITE: this lane's environment and result directory
   R=$R0/$1; mkdir -p "$R"; touch "$R/steps.txt"
@@ -48,51 +40,54 @@ enter() {  # enter VERSION SITE: this lane's environment and result directory
   } > "$R/env.txt" 2>&1
 }
 
-explore_lane() {  # explore_lane VERSION SITE
-  local v=$1 site=$2 LANE=explore-$1 ALL_STEPS=$R0/steps.txt run=(python3 -m conformance)
-  enter "$v" "$site"
-  if [ "$v" = 0.7.4 ]; then
-    step explore 420 "${run[@]}" explore --target flashinfer --device cuda --budget runner --examples 24 \
-        --steps 10 --jobs 3 --prebuild --out "$R/explore"
-  fi
-  step lifecycle 420 "${run[@]}" explore --target lifecycle --device cuda --budget ci --jobs 3 --prebuild --out "$R/lifecycle"
-  step lifecycle_clean 300 "${run[@]}" explore --target lifecycle-clean --device cuda --budget ci --jobs 3 \
-      --out "$R/lifecycle-clean"
-  SITE=$site JIT_CACHE=$FLASHINFER_WORKSPACE_BASE TIME_BUDGET=300 \
-      step upgrade_record 360 bash scripts/upgrade_flashinfer.sh record "$v" "$R0/upgrade-$v"
-  touch "$R/DONE-explore"
+explore_lane() {  # the lifecycle catalogue and its clean subjects, one version after the other
+  local LANE=explore ALL_STEPS=$R0/steps.txt run=(python3 -m conformance) v
+  for v in 0.7.4 0.7.2.post1; do
+    enter "$v" "$A/site-$v"
+    step lifecycle 480 "${run[@]}" explore --target lifecycle --device cuda --budget ci --jobs 8 --prebuild \
+        --out "$R/lifecycle"
+    step lifecycle_clean 300 "${run[@]}" explore --target lifecycle-clean --device cuda --budget ci --jobs 6 \
+        --out "$R/lifecycle-clean"
+  done
+  touch "$R0/DONE-explore"
 }
 
-verify_lane() {  # verify_lane VERSION SITE IDS: once the version's explore lane has built its modules
-  local v=$1 site=$2 LANE=verify-$1 ALL_STEPS=$R0/steps.txt waited=0
-  enter "$v" "$site"
-  # building beside other builds costs more than it saves (docs/h200-runner.md): wait for the prebuild's line
-  until grep -qs "^prebuild:" "$R/explore.log" "$R/lifecycle.log" || [ $waited -ge 600 ]; do
-    sleep 5; waited=$((waited + 5))
+upgrade_lane() {  # per version, after its prebuild: the upgrade record, then ledger verify
+  local LANE=upgrade ALL_STEPS=$R0/steps.txt v ids waited
+  for v in 0.7.4 0.7.2.post1; do
+    waited=0
+    until grep -qs "^prebuild:" "$R0/$v/lifecycle.log" || [ $waited -ge 900 ]; do
+      sleep 5; waited=$((waited + 5))
+    done
+    enter "$v" "$A/site-$v"
+    SITE=$A/site-$v JIT_CACHE=$FLASHINFER_WORKSPACE_BASE TIME_BUDGET=300 MAX_JOBS=6 \
+        step upgrade_record 360 bash scripts/upgrade_flashinfer.sh record "$v" "$R0/upgrade-$v"
   done
-  # shellcheck disable=SC2086 # the IDs are words
-  step verify 900 python3 -m conformance ledger verify --target flashinfer --timeout 300 --out "$R/verify" $3
-  touch "$R/DONE-verify"
+  for v in 0.7.4 0.7.2.post1; do
+    enter "$v" "$A/site-$v"
+    if [ "$v" = 0.7.4 ]; then ids=$VERIFY_074; else ids=$VERIFY_072; fi
+    # shellcheck disable=SC2086 # the IDs are words
+    step verify 600 python3 -m conformance ledger verify --target flashinfer --timeout 240 --out "$R/verify" $ids
+  done
+  touch "$R0/DONE-upgrade"
 }
 
 pipeline() {
   cd "$A/src" || exit 2
   R0=$R
-  explore_lane 0.7.2.post1 "$A/site-072" > "$A/lane-explore-072.log" 2>&1 &
-  explore_lane 0.7.4 "$A/site-074" > "$A/lane-explore-074.log" 2>&1 &
-  verify_lane 0.7.2.post1 "$A/site-072" "$VERIFY_072" > "$A/lane-verify-072.log" 2>&1 &
-  verify_lane 0.7.4 "$A/site-074" "$VERIFY_074" > "$A/lane-verify-074.log" 2>&1 &
+  explore_lane > "$A/lane-explore.log" 2>&1 &
+  upgrade_lane > "$A/lane-upgrade.log" 2>&1 &
   wait
   touch "$A/DONE"
 }
 
 case "${1:-}" in
   start)
-    rm -rf "$A"; mkdir -p "$R" "$A/src" "$A/site-074"; touch "$R/steps.txt"
+    rm -rf "$A"; mkdir -p "$R" "$A/src" "$A/site-0.7.4"; touch "$R/steps.txt"
     tar --exclude=./.whl --exclude=./.whl074 --exclude=./.whl074x --exclude=./.git -cf - . | tar -C "$A/src" -xf -
     site_for "$A/site-common" .whl/apache_tvm_ffi-*.whl || exit 2
-    site_for "$A/site-072" .whl/flashinfer_python-*.whl || exit 2
-    tar -C "$A/site-074" -xJf .whl074x/flashinfer-0.7.4-site.tar.xz || exit 2
+    site_for "$A/site-0.7.2.post1" .whl/flashinfer_python-*.whl || exit 2
+    tar -C "$A/site-0.7.4" -xJf .whl074x/flashinfer-0.7.4-site.tar.xz || exit 2
     setsid nohup bash "$A/src/scripts/h200_explore_session.sh" pipeline > "$A/pipeline.log" 2>&1 < /dev/null &
     sleep 2; follow "${2:-540}" ;;
   pipeline) pipeline ;;
