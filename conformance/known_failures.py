@@ -90,6 +90,7 @@ def _mask_short_of_zero_pages(c: dict[str, Any], backend: str) -> bool:
         and any(q > 0 and k == 0 for q, k in zip(c["qo_lens"], c["kv_lens"]))
         and sum(_page_mask_bytes(c)) >= 0
         and not _mask_segment_before_buffer(c, backend)
+        and not _mask_into_empty_buffer(c, backend)
     )
 
 
@@ -108,6 +109,18 @@ def _mask_segment_before_buffer(c: dict[str, Any], backend: str) -> bool:
             return True
         start += bits
     return False
+
+
+def _mask_into_empty_buffer(c: dict[str, Any], backend: str) -> bool:
+    """The same negative lengths bringing the packed total to exactly 0 while an earlier request has bits:
+    segment_packbits allocates an empty output (no storage) and still writes those bits into it (the CUDA
+    context is lost). Where a segment also starts before the buffer, that entry names it."""
+    if c["layout"] != "paged" or c["mask"] != "custom":
+        return False
+    if not any(q > 0 and k == 0 for q, k in zip(c["qo_lens"], c["kv_lens"])):
+        return False
+    sizes = _page_mask_bytes(c)
+    return sum(sizes) == 0 and any(b > 0 for b in sizes) and not _mask_segment_before_buffer(c, backend)
 
 
 def _mask_after_mask_bits(c: dict[str, Any], backend: str) -> bool:
@@ -199,7 +212,11 @@ def _fa3_paged_192_128(c: dict[str, Any], backend: str) -> bool:
     """fa3 paged prefill at head dims (192, 128): what sm90's auto resolves to there. fa3 asked for is refused by a
     deliberate check, which supports() declines (kernels/flashinfer/support.py), so a record that ran fa3 on such a
     plan came through auto (entry_for asks about the kernel an auto record ran)."""
-    return c["layout"] == "paged" and (c["head_dim_qk"], c["head_dim_vo"]) == (192, 128) and _runs_on(c, backend, "fa3")
+    return (
+        c["layout"] == "paged"
+        and (c["head_dim_qk"], c["head_dim_vo"]) == (192, 128)
+        and _runs_on_in_both(c, backend, "fa3")
+    )
 
 
 def _fa3_softcap_lse_after_empty_rows(c: dict[str, Any], backend: str) -> bool:
@@ -328,6 +345,25 @@ LEDGER: tuple[KnownFailure, ...] = (
         "the empty request last and the other alone "
         "within 0.0095 of the reference, first: cudaErrorInvalidAddressSpace",
         applies=_mask_segment_before_buffer,
+        options={"mask_form": ("bool",)},
+    ),
+    KnownFailure(
+        "flashinfer-paged-mask-zero-pages-empty-buffer",
+        "flashinfer",
+        ("0.7.2.post1", "0.7.4"),
+        "the same negative mask lengths bringing the packed total to exactly 0 while an earlier request has mask "
+        "bits: segment_packbits allocates an empty output and writes those bits into it; the plan raises an "
+        "illegal memory access and the CUDA context is lost",
+        "crash",
+        "docs/evidence/repro_flashinfer_paged_mask_empty_buffer.py",
+        confirmed=True,
+        seen="2026-12-02 H200, the scenario machines with no fault injected (lifecycle-clean-paged, "
+        "docs/evidence/2026-12-02-h200-lifecycle/) on 0.7.2.post1 and 0.7.4: `plan fa2` of qo [2, 1, 2] over kv "
+        "[2, 0, 0], page 5, 1/1 heads, bf16 head dim 128, a custom mask (packed bytes 1 + 0 - 1 = 0): illegal "
+        "memory access, the context lost; the standalone script reproduces on both versions "
+        "(repro_flashinfer_paged_mask_empty_buffer.h200.txt): qo [2] over kv [2] and qo [2, 1] over kv [2, 0] "
+        "within 0.0066 of the reference, qo [2, 1, 2] over kv [2, 0, 0]: cudaErrorIllegalAddress",
+        applies=_mask_into_empty_buffer,
         options={"mask_form": ("bool",)},
     ),
     KnownFailure(
@@ -480,7 +516,7 @@ LEDGER: tuple[KnownFailure, ...] = (
     KnownFailure(
         "flashinfer-fa3-paged-192-128",
         "flashinfer",
-        ("0.7.2.post1",),
+        ("0.7.2.post1", "0.7.4"),
         "paged prefill at head dims (192, 128) on sm90: auto picks fa3 (utils.py:616-628 counts (192, 128) as an "
         "fa3 prefill shape, for paged as for ragged), whose paged kernel instantiates equal head dims only: the run "
         "rejects separate K and V caches ('K and V must have same page stride', batch_prefill_sm90.cu:234-237) and, "
@@ -492,7 +528,10 @@ LEDGER: tuple[KnownFailure, ...] = (
         seen="2026-12-01 H200, the script (repro_flashinfer_fa3_paged_unequal_head_dims.h200.txt): fa3 and auto "
         "raise the stride check, fa3 over one shared buffer 'operation not supported', fa2 within 0.004 of "
         "the reference; through the quick matrix: every paged (192, 128) case on fa3, fa3+graph, auto and a "
-        "fresh auto+graph wrapper (ragged and single (192, 128) pass on fa3)",
+        "fresh auto+graph wrapper (ragged and single (192, 128) pass on fa3); 2026-12-02 H200, `attncheck ledger "
+        "verify` on 0.7.4 with the script's longer batch (0.7.4's auto sends paged batches of at most 64 query rows "
+        "to fa2): auto resolved fa3 and raised the stride check, fa2 within 0.0046 "
+        "(docs/evidence/2026-12-02-h200-lifecycle/0.7.4/verify/)",
         applies=_fa3_paged_192_128,
         archs=("sm90",),
     ),

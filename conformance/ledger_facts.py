@@ -81,8 +81,10 @@ FAMILIES: dict[str, Family] = {
             "zero-page-mask",
             "Paged plan() with a custom mask miscounts a request that has no KV pages",
             "A request with query rows and no KV pages gets a mask length of (0 - 1) * page_size + last_page_len < 0. "
-            "Where that takes the packed mask's size below zero plan() raises; where it does not, plan() returns a "
-            "mask shorter than the requests before it need, and CUDA-graph mode computes a wrong output.",
+            "Where that takes the packed mask's size below zero plan() raises; where it takes it to exactly zero, or "
+            "puts a later request's segment before the buffer's start, plan() writes outside its buffers and the "
+            "CUDA context is lost; otherwise plan() returns a mask shorter than the requests before it need, and "
+            "CUDA-graph mode computes a wrong output.",
         ),
         Family(
             "mask-state",
@@ -323,6 +325,35 @@ FACTS: dict[str, Facts] = {
             (
                 "The same requests with the empty one last (its negative length after every other segment) plan and "
                 "run right in eager mode, and the non-empty request alone does (the script's controls).",
+                "flashinfer.page.get_seq_lens() clamps the same expression at 0 (flashinfer/page.py:405 / :412).",
+            ),
+            "A request with query rows and no KV pages has a mask of 0 bits wherever it stands in the batch, and "
+            "plan() returns.",
+        ),
+        Facts(
+            "flashinfer-paged-mask-zero-pages-empty-buffer",
+            "zero-page-mask",
+            LOCATED,
+            "The same unclamped mask lengths, in requests after the others, bringing the packed total to exactly 0: "
+            "segment_packbits() sizes its output as the sum of the segments' (len + 7) // 8, allocates an empty "
+            "tensor (no storage) and still writes the earlier requests' packed bits into it; the plan fails with "
+            "an illegal memory access and the CUDA context is lost.",
+            _both(
+                (
+                    "flashinfer/prefill.py:1607-1614 `_compute_page_mask_indptr` (as for "
+                    "flashinfer-paged-mask-zero-pages)",
+                    "flashinfer/quantization/packbits.py:128-137 segment_packbits(): `output_nnzs = "
+                    "indptr_new[-1].item()` (the sum, 0 here), `y = torch.empty(output_nnzs, ...)`, then the kernel "
+                    "writes every segment",
+                ),
+                (
+                    "flashinfer/prefill.py:1743-1750 `_compute_page_mask_indptr`: the same",
+                    "flashinfer/quantization/packbits.py:128-138: the same",
+                ),
+            ),
+            (
+                "The same requests with one empty request fewer (packed bytes 1 + 0 = 1) plan and run right in eager "
+                "mode, and the non-empty request alone does (the script's controls).",
                 "flashinfer.page.get_seq_lens() clamps the same expression at 0 (flashinfer/page.py:405 / :412).",
             ),
             "A request with query rows and no KV pages has a mask of 0 bits wherever it stands in the batch, and "

@@ -13,7 +13,7 @@ import json
 import os
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from conformance.ledger_env import Environment
 from reports.records import versions_text
@@ -155,6 +155,40 @@ def same_libraries(a: Environment, b: Environment) -> bool:
         return {k: v for k, v in e.versions.items() if k not in JIT_ENV_VARS}
 
     return (libs(a), a.arch, a.device, a.python_version) == (libs(b), b.arch, b.device, b.python_version)
+
+
+def combined(reports: Sequence[VerifyReport], flag: str) -> VerifyReport:
+    """Several verify runs of one library stack as one (a ledger too slow for one device call is verified a few
+    entries per sitting): per entry, the newest run that ran its script, else the newest that named it. Runs
+    of other libraries or another machine: one InvalidValue naming `flag` and the file."""
+    first = reports[0]
+    if len(reports) == 1:
+        return first
+    for r in reports[1:]:
+        if not same_libraries(first.environment, r.environment):
+            raise InvalidValue(
+                flag,
+                r.path,
+                f"a verify run on the libraries and machine of {first.path}",
+                "pass the verify runs of one library version on one kind of machine",
+            )
+    newest_first = sorted(reports, key=lambda r: r.started, reverse=True)
+    chosen: dict[str, Outcome] = {}
+    for r in newest_first:
+        for o in r.outcomes:
+            held = chosen.get(o.id)
+            if held is None or (held.status == COULD_NOT_RUN and o.status != COULD_NOT_RUN):
+                chosen[o.id] = o
+    unfinished = any(r.finished is None for r in reports)
+    return VerifyReport(
+        newest_first[0].environment,
+        newest_first[0].command,
+        newest_first[0].started,
+        max(r.timeout_s for r in reports),
+        sorted(chosen.values(), key=lambda o: o.id),
+        None if unfinished else newest_first[0].finished,
+        " + ".join(r.path for r in reports),
+    )
 
 
 def earlier(out_dir: str, env: Environment) -> Optional[VerifyReport]:

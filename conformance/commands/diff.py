@@ -6,7 +6,8 @@ Exit status: 0 no regression in a complete comparison, 1 a regression or an inco
 value and the fix, before any file is written.
 
 A side's `attncheck ledger verify` results are read from ledger-verify.json in its directory, or
-from --base-ledger / --new-ledger FILE: newly failing records a reproduced entry explains are
+from --base-ledger / --new-ledger FILE (repeatable: the runs of several sittings, per entry the newest
+that ran its script): newly failing records a reproduced entry explains are
 "known, still present", entries no longer reproduced "fixed by the upgrade" (docs/upgrade-diff.md).
 """
 
@@ -50,10 +51,11 @@ def add_parser(sub: Any) -> None:
     for side in ("base", "new"):
         d.add_argument(
             f"--{side}-ledger",
+            action="append",
             default=None,
             metavar="FILE",
             help=f"{side.upper()}'s `attncheck ledger verify` results (default: ledger-verify.json in {side.upper()}, "
-            "if there)",
+            "if there); repeatable: several runs of one version, per entry the newest that ran its script",
         )
     d.set_defaults(handler=handle)
 
@@ -82,13 +84,16 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return EXIT_FAILED if rep.exit_status else EXIT_OK
 
 
-def _with_ledger(side: Any, path: str, given: Optional[str]) -> Any:
-    """The side with its verify results: the file given, else ledger-verify.json in its directory, else none."""
+def _with_ledger(side: Any, path: str, given: Optional[list[str]]) -> Any:
+    """The side with its verify results: the files given (combined), else ledger-verify.json in its directory,
+    else none."""
     from conformance import ledger_verify_files as files
     from conformance import record_diff as rd
 
     flag = f"--{side.name.lower()}-ledger"
     found = os.path.join(path, files.VERIFY_JSON)
-    if given is None and not (os.path.isdir(path) and os.path.isfile(found)):
+    if given:
+        return rd.with_ledger(side, files.combined([files.load(g, flag) for g in given], flag))
+    if not (os.path.isdir(path) and os.path.isfile(found)):
         return side
-    return rd.with_ledger(side, files.load(given or found, flag if given else side.name))
+    return rd.with_ledger(side, files.load(found, side.name))

@@ -241,7 +241,8 @@ def explore_subject(
     them). `verify`: every script written is run in a fresh process at once (`_record`).
 
     A lost device context (machines.ContextLost) ends the subject where it happened: its calls so far
-    are the failure, unshrunk, with their script; nothing more can run in this process. Running out of
+    are the failure, unshrunk, with their script (verified in a fresh process, whose context is its own);
+    nothing more can run in this process. Running out of
     memory (machines.EnvironmentFailure) ends it too, as `result.environment`: no defect, no script.
     """
     t0 = time.perf_counter()
@@ -286,7 +287,7 @@ def explore_subject(
             phase = "explore"
             explore_rounds(machine, result, budget, out, seed, hunt=hunt, verify=verify)
         except ContextLost as lost:
-            result.failure = _record(lost.failure, subject, out, f"{phase}-context-lost")
+            result.failure = _record(lost.failure, subject, out, f"{phase}-context-lost", verify)
             result.failure["context_lost"] = True
             result.exception = lost.failure
         except EnvironmentFailure as env:

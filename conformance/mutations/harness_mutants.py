@@ -77,6 +77,15 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         (_ISO + "test_a_lost_context_ends_the_subject_unshrunk_with_its_calls",),
     ),
     _harness(
+        "explore-context-lost-script-unverified",
+        "conformance/explore/loop.py",
+        'result.failure = _record(lost.failure, subject, out, f"{phase}-context-lost", verify)',
+        'result.failure = _record(lost.failure, subject, out, f"{phase}-context-lost")',
+        "the script of a subject whose CUDA context was lost is written and never run: a crash is reported "
+        "with a script nobody knows reproduces",
+        (_ISO + "test_a_lost_contexts_script_is_run_in_a_fresh_process",),
+    ),
+    _harness(
         "explore-empty-output-history-crash",
         "conformance/explore/machines.py",
         "        elif out.out.numel() and (d := max_diff()) > bound:\n",
@@ -429,8 +438,8 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "ledger-fa3-192-entry-any-layout",
         "conformance/known_failures.py",
-        '    return c["layout"] == "paged" and (c["head_dim_qk"], c["head_dim_vo"]) == (192, 128) and _runs_on(c, backend, "fa3")\n',
-        '    return (c["head_dim_qk"], c["head_dim_vo"]) == (192, 128) and _runs_on(c, backend, "fa3")\n',
+        '        c["layout"] == "paged"\n        and (c["head_dim_qk"], c["head_dim_vo"]) == (192, 128)\n',
+        '        c["layout"] in ("paged", "ragged", "single")\n        and (c["head_dim_qk"], c["head_dim_vo"]) == (192, 128)\n',
         "the fa3 (192, 128) entry claims ragged and single prefill, which run on fa3",
         (
             _LEDGER + "test_the_ledger_claims_no_passing_record_of_the_recorded_fa3_and_auto_matrix",
@@ -1626,8 +1635,8 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "diff-given-ledger-ignored",
         "conformance/commands/diff.py",
-        "    if given is None and not (os.path.isdir(path) and os.path.isfile(found)):\n",
-        "    if not (os.path.isdir(path) and os.path.isfile(found)):\n",
+        "    if given:\n        return rd.with_ledger(",
+        "    if False:\n        return rd.with_ledger(",
         "--new-ledger FILE is read only when NEW's directory holds a verify file too: the file given is ignored",
         (_DIFF + "test_a_verify_file_that_is_not_of_its_side_is_refused_in_one_line[not-a-verify-file]",),
     ),
@@ -1731,9 +1740,10 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "ledger-0-7-4-entry-asks-0-7-2-pick",
         "conformance/known_failures.py",
-        '        "flashinfer-fa3-paged-192-128",\n        "flashinfer",\n        ("0.7.2.post1",),\n',
-        '        "flashinfer-fa3-paged-192-128",\n        "flashinfer",\n        ("0.7.2.post1", "0.7.4"),\n',
-        "an entry of 0.7.2.post1 whose rule asks that version's auto pick marked as seen in 0.7.4 too",
+        '        and (c["head_dim_qk"], c["head_dim_vo"]) == (192, 128)\n        and _runs_on_in_both(c, backend, "fa3")\n',
+        '        and (c["head_dim_qk"], c["head_dim_vo"]) == (192, 128)\n        and _runs_on(c, backend, "fa3")\n',
+        "an entry seen on both versions whose rule asks 0.7.2.post1's auto pick alone: 0.7.4's short paged batches, "
+        "which auto sends to fa2, are claimed as this fa3 defect",
         (_LEDGER + "test_the_rules_ask_0_7_2_post1s_auto_pick_and_only_its_entries_ask_it",),
     ),
     # The lifecycle faults injected into upstream FlashInfer (kernels/flashinfer/lifecycle_faults.py), their subjects.
@@ -1947,6 +1957,33 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "a masked paged batch whose empty request comes before others is launched as if only graph mode were "
         "wrong: the plan kills the CUDA context and every case after it in the process",
         (_LEDGER + "test_the_zero_pages_entries_split_on_the_packed_masks_size",),
+    ),
+    _harness(
+        "ledger-empty-buffer-never-applies",
+        "conformance/known_failures.py",
+        "    return sum(sizes) == 0 and any(",
+        "    return sum(sizes) == -1 and any(",
+        "a masked paged batch whose empty requests bring the packed mask to 0 bytes is launched as if only graph "
+        "mode were wrong: the plan kills the CUDA context and every case after it in the process",
+        (_LEDGER + "test_the_zero_pages_entries_split_on_the_packed_masks_size",),
+    ),
+    _harness(
+        "verify-combined-newest-even-if-unrun",
+        "conformance/ledger_verify_files.py",
+        "            if held is None or (held.status == COULD_NOT_RUN and o.status != COULD_NOT_RUN):\n",
+        "            if held is None:\n",
+        "several verify runs combined take each entry from the newest run even where it could not run its script: "
+        "a later timeout hides an earlier reproduction, and a known defect reads as a regression",
+        (_DIFF + "test_several_verify_runs_of_a_side_count_per_entry_the_newest_that_ran",),
+    ),
+    _harness(
+        "verify-combined-any-libraries",
+        "conformance/ledger_verify_files.py",
+        "        if not same_libraries(first.environment, r.environment):\n            raise InvalidValue(\n",
+        "        if False:\n            raise InvalidValue(\n",
+        "verify runs of another library version are combined into a side's ledger: one version's evidence speaks "
+        "for another",
+        (_DIFF + "test_several_verify_runs_of_a_side_count_per_entry_the_newest_that_ran",),
     ),
     # What keeps the suite within its time on two cores (docs/test-times.md), each still a claim a test checks.
     _harness(

@@ -74,6 +74,35 @@ def test_a_lost_context_ends_the_subject_unshrunk_with_its_calls(
     assert Path(r.failure["repro"]).exists()
 
 
+def test_a_lost_contexts_script_is_run_in_a_fresh_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The process whose context died can run nothing more, but a fresh one can: on the H200 three caught
+    lifecycle faults ended this way, and their scripts were written and never checked."""
+    import conformance.explore.loop as loop
+
+    counter = [0]
+    target = get_target("torch")
+    subject = Subject(
+        name="dies",
+        target="torch",
+        backend="math",
+        make=lambda b: _DiesOnThirdPlan(target.make(b, "cpu"), counter),
+        specs={},
+        env=RoutingEnv(arch="unknown", device="cpu"),
+        recipe=Recipe("torch"),
+        exclude_layouts={x: "decode only" for x in ("ragged", "paged", "single")},
+    )
+    monkeypatch.setattr(machines, "device_type", lambda device: "cuda")
+    monkeypatch.setattr(machines, "context_after_error", lambda device: (False, "AcceleratorError: illegal address"))
+    verified: list[Path] = []
+    monkeypatch.setattr(
+        loop, "verify_script", lambda script, device: (verified.append(script), ("reproduces", "REPRODUCED"))[1]
+    )
+    r = explore_subject(subject, BUDGETS["ci"], tmp_path, verify=True)
+    assert r.failure is not None and r.failure["context_lost"]
+    assert verified == [Path(r.failure["repro"])]
+    assert r.failure["reproduces"] == "reproduces"
+
+
 def test_a_warm_up_that_raises_is_the_subjects_failure(tmp_path: Path) -> None:
     counter = [2]  # the very first plan is the third
     target = get_target("torch")

@@ -369,13 +369,13 @@ def _fi(backend: str, case: dict[str, Any], status: str, reason: str = "", known
     )
 
 
-def _verify(path: Any, version: str, statuses: dict[str, str], arch: str = "sm90") -> str:
+def _verify(path: Any, version: str, statuses: dict[str, str], arch: str = "sm90", started: str = "t") -> str:
     env = Environment("python3", "3.11.7", {"torch": "2.11.0+cu130", "flashinfer": version}, arch, "NVIDIA H200")
     outcomes = [
         Outcome(i, "flashinfer", ("0.7.2.post1",), st, "", False, "", "docs/evidence/x.py")
         for i, st in statuses.items()
     ]
-    report = VerifyReport(env, ["attncheck", "ledger", "verify"], "t", 300.0, outcomes, finished="t")
+    report = VerifyReport(env, ["attncheck", "ledger", "verify"], started, 300.0, outcomes, finished="t")
     os.makedirs(str(path), exist_ok=True)
     with open(os.path.join(str(path), VERIFY_JSON), "w", encoding="utf-8") as f:
         json.dump(report.to_json(), f)
@@ -426,6 +426,35 @@ def test_with_verify_results_a_reproduced_entry_is_known_a_vanished_one_fixed_th
     _upgrade(tmp_path, new_empty_batch="pass")  # the empty batch fixed: only the known crash is left
     code, out, _ = _diff(capsys, str(tmp_path / "base"), str(tmp_path / "new"))
     assert code == 0 and "**no regression**" in out
+
+
+def test_several_verify_runs_of_a_side_count_per_entry_the_newest_that_ran(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ledger too slow for one device call is verified a few entries per sitting: --new-ledger repeated combines
+    the runs, per entry the newest that ran its script (a later timeout says nothing); runs of another version are
+    refused in one line."""
+    _upgrade(tmp_path)
+    _verify(tmp_path / "base", "0.7.2.post1", {k: "reproduces" for k in ENTRIES})
+    old = _verify(tmp_path / "v1", "0.7.4", {ENTRIES[0]: "reproduces", ENTRIES[1]: "reproduces"}, started="2026-12-01")
+    new = _verify(tmp_path / "v2", "0.7.4", {ENTRIES[0]: "could-not-run", ENTRIES[1]: "does-not-reproduce"})
+    d = str(tmp_path / "d")
+    code, out, _ = _diff(capsys, str(tmp_path / "base"), str(tmp_path / "new"), "--out", d, "--new-ledger", new)
+    rep = json.loads((tmp_path / "d" / "diff.json").read_text())
+    assert rep["known_still_present"] == []  # the sigfpe entry could not run: nothing explains the crash
+    code, out, _ = _diff(
+        capsys, str(tmp_path / "base"), str(tmp_path / "new"), "--out", d, "--new-ledger", new, "--new-ledger", old
+    )
+    rep = json.loads((tmp_path / "d" / "diff.json").read_text())
+    assert [c["key"] for c in rep["known_still_present"]] == [f"fa3 {PLAIN_ID[1]}"]  # the older run reproduced it
+    assert [c["key"] for c in rep["fixed_by_upgrade"]] == [ENTRIES[1]]  # the newer run no longer does
+    assert f"{new} + {old}" in out
+
+    other = _verify(tmp_path / "v3", "0.7.2.post1", {ENTRIES[0]: "reproduces"})
+    code, _, err = _diff(
+        capsys, str(tmp_path / "base"), str(tmp_path / "new"), "--new-ledger", new, "--new-ledger", other
+    )
+    assert code == 2 and "--new-ledger" in err and other in err and err.count("\n") == 1, err
 
 
 ENTRIES = (

@@ -90,7 +90,8 @@ REPORTS = [
         (
             "does not reproduce, ledger verify 2026-12-02; not listed; rewritten",
             "reproduces, ledger verify 2026-12-02; listed; same code path",
-            "reproduces, ledger verify 2026-12-02, by an earlier version of the script; listed; same code path",
+            "| `flashinfer-fa3-paged-192-128` | reproduces, ledger verify 2026-12-02; listed; same code path | "
+            "reproduces, ledger verify 2026-12-02; listed; same code path |",
             "flashinfer-ai/flashinfer#808",
         ),
         (),
