@@ -15,9 +15,9 @@ the same way, and so each decision is tested without a session:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Sequence
 
-from conformance.known_failures import KnownFailure, entry_for, upstream_of
+from conformance.known_failures import KnownFailure, entry_for, history_entry_for, upstream_of
 from kernels import skips
 from reports.records import CRASHED, FAILING, ParityRecord
 from scenarios.case import Case
@@ -72,17 +72,33 @@ class Ledger:
         return crash_entry(entry_for(self.target, case.to_json(), backend, self.version, self.arch, self.options))
 
     def verdict(
-        self, case: Case, backend: str, rec: ParityRecord
+        self, case: Case, backend: str, rec: ParityRecord, earlier: Sequence[Case] = ()
     ) -> tuple[ParityRecord, Optional[KnownFailure], LedgerVerdict]:
         """The entry that predicts `rec` fails, asked about the kernel the record ran where it says (an auto
-        record's long-lived wrapper may hold another kernel than a fresh pick). Returns the record (a
-        failing one naming the entry in `known`), the entry and the gate's verdict."""
+        record's long-lived wrapper may hold another kernel than a fresh pick); for a failing record a fresh
+        adapter passed, the lifecycle entry whose rule matches `earlier` (the plans the same library wrapper
+        served before, oldest first) then `case`. Returns the record (a failing one naming the entry in
+        `known`), the entry and the gate's verdict."""
         entry = entry_for(
             self.target, case.to_json(), backend, self.version, self.arch, self.options, resolved=rec.resolved_backend
         )
+        if entry is None and rec.status in FAILING and rec.fresh == "pass" and earlier:
+            plans = [c.to_json() for c in (*earlier, case)]
+            entry = history_entry_for(self.target, plans, backend, self.version, self.arch, self.options)
         if rec.status in FAILING and entry is not None:
             rec = replace(rec, known=entry.id)
         return rec, entry, judge_record(rec, entry)
+
+
+def wrapper_of(case: Case, backend: str, options: Optional[dict[str, Any]] = None) -> tuple:
+    """Which library wrapper of a long-lived adapter plans `case` (the FlashInfer adapter's keying,
+    kernels/flashinfer/adapter.py graph_wrapper_key): per API and KV layout; under CUDA graphs also per batch
+    size and, unless the adapter shares one wrapper across mask kinds, per mask kind."""
+    key: tuple = (backend, case.layout, case.kv_layout)
+    if not backend.endswith("+graph"):
+        return key
+    shared = (options or {}).get("graph_wrappers") == "shared"
+    return key + (case.batch_size,) + (() if shared else (case.mask,))
 
 
 def not_launched(case: Case, backend: str, entry: KnownFailure, base: dict[str, Any]) -> ParityRecord:

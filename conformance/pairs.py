@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from conformance.gate import GATE_FAILING, Ledger, LedgerVerdict, not_launched
+from conformance.evaluate import CONTEXT_LOST
+from conformance.gate import GATE_FAILING, Ledger, LedgerVerdict, not_launched, wrapper_of
 from conformance.isolate import IsolatedEvaluator
 from conformance.known_failures import KnownFailure
-from reports.records import ParityRecord
+from reports.records import ParityRecord, is_crash
 from scenarios.case import Case
 
 Outcome = tuple[ParityRecord, Optional[KnownFailure], LedgerVerdict]
@@ -30,6 +31,9 @@ class Pairs:
         self._isolated = isolated
         self.evaluator: Optional[IsolatedEvaluator] = isolated() if isolate else None
         self.verdicts: list[LedgerVerdict] = []  # the gate's, one per record
+        # What each library wrapper of the long-lived adapters has planned, oldest first (gate.wrapper_of):
+        # a lifecycle entry of the ledger explains a failure by it. A process that died took its wrappers along.
+        self.planned: dict[tuple, list[Case]] = {}
 
     def evaluate(self, case: Case, backend: str, in_process: Callable[[], tuple[ParityRecord, bool]]) -> Outcome:
         """The record of one pair, the ledger entry that predicts it fails (if any), and the gate's verdict.
@@ -38,18 +42,26 @@ class Pairs:
         """
         crash = self.ledger.held_back(case, backend)
         if crash is not None:
-            rec = not_launched(case, backend, crash, self.base)
-        elif self.evaluator is not None:
+            return self.judge(case, backend, not_launched(case, backend, crash, self.base))
+        restarted = False
+        if self.evaluator is not None:
             rec = self.evaluator.evaluate(case, backend, self.base)
+            restarted = is_crash(rec) or CONTEXT_LOST in rec.reason  # the child is gone: the next is fresh
         else:
             rec, alive = in_process()
             if not alive:  # nothing more can run in this process: the rest go to child processes
-                self.evaluator = self._isolated()
-        return self.judge(case, backend, rec)
+                self.evaluator, restarted = self._isolated(), True
+        out = self.judge(case, backend, rec)
+        if restarted:
+            self.planned.clear()
+        else:
+            self.planned.setdefault(wrapper_of(case, backend, self.ledger.options), []).append(case)
+        return out
 
     def judge(self, case: Case, backend: str, rec: ParityRecord) -> Outcome:
         """The gate's verdict on a record, made here or not run at all (a spent time budget)."""
-        rec, entry, verdict = self.ledger.verdict(case, backend, rec)
+        earlier = self.planned.get(wrapper_of(case, backend, self.ledger.options), [])
+        rec, entry, verdict = self.ledger.verdict(case, backend, rec, earlier)
         self.verdicts.append(verdict)
         return rec, entry, verdict
 

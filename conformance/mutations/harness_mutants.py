@@ -1985,6 +1985,40 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "for another",
         (_DIFF + "test_several_verify_runs_of_a_side_count_per_entry_the_newest_that_ran",),
     ),
+    _harness(
+        "gate-history-entries-never-asked",
+        "conformance/gate.py",
+        '        if entry is None and rec.status in FAILING and rec.fresh == "pass" and earlier:\n',
+        '        if False:\n',
+        "a run's failing record is never asked of the ledger's lifecycle entries: the stale ragged mask after a "
+        "masked plan reads as an unexplained failure",
+        ("tests/gate/test_pairs_history.py::test_an_unmasked_ragged_failure_after_a_masked_plan_is_the_stale_mask_entry",),
+    ),
+    _harness(
+        "gate-history-without-fresh-control",
+        "conformance/gate.py",
+        '        if entry is None and rec.status in FAILING and rec.fresh == "pass" and earlier:\n',
+        '        if entry is None and rec.status in FAILING and earlier:\n',
+        "a failure a fresh adapter shares is blamed on the wrapper's history: a defect of the case alone is "
+        "filed under a lifecycle entry",
+        ("tests/gate/test_pairs_history.py::test_without_the_history_or_the_fresh_pass_no_lifecycle_entry_is_named",),
+    ),
+    _harness(
+        "gate-history-one-wrapper-per-backend",
+        "conformance/gate.py",
+        "    key: tuple = (backend, case.layout, case.kv_layout)\n",
+        "    key: tuple = (backend,)\n",
+        "one history per adapter, not per library wrapper: a masked paged plan counts as the ragged wrapper's",
+        ("tests/gate/test_pairs_history.py::test_without_the_history_or_the_fresh_pass_no_lifecycle_entry_is_named",),
+    ),
+    _harness(
+        "pairs-history-survives-a-dead-process",
+        "conformance/pairs.py",
+        "        if restarted:\n            self.planned.clear()\n",
+        "        if restarted:\n            pass\n",
+        "the plans of a child process that died still count as the fresh child's wrappers' history",
+        ("tests/gate/test_pairs_history.py::test_a_process_that_died_takes_its_wrappers_history_along",),
+    ),
     # What keeps the suite within its time on two cores (docs/test-times.md), each still a claim a test checks.
     _harness(
         "explore-never-shrinks",
