@@ -46,7 +46,7 @@ from hypothesis.errors import Flaky
 from hypothesis.stateful import get_state_machine_test
 from hypothesis.statistics import collector
 
-from kernels._env import device_type, memory_report, out_of_memory, warm_mkl_vml
+from kernels._env import device_type, out_of_memory, warm_mkl_vml
 from conformance.explore import machines
 from conformance.explore.defects import Found, signature_of
 from conformance.explore.directed import directed_for, run_directed
@@ -255,12 +255,7 @@ def explore_subject(
                 warm_up(machine)
             except Exception as e:  # noqa: BLE001 - the library failed on its plainest case: that is the finding
                 if out_of_memory(e):
-                    raise EnvironmentFailure(
-                        subject.name,
-                        [],
-                        f"out of memory during the warm-up: {type(e).__name__}: "
-                        f"{' '.join(str(e).split())[:300]} ({memory_report(subject.device)})",
-                    ) from None
+                    raise EnvironmentFailure.out_of_memory(subject.name, [], "the warm-up", e, subject.device) from None
                 result.failure = {
                     "phase": "warm-up",
                     "invariant": "no_unexpected_error",

@@ -232,8 +232,18 @@ class EnvironmentFailure(BaseException):
         super().__init__(detail)
         self.subject, self.steps, self.detail = subject, list(steps), detail
 
+    @classmethod
+    def out_of_memory(cls, subject: str, steps: Sequence[Step], during: str, e: BaseException, device: str) -> Any:
+        """The failure for `e`, an out-of-memory error met during `during`: the error, then the memory figures."""
+        return cls(subject, steps, f"out of memory during {during}: {error_text(e)} ({memory_report(device)})")
+
     def to_json(self) -> dict[str, Any]:
         return {"error": self.detail, "sequence": [s.line() for s in self.steps]}
+
+
+def error_text(e: BaseException) -> str:
+    """An exception as one line: its type and the first 300 characters of its message."""
+    return f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"
 
 
 def case_expr(case: Case) -> str:
@@ -573,14 +583,10 @@ class ScenarioMachine(RuleBasedStateMachine):
         the calls so far (`step`, the call that ran out, last)."""
         if not out_of_memory(e):
             return
-        detail = f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"
         if step is not None:
-            step.outcome, step.note = "raise", detail
-        raise EnvironmentFailure(
-            self.subject.name,
-            self.steps + ([step] if step is not None else []),
-            f"out of memory during {during}: {detail} ({memory_report(self.subject.device)})",
-        ) from None
+            step.outcome, step.note = "raise", error_text(e)
+        steps = self.steps + ([step] if step is not None else [])
+        raise EnvironmentFailure.out_of_memory(self.subject.name, steps, during, e, self.subject.device) from None
 
     def _context(self, step: Step) -> None:
         """After a raise on a GPU: clear a pending CUDA error (noted on the step), or stop on a lost context."""

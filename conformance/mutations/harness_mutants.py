@@ -1989,16 +1989,18 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "gate-history-entries-never-asked",
         "conformance/gate.py",
         '        if entry is None and rec.status in FAILING and rec.fresh == "pass" and earlier:\n',
-        '        if False:\n',
+        "        if False:\n",
         "a run's failing record is never asked of the ledger's lifecycle entries: the stale ragged mask after a "
         "masked plan reads as an unexplained failure",
-        ("tests/gate/test_pairs_history.py::test_an_unmasked_ragged_failure_after_a_masked_plan_is_the_stale_mask_entry",),
+        (
+            "tests/gate/test_pairs_history.py::test_an_unmasked_ragged_failure_after_a_masked_plan_is_the_stale_mask_entry",
+        ),
     ),
     _harness(
         "gate-history-without-fresh-control",
         "conformance/gate.py",
         '        if entry is None and rec.status in FAILING and rec.fresh == "pass" and earlier:\n',
-        '        if entry is None and rec.status in FAILING and earlier:\n',
+        "        if entry is None and rec.status in FAILING and earlier:\n",
         "a failure a fresh adapter shares is blamed on the wrapper's history: a defect of the case alone is "
         "filed under a lifecycle entry",
         ("tests/gate/test_pairs_history.py::test_without_the_history_or_the_fresh_pass_no_lifecycle_entry_is_named",),
