@@ -3,13 +3,12 @@
 # background pipeline that outlives the 10-minute limit of one command (scripts/h200_lib.sh: follow,
 # pack, step).
 #
-#   OUT=dir bash scripts/h200_explore_session.sh start [seconds]   # carry .whl/ and .whl074x/
+#   OUT=dir bash scripts/h200_explore_session.sh start [seconds]   # carry .whlx/ (or .whl/ and .whl074x/)
 #   OUT=dir bash scripts/h200_explore_session.sh wait [seconds]
 #
-# .whl/ holds flashinfer-python 0.7.2.post1 and apache-tvm-ffi as wheels; .whl074x/ holds 0.7.4 as an
-# unpacked site in one tar.xz (18 MiB where the wheel is 50: both versions then fit one call's 64 MiB):
-#   mkdir s && (cd s && unzip -q ../flashinfer_python-0.7.4-py3-none-any.whl) &&
-#   tar -C s -cf - . | xz -9 > .whl074x/flashinfer-0.7.4-site.tar.xz
+# .whlx/ (scripts/pack_flashinfer_sites.sh) holds both versions as xz'd sites beside apache-tvm-ffi and
+# nvidia-cudnn-frontend; the older pair .whl/ (0.7.2.post1's wheels) and .whl074x/ (0.7.4's site) still
+# works, without cuDNN's frontend (scripts/h200_lib.sh install_sites).
 # Two lanes, so that no two JIT builds of one version race (docs/h200-runner.md: building beside other
 # builds costs more than it saves), in the order of what matters most, so a sitting cut short keeps that:
 #   explore  per version (0.7.4 first), one after the other: the lifecycle fault catalogue after its
@@ -83,11 +82,10 @@ pipeline() {
 
 case "${1:-}" in
   start)
-    rm -rf "$A"; mkdir -p "$R" "$A/src" "$A/site-0.7.4"; touch "$R/steps.txt"
-    tar --exclude=./.whl --exclude=./.whl074 --exclude=./.whl074x --exclude=./.git -cf - . | tar -C "$A/src" -xf -
-    site_for "$A/site-common" .whl/apache_tvm_ffi-*.whl || exit 2
-    site_for "$A/site-0.7.2.post1" .whl/flashinfer_python-*.whl || exit 2
-    tar -C "$A/site-0.7.4" -xJf .whl074x/flashinfer-0.7.4-site.tar.xz || exit 2
+    rm -rf "$A"; mkdir -p "$R" "$A/src"; touch "$R/steps.txt"
+    tar --exclude=./.whl --exclude=./.whl074 --exclude=./.whl074x --exclude=./.whlx --exclude=./.git -cf - . \
+      | tar -C "$A/src" -xf -
+    install_sites "$A" || exit 2
     setsid nohup bash "$A/src/scripts/h200_explore_session.sh" pipeline > "$A/pipeline.log" 2>&1 < /dev/null &
     sleep 2; follow "${2:-540}" ;;
   pipeline) pipeline ;;

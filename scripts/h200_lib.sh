@@ -36,3 +36,24 @@ site_for() {  # site_for DIR WHEEL...: install wheels into DIR (no registry on t
   local dir=$1; shift
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$dir" "$@"
 }
+
+install_sites() {  # install_sites DIR: DIR/site-common (apache-tvm-ffi, nvidia-cudnn-frontend where carried) and
+  # DIR/site-VERSION per FlashInfer version carried: .whlx/ (scripts/pack_flashinfer_sites.sh), else the older
+  # .whl/ (0.7.2.post1's wheels) and .whl074x/ (0.7.4's site archive).
+  local dir=$1 a v w common
+  common=$(ls .whlx/*.whl .whl/apache_tvm_ffi-*.whl .whl/nvidia_cudnn_frontend-*.whl 2>/dev/null \
+    | awk -F/ '!seen[$NF]++')
+  # shellcheck disable=SC2086 # the wheels are words
+  [ -n "$common" ] && site_for "$dir/site-common" $common || return 2
+  for a in .whlx/flashinfer-*-site.tar.xz .whl074x/flashinfer-*-site.tar.xz; do
+    [ -f "$a" ] || continue
+    v=$(basename "$a" -site.tar.xz); v=${v#flashinfer-}
+    [ -d "$dir/site-$v" ] && continue
+    mkdir -p "$dir/site-$v" && tar -C "$dir/site-$v" -xJf "$a" || return 2
+  done
+  for w in .whl/flashinfer_python-*.whl; do
+    [ -f "$w" ] || continue
+    v=$(basename "$w" | cut -d- -f2)
+    [ -d "$dir/site-$v" ] || site_for "$dir/site-$v" "$w" || return 2
+  done
+}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One short H200 call: evidence scripts and ledger entries on both FlashInfer versions at once, each
-# version in its own lane (site, JIT cache), every command under one deadline. Carry .whl/ and .whl074x/
-# (scripts/h200_explore_session.sh says how they are made).
+# version in its own lane (site, JIT cache), every command under one deadline. Carry .whlx/
+# (scripts/pack_flashinfer_sites.sh), or .whl/ and .whl074x/ (no cuDNN frontend then).
 #
 #   OUT=dir bash scripts/h200_probe_sitting.sh SECONDS [torch-only command ...]
 #
@@ -38,14 +38,12 @@ lane() {  # lane VERSION SITE
   for p in $PROBES; do one "$(basename "$p" .py)" "$OUT/$1/$(basename "$p" .py).txt" python3 "$p"; done
 }
 
-. "$(dirname "$0")/h200_lib.sh"  # site_for
+. "$(dirname "$0")/h200_lib.sh"  # install_sites
 
-mkdir -p "$A/site-074" "$OUT"
-site_for "$A/site-common" .whl/apache_tvm_ffi-*.whl || exit 2
-site_for "$A/site-072" .whl/flashinfer_python-*.whl || exit 2
-tar -C "$A/site-074" -xJf .whl074x/flashinfer-0.7.4-site.tar.xz
-lane 0.7.2.post1 "$A/site-072" &
-lane 0.7.4 "$A/site-074" &
+mkdir -p "$OUT"
+install_sites "$A" || exit 2
+lane 0.7.2.post1 "$A/site-0.7.2.post1" &
+lane 0.7.4 "$A/site-0.7.4" &
 if [ $# -gt 0 ]; then
   mkdir -p "$OUT/torch"
   (LANE=torch; PYTHONPATH=$PWD one torch "$OUT/torch/command.txt" "$@") &

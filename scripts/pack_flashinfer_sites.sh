@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Pack what an H200 call needs for both FlashInfer versions and cuDNN's Python frontend into .whlx/
+# (git ignores it), small enough to travel with the working tree in one call (64 MiB in all):
+# each flashinfer wheel unpacked and xz'd as a site (flashinfer-VERSION-site.tar.xz: 11 and 18 MiB where
+# the wheels are 28 and 50), apache-tvm-ffi and nvidia-cudnn-frontend as wheels (without the frontend,
+# flashinfer.cudnn has CUDNN_AVAILABLE False: no cuDNN backend, and 0.7.4's cuDNN API takes its cubin path).
+#
+#   bash scripts/pack_flashinfer_sites.sh FLASHINFER_WHEEL... [--tvm-ffi WHEEL] [--cudnn-frontend WHEEL]
+#
+# The wheels come from ../shared/tools/flashinfer-wheels VERSION and `pip download --no-deps
+# nvidia-cudnn-frontend==1.32.0` (docs/h200-runner.md). On the runner, scripts/h200_lib.sh install_sites
+# unpacks .whlx/ (or the older .whl/ and .whl074x/) into site-common and site-VERSION.
+set -euo pipefail
+top=$(git rev-parse --show-toplevel)
+out=$top/.whlx
+exclude=$(git -C "$top" rev-parse --git-path info/exclude)
+grep -qxF "/.whlx/" "$exclude" 2>/dev/null || printf '/.whlx/\n' >> "$exclude"
+mkdir -p "$out"
+wheels=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --tvm-ffi|--cudnn-frontend) cp "$2" "$out/"; shift 2 ;;
+    *.whl) wheels+=("$1"); shift ;;
+    *) echo "pack_flashinfer_sites: error: $1 is not a wheel; pass flashinfer_python-VERSION-*.whl files" >&2; exit 2 ;;
+  esac
+done
+[ ${#wheels[@]} -gt 0 ] || { echo "pack_flashinfer_sites: error: no flashinfer wheel given" >&2; exit 2; }
+for w in "${wheels[@]}"; do
+  v=$(basename "$w" | cut -d- -f2)
+  tmp=$(mktemp -d)
+  unzip -q "$w" -d "$tmp"
+  tar -C "$tmp" -cf - . | xz -9 -T0 > "$out/flashinfer-$v-site.tar.xz.part"
+  mv "$out/flashinfer-$v-site.tar.xz.part" "$out/flashinfer-$v-site.tar.xz"
+  rm -rf "$tmp"
+done
+du -ch "$out"/* | tail -n 1
