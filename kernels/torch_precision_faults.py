@@ -22,14 +22,13 @@ docs/evidence/2026-12-02-honest-baseline.md holds the runs that catch each.
 
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, ContextManager, Optional
 
 import torch
 
-from kernels.standin_label import FAULT_MARKER
+from kernels import fault_patch
 
 BLOCK = 64  # keys per step of the loop (FlashInfer's and FA2's tiles hold 64 or 128 keys)
 FRAGMENT = 16  # keys per tensor-core step (mma k16): where an accumulator held in 16 bits rounds
@@ -208,32 +207,15 @@ def _owner(f: Fault) -> Any:
 
 
 def install(name: str) -> Callable[[], None]:
-    """Switch fault `name` on in torch; returns what switches it off. One fault at a time."""
+    """Switch fault `name` on in torch (torch.nn.functional carries its name); returns what switches it off.
+    One fault at a time."""
     f = fault(name)
-    present = getattr(torch.nn.functional, FAULT_MARKER, None)
-    if present:
-        raise ValueError(f"precision fault {name!r}: {present!r} is injected already; remove it first")
-    owner = _owner(f)
-    original = getattr(owner, f.target)
-    setattr(owner, f.target, (_sdpa if f.target == SDPA else _flex)(f, original))
-    setattr(torch.nn.functional, FAULT_MARKER, f.name)
-
-    def undo() -> None:
-        setattr(owner, f.target, original)
-        if getattr(torch.nn.functional, FAULT_MARKER, None) == f.name:
-            delattr(torch.nn.functional, FAULT_MARKER)
-
-    return undo
+    wrap = _sdpa if f.target == SDPA else _flex
+    return fault_patch.patch(
+        torch.nn.functional, _owner(f), f.target, lambda original: wrap(f, original), f.name, "precision"
+    )
 
 
-@contextlib.contextmanager
-def injected(name: Optional[str]) -> Iterator[Optional[Fault]]:
+def injected(name: Optional[str]) -> ContextManager[Optional[Fault]]:
     """Fault `name` switched on for the block (None: nothing, torch as it is)."""
-    if name is None:
-        yield None
-        return
-    undo = install(name)
-    try:
-        yield FAULTS[name]
-    finally:
-        undo()
+    return fault_patch.injected(install, FAULTS, name)

@@ -2107,11 +2107,26 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     ),
     _harness(
         "precision-fault-unlabelled",
-        _PF,
-        "    setattr(torch.nn.functional, FAULT_MARKER, f.name)\n",
+        "kernels/fault_patch.py",
+        "    setattr(home, FAULT_MARKER, name)\n",
         "",
-        "a run with a precision fault injected reports torch's plain version: its records read as torch's own",
-        (_PRECISION + "test_a_fault_replaces_its_function_says_so_in_the_versions_and_is_undone",),
+        "a run with a fault injected (torch's precision faults, FlashInfer's lifecycle faults) reports the library's "
+        "plain version: its records read as the library's own",
+        (
+            _PRECISION + "test_a_fault_replaces_its_function_says_so_in_the_versions_and_is_undone",
+            _LIFECYCLE + "test_a_fault_lives_on_the_wrapper_it_planned_is_labelled_and_undone",
+        ),
+    ),
+    _harness(
+        "fault-patch-not-undone",
+        "kernels/fault_patch.py",
+        "        setattr(owner, attr, original)\n",
+        "        pass\n",
+        "switching an injected fault off leaves the library patched: every later run carries the fault",
+        (
+            _PRECISION + "test_a_fault_replaces_its_function_says_so_in_the_versions_and_is_undone",
+            _LIFECYCLE + "test_a_fault_lives_on_the_wrapper_it_planned_is_labelled_and_undone",
+        ),
     ),
     _harness(
         "precision-catalogue-entry-dropped",

@@ -19,15 +19,15 @@ FAULT_MARKER) and kernels/flashinfer/lib.versions() says "+fault:NAME". `FAULTS`
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, ContextManager, Optional
 
 import torch
 
 from kernels.flashinfer import lib as fl
+from kernels import fault_patch
 from kernels.standin_label import FAULT_MARKER
 
 API_CLASSES = {"paged": fl.PAGED_WRAPPER, "ragged": fl.RAGGED_WRAPPER, "decode": fl.DECODE_WRAPPER}
@@ -346,22 +346,10 @@ def install(name: str) -> Callable[[], None]:
     Injecting the fault already injected changes nothing (its undo neither): one patch, one set of state."""
     f = fault(name)
     module = fl.import_flashinfer()
-    present = getattr(module, FAULT_MARKER, None)
-    if present == name:  # injected already (a script written from inside the subject's context): one patch
-        return lambda: None
-    if present:
-        raise ValueError(f"lifecycle fault {name!r}: {present!r} is injected already; remove it first")
     cls = getattr(module, API_CLASSES[f.api])
-    original = cls.__dict__["plan"]
-    cls.plan = _patched(f, original)
-    setattr(module, FAULT_MARKER, f.name)
-
-    def undo() -> None:
-        cls.plan = original
-        if getattr(module, FAULT_MARKER, None) == f.name:
-            delattr(module, FAULT_MARKER)
-
-    return undo
+    return fault_patch.patch(
+        module, cls, "plan", lambda original: _patched(f, original), f.name, "lifecycle", again_ok=True
+    )
 
 
 def uninstall() -> None:
@@ -375,14 +363,6 @@ def uninstall() -> None:
         delattr(module, FAULT_MARKER)
 
 
-@contextlib.contextmanager
-def injected(name: Optional[str]) -> Iterator[Optional[LifecycleFault]]:
+def injected(name: Optional[str]) -> ContextManager[Optional[LifecycleFault]]:
     """Fault `name` switched on for the block (None: nothing, the clean library)."""
-    if name is None:
-        yield None
-        return
-    undo = install(name)
-    try:
-        yield FAULTS[name]
-    finally:
-        undo()
+    return fault_patch.injected(install, FAULTS, name)
