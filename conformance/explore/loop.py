@@ -190,15 +190,10 @@ class SubjectResult:
         }
 
 
-def escaped_faults(target: str, records: Sequence[dict[str, Any]]) -> list[str]:
-    """Fault subjects (summary records) the exploration let through: no failure found, or for the seed
-    faults also no directed sequence that failed (in-process results and a child's merged JSON alike)."""
-    both = target == "faults"
-    return [
-        m["subject"]
-        for m in records
-        if m["failure"] is None or (both and not any(d["status"] == "failed" for d in m["directed"]))
-    ]
+def fault_escaped(target: str, failure: Optional[dict[str, Any]], directed: list[dict[str, Any]]) -> bool:
+    """A fault subject the exploration let through: no failure found, or for the seed faults also no directed
+    sequence that failed (in-process results and a child's merged JSON alike)."""
+    return failure is None or (target == "faults" and not any(d["status"] == "failed" for d in directed))
 
 
 def subject_failed(failure: Optional[dict[str, Any]], directed: list[dict[str, Any]]) -> bool:
@@ -415,7 +410,7 @@ class Summary:
 
     def escaped(self) -> list[str]:
         """Fault subjects the exploration let through (the seed faults: or every directed sequence)."""
-        return escaped_faults(self.target, [r.to_json() for r in self.results])
+        return [r.subject.name for r in self.results if fault_escaped(self.target, r.failure, r.directed)]
 
     def failed(self) -> list[str]:
         return [r.subject.name for r in self.results if subject_failed(r.failure, r.directed)]
@@ -675,7 +670,8 @@ def _merge(a: argparse.Namespace, merged: list[dict[str, Any]]) -> int:
     failed = [m["subject"] for m in merged if subject_failed(m["failure"], m["directed"])]
     incomplete = [m["subject"] for m in merged if m.get("environment")]
     faults = a.target in FAULT_TARGETS
-    verdict = {"escaped": escaped_faults(a.target, merged)} if faults else {"failed": failed}
+    escaped = [m["subject"] for m in merged if fault_escaped(a.target, m["failure"], m["directed"])]
+    verdict = {"escaped": escaped} if faults else {"failed": failed}
     totals = {k: sum(m[k] or 0 for m in merged) for k in ("examples", "steps", "runs")}
     (out / SUMMARY_NAME).write_text(
         json.dumps(
