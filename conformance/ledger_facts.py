@@ -17,7 +17,7 @@ from dataclasses import dataclass
 SEARCHED = "2026-12-02"
 NONE_FOUND = f"none found (searched flashinfer-ai/flashinfer issues and pull requests, {SEARCHED})"
 # The library versions whose sources were read for every entry of a target.
-STUDIED: dict[str, tuple[str, ...]] = {"flashinfer": ("0.7.2.post1", "0.7.4"), "torch": ("2.11.0+cu130",)}
+STUDIED: dict[str, tuple[str, ...]] = {"flashinfer": ("0.7.2.post1", "0.7.4"), "torch": ("2.11.0+cu130", "2.13.0+cpu")}
 # How sure the root cause is.
 LOCATED = "located: the lines below produce what the script shows"
 PROBABLE = "probable: the lines below explain what the script shows; not yet confirmed on the device"
@@ -142,6 +142,13 @@ FAMILIES: dict[str, Family] = {
             "Every other FlashInfer backend writes 0 (LSE -inf) for a row with nothing to attend to. The cudnn "
             "prefill backend leaves such rows unwritten (LSE NaN) beside a request with keys, and raises when no "
             "request has keys.",
+        ),
+        Family(
+            "torch-nested-math-precision",
+            "jagged (nested) SDPA's math path computes q.k^T in the input dtype",
+            "Dense SDPA math upcasts fp16/bf16 to fp32; the jagged nested path converts to strided nested tensors "
+            "and calls the same math function, which then keeps the scores in the input dtype: with large logits "
+            "the softmax of a bf16 batch is off by far more than dense math's own rounding.",
         ),
         Family(
             "torch-sdpa-empty-rows",
@@ -757,11 +764,60 @@ FACTS: dict[str, Facts] = {
             "A batch in which no request has keys is written as 0 with LSE -inf, or refused at plan().",
         ),
         Facts(
+            "torch-nested-math-scores-in-half",
+            "torch-nested-math-precision",
+            PROBABLE,
+            "Jagged SDPA's math branch converts q, k, v to strided nested tensors and calls "
+            "torch._scaled_dot_product_attention_math on them; on nested inputs that function does not upcast "
+            "16-bit inputs, so q.k^T is rounded to bf16 (the script's bf16-scores model matches it exactly).",
+            (
+                Cause(
+                    "2.11.0+cu130",
+                    ("torch/nested/_internal/sdpa.py:1 not read in 2.11.0+cu130",),
+                    "not studied: the defect was seen on 2.13.0+cpu; the 2.11 CUDA build was not run on it",
+                ),
+                Cause(
+                    "2.13.0+cpu",
+                    (
+                        "torch/nested/_internal/sdpa.py:892-931 jagged_scaled_dot_product_attention, MATH branch: "
+                        "`torch._scaled_dot_product_attention_math(query, key, value, ...)` on strided nested "
+                        "tensors, no cast to fp32 (the C++ math function itself was not read: its behaviour on "
+                        "nested against dense inputs was measured)",
+                    ),
+                ),
+            ),
+            (
+                "Dense SDPA math on the same bf16 inputs is within 0.005 of the fp32 reference; the jagged call is "
+                "0.69 off and equals, to the bit, attention with q.k^T rounded to bf16 (the script's control).",
+                "The MATH backend's documented behaviour is to upcast fp16/bf16 to fp32 (pytorch/pytorch#163508).",
+            ),
+            "Jagged SDPA keeps the scores in fp32, as dense math does.",
+            (
+                Related(
+                    "pytorch/pytorch#116445",
+                    "pull request",
+                    "[Nested Tensor]Support SDPA math fallback for jagged layout nested tensor",
+                    "closed",
+                    "introduced the jagged math fallback through strided nested tensors",
+                ),
+                Related(
+                    "pytorch/pytorch#163508",
+                    "pull request",
+                    "Fix scaled_dot_product_attention reference implementation to match MATH backend",
+                    "closed",
+                    "documents that dense MATH upcasts fp16/bf16 to fp32",
+                ),
+            ),
+        ),
+        Facts(
             "torch-sdpa-empty-rows",
             "torch-sdpa-empty-rows",
             NOT_LOCATED,
             "The cuDNN and memory-efficient SDPA kernels do not zero a row whose mask allows no key.",
-            (Cause("2.11.0+cu130", _TORCH_NOT_READ),),
+            (
+                Cause("2.11.0+cu130", _TORCH_NOT_READ),
+                Cause("2.13.0+cpu", _TORCH_NOT_READ, "a CPU build: no cuDNN or memory-efficient kernel to run"),
+            ),
             (
                 "The math backend writes 0 on the same inputs (the script's control), and the flash backend writes "
                 "0 for causal_lower_right: torch's backends disagree on one call.",

@@ -199,20 +199,10 @@ class FlexKernel:
         return Support.yes()
 
     def _flex(self) -> Callable[..., Any]:
-        from torch.nn.attention.flex_attention import flex_attention
-
         if eager(self.device):
-            # Eager on the CPU is a choice (supports() bounds its cost), so torch's advice to
-            # compile is noise in every run's output; only that one message is silenced.
-            warnings.filterwarnings(
-                "ignore", message="flex_attention called without torch.compile", category=UserWarning
-            )
-            return flex_attention
+            return flex_function(self.device)
         if self._compiled is None:
-            # Static shapes and constant floats (scale, soft cap): each case is the kernel a model
-            # with those fixed values would get. (torch 2.11's automatic-dynamic recompiles of flex
-            # failed to lower: "unbacked_bindings" for a soft cap, "No choices to select".)
-            self._compiled = torch.compile(flex_attention, dynamic=False)
+            self._compiled = flex_function(self.device)
         return self._compiled
 
     def plan(self, inputs: Inputs) -> None:
@@ -261,6 +251,24 @@ class FlexKernel:
             store_rows(out, 0, o[0].transpose(0, 1))
             store_rows(lse, 0, o_lse[0].transpose(0, 1).to(torch.float32))
         return KernelOutput(out=out, lse=lse, lse_base=math.e, resolved_backend=BACKEND, fallback_reason=NOT_REPORTED)
+
+
+def flex_function(device: str) -> Callable[..., Any]:
+    """flex_attention as the adapters call it on `device`: eager on the CPU, a new compiled one on CUDA.
+
+    Looked up at every call on the CPU, so a fault injected into torch's module is what runs.
+    """
+    from torch.nn.attention.flex_attention import flex_attention
+
+    if eager(device):
+        # Eager on the CPU is a choice (supports() bounds its cost), so torch's advice to
+        # compile is noise in every run's output; only that one message is silenced.
+        warnings.filterwarnings("ignore", message="flex_attention called without torch.compile", category=UserWarning)
+        return flex_attention
+    # Static shapes and constant floats (scale, soft cap): each case is the kernel a model
+    # with those fixed values would get. (torch 2.11's automatic-dynamic recompiles of flex
+    # failed to lower: "unbacked_bindings" for a soft cap, "No choices to select".)
+    return torch.compile(flex_attention, dynamic=False)
 
 
 def _compile_limits() -> Any:

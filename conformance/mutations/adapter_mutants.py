@@ -16,11 +16,18 @@ _FLEX = "kernels/torch_flex.py"
 _COMMON = "kernels/_torch_common.py"
 _FI = "kernels/flashinfer/adapter.py"
 _T_TORCH = "tests/kernels/test_torch_target.py::"
+_BATCH = "kernels/_torch_batch.py"
+_T_BATCHED = "tests/kernels/test_torch_batched.py::"
+_T_BATCHED_ROUTES = "tests/routing/test_torch_batched_spec.py::"
 _T_FI = "tests/kernels/test_flashinfer_adapter.py::"
 
 
 def _matches(backend: str, name: str) -> str:
     return f"{_T_TORCH}test_backend_matches_oracle_or_declines_as_expected[{backend}-{name}]"
+
+
+def _agrees(backend: str) -> str:
+    return f"{_T_BATCHED}test_batched_backend_agrees_with_the_oracle_on_the_quick_matrix[{backend}]"
 
 
 def _adapter(name: str, path: str, old: str, new: str, description: str, kills: tuple[str, ...]) -> Mutant:
@@ -116,6 +123,77 @@ TORCH_ADAPTER_MUTANTS: tuple[Mutant, ...] = (
         "    if False:\n",
         "fp8 cases not declined by the torch adapters",
         (_T_TORCH + "test_supports_declines_dtypes_no_torch_backend_takes[fp8-math]",),
+    ),
+    _adapter(
+        "padded-rows-stored-at-batch-start",
+        _BATCH,
+        "        store_rows(out, q0, o[i, :, :qo].transpose(0, 1))\n        q0 += qo\n",
+        "        store_rows(out, q0, o[i, :, :qo].transpose(0, 1))\n",
+        "every request of a padded batch written at the start of the output",
+        (_agrees("padded-math"), _T_BATCHED + "test_flex_padded_applies_the_soft_cap_and_returns_each_requests_lse"),
+    ),
+    _adapter(
+        "flex-padded-keys-past-length-visible",
+        "kernels/torch_flex_padded.py",
+        "        keep = (q_idx < qo_len[b]) & (kv_idx < kv)\n",
+        "        keep = q_idx < qo_len[b]\n",
+        "flex's padded mask_mod lets a request attend the padding past its own keys",
+        (_agrees("flex-padded"),),
+    ),
+    _adapter(
+        "nested-kv-packed-in-reverse",
+        _BATCH,
+        "    allslots = torch.cat(slots.per_request) if",
+        "    allslots = torch.cat(slots.per_request[::-1]) if",
+        "the jagged KV packed in reverse request order: each request reads another's keys",
+        (_agrees("nested-math"), _agrees("nested-auto")),
+    ),
+    _adapter(
+        "nested-support-not-asked",
+        "kernels/torch_nested.py",
+        "        return self._probe(case)\n",
+        "        return Support.yes()\n",
+        "jagged SDPA claims every case: causal, masks and GQA are run, not declined with torch's words",
+        (_T_BATCHED + "test_nested_declines_what_jagged_sdpa_refuses_in_torchs_words[causal]",),
+    ),
+    _adapter(
+        "padded-batch-of-one-served",
+        _BATCH,
+        "MIN_PADDED_BATCH = 2\n",
+        "MIN_PADDED_BATCH = 1\n",
+        "the padded backends serve a batch of one, the very call their per-request backend makes",
+        (
+            _T_BATCHED
+            + "test_a_padded_backend_declines_a_batch_of_one_naming_its_per_request_backend[padded-auto-auto]",
+        ),
+    ),
+    _adapter(
+        "padded-flash-not-asked",
+        "kernels/torch_padded.py",
+        '        if not empty and self.sdpa in (AUTO, "math"):\n',
+        "        if not empty:\n",
+        "the forced padded backends never ask SDPA's selector: a refusal comes at run time, unexplained",
+        (_T_BATCHED + "test_padded_flash_quotes_torch_when_it_refuses_the_batch",),
+    ),
+    _adapter(
+        "flex-padded-soft-cap-dropped",
+        "kernels/torch_flex_padded.py",
+        "        score_mod = make_score_mod(c.logits_soft_cap) if c.logits_soft_cap > 0 else None\n",
+        "        score_mod = None\n",
+        "flex on a padded batch accepts a soft cap and never applies it",
+        (_T_BATCHED + "test_flex_padded_applies_the_soft_cap_and_returns_each_requests_lse",),
+    ),
+    _adapter(
+        "nested-backends-not-offered",
+        "kernels/torch_target.py",
+        "    return padded + nested_backends_for(device) + (FLEX_PADDED,) if padded else ()\n",
+        "    return padded + (FLEX_PADDED,) if padded else ()\n",
+        "the torch target stops offering the nested backends: a quick run never calls jagged SDPA",
+        (
+            _T_BATCHED + "test_the_cpu_offers_these_batched_backends",
+            _T_TORCH + "test_backends_per_device",
+            _T_BATCHED_ROUTES + "test_every_forced_batched_backend_has_its_row",
+        ),
     ),
 )
 

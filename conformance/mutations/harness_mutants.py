@@ -34,6 +34,9 @@ _WORKERS = "tests/harness/test_pytest_workers.py::"
 _PRECISION = "tests/kernels/test_torch_precision_faults.py::"
 _DEFECT_CAUGHT = _PRECISION + "test_a_defect_fails_where_its_run_caught_it_and_the_faultless_loop_passes"
 _PF = "kernels/torch_precision_faults.py"
+_BF = "kernels/torch_batch_faults.py"
+_BATCH_FAULTS = "tests/kernels/test_torch_batch_faults.py::"
+_BATCH_CAUGHT = _BATCH_FAULTS + "test_a_batch_fault_fails_where_its_run_caught_it_and_batch_one_calls_do_not_see_it"
 
 
 def _harness(name: str, path: str, old: str, new: str, description: str, kills: tuple[str, ...]) -> Mutant:
@@ -2135,6 +2138,97 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         '        Fault(\n            "scores_in_half_unlisted",\n',
         "a defect of the catalogue has no catching case in the tests: nothing shows it is still caught",
         (_PRECISION + "test_every_defect_names_the_case_that_caught_it",),
+    ),
+    _harness(
+        "batch-padding-keys-leak-disarmed",
+        _BF,
+        '    "padding_keys_leak": _padding_keys_leak,\n',
+        "",
+        "the padding-leak defect leaves the mask as it is: the defect the tests hold is no defect",
+        (_BATCH_CAUGHT + "[padding_keys_leak]",),
+    ),
+    _harness(
+        "batch-mask-of-request-0-disarmed",
+        _BF,
+        '    "mask_of_request_0": _mask_of_request_0,\n',
+        "",
+        "request 0's mask is not broadcast after all",
+        (_BATCH_CAUGHT + "[mask_of_request_0]",),
+    ),
+    _harness(
+        "batch-kv-len-short-disarmed",
+        _BF,
+        '    "kv_len_short_after_first": _kv_len_short_after_first,\n',
+        "",
+        "the later requests keep their last key",
+        (_BATCH_CAUGHT + "[kv_len_short_after_first]",),
+    ),
+    _harness(
+        "batch-outputs-rolled-disarmed",
+        _BF,
+        '        return out.roll(1, dims=0) if f.name == "outputs_rolled" else out\n',
+        "        return out\n",
+        "the padded output is not shifted along the batch",
+        (_BATCH_CAUGHT + "[outputs_rolled]",),
+    ),
+    _harness(
+        "batch-jagged-rows-shifted-disarmed",
+        _BF,
+        '            return _jagged_rows_shifted(out) if f.name == "jagged_rows_shifted" else out\n',
+        "            return out\n",
+        "the jagged output's rows are read where they are",
+        (_BATCH_CAUGHT + "[jagged_rows_shifted]",),
+    ),
+    _harness(
+        "batch-block-mask-of-request-0-disarmed",
+        _BF,
+        '        if f.name == "block_mask_of_request_0" and block_mask is not None:\n',
+        "        if False:\n",
+        "flex's block mask is evaluated per request after all",
+        (_BATCH_CAUGHT + "[block_mask_of_request_0]",),
+    ),
+    _harness(
+        "batch-lse-of-request-0-disarmed",
+        _BF,
+        '        if f.name == "lse_of_request_0":\n',
+        "        if False:\n",
+        "each request keeps its own LSE",
+        (_BATCH_CAUGHT + "[lse_of_request_0]",),
+    ),
+    _harness(
+        "batch-fault-unlabelled",
+        _BF,
+        "    setattr(torch.nn.functional, FAULT_MARKER, f.name)\n",
+        "",
+        "a run with a batch fault injected reports torch's plain version: its records read as torch's own",
+        (_BATCH_FAULTS + "test_a_batch_fault_says_so_in_the_versions_and_is_undone",),
+    ),
+    _harness(
+        "batch-catalogue-entry-dropped",
+        _BF,
+        '        BatchFault(\n            "lse_of_request_0",\n',
+        '        BatchFault(\n            "lse_of_request_0_unlisted",\n',
+        "a defect of the batch catalogue has no catching case in the tests: nothing shows it is still caught",
+        (_BATCH_FAULTS + "test_every_batch_fault_names_the_case_that_caught_it",),
+    ),
+    _harness(
+        "ledger-nested-scores-rule-narrowed",
+        "conformance/known_failures.py",
+        "NESTED_LONG_KV = 300\n",
+        "NESTED_LONG_KV = 3000\n",
+        "the ledger's rule for jagged SDPA's bf16 scores no longer covers the quick records that fail",
+        (
+            "tests/kernels/test_torch_batched.py::test_batched_backend_agrees_with_the_oracle_on_the_quick_matrix[nested-math]",
+        ),
+    ),
+    _harness(
+        "quick-slice-ignores-backend-groups",
+        "conformance/mutations/targets.py",
+        '    groups = getattr(lib, "backend_groups", None)\n',
+        "    groups = None\n",
+        "the quick slice takes a case every backend runs, torch's per-request and batched alike: whole layouts "
+        "(single: batches of one) drop out of it",
+        ("tests/mutation/test_quick_rows.py::test_the_quick_slice_takes_a_case_per_layout_for_each_backend_group",),
     ),
 )
 

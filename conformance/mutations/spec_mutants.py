@@ -14,6 +14,7 @@ from conformance.mutations.kinds import Mutant, check_unique
 _ROCM = "routing/specs/flashinfer_rocm.py"
 _CUDA = "routing/specs/flashinfer_cuda.py"
 _TORCH = "routing/specs/torch_sdpa.py"
+_T_BATCHED_SPEC = "tests/routing/test_torch_batched_spec.py::"
 _T_ROCM = "tests/routing/test_rocm_spec.py::"
 _T_STANDIN = "tests/routing/test_rocm_spec_vs_standin.py::"
 _T_CUDA = "tests/routing/test_flashinfer_cuda_spec.py::"
@@ -329,6 +330,49 @@ TORCH_SPEC_MUTANTS: tuple[Mutant, ...] = (
         '    return lambda q, c: bool(c.table("cuda_rows")) and p(q, c)\n',
         "the CUDA rows not kept off the CPU: every CPU query reads cuda_rows and is a gap",
         (_T_TORCH + "test_only_the_cuda_rows_are_unreached_on_cpu",),
+    ),
+    # The batched backends' rows (tests/routing/test_torch_batched_spec.py).
+    _spec(
+        "torch-padded-cpu-flash-says-math",
+        _TORCH,
+        '        "padded_cpu_flash",\n'
+        '        lambda q, c: q.requested == PADDED_AUTO and q.device == "cpu" and q.q_dtype in CPU_FLASH_DTYPES,\n'
+        '        "flash",\n',
+        '        "padded_cpu_flash",\n'
+        '        lambda q, c: q.requested == PADDED_AUTO and q.device == "cpu" and q.q_dtype in CPU_FLASH_DTYPES,\n'
+        '        "math",\n',
+        "the padded call on the CPU expected on math: SDPA's own choice (flash, mask taken) contradicts it",
+        (
+            _T_BATCHED_SPEC + "test_every_batched_observation_passes_and_is_explained_by_a_row_of_its_backend",
+            _T_BATCHED_SPEC + "test_the_batched_rows_a_cpu_leaves_unreached_are_exactly_the_cuda_ones",
+        ),
+    ),
+    _spec(
+        "torch-padded-cuda-padding-unmasked",
+        _TORCH,
+        "    masked = q.custom_mask or q.window_left >= 0 or len(set(zip(q.qo_lens, q.kv_lens))) > 1\n",
+        "    masked = q.custom_mask or q.window_left >= 0\n",
+        "the padded call read without its padding mask on CUDA: a padded batch expected on flash",
+        (_T_BATCHED_SPEC + "test_cuda_padded_auto_reads_the_padded_call_through_the_cuda_rows",),
+    ),
+    _spec(
+        "torch-nested-cuda-rows-invented",
+        _TORCH,
+        '    {"sm90": MISSING},\n',
+        '    {"sm90": True},\n',
+        "jagged SDPA's unmeasured CUDA choice answered (math) instead of a named gap",
+        (_T_BATCHED_SPEC + "test_cuda_nested_auto_is_a_named_gap",),
+    ),
+    _spec(
+        "torch-forced-flex-padded-row-missing",
+        _TORCH,
+        '    "flex-padded",\n',
+        "",
+        "flex on a padded batch has no row: its calls fall to the per-request rows",
+        (
+            _T_BATCHED_SPEC + "test_every_forced_batched_backend_has_its_row",
+            _T_BATCHED_SPEC + "test_every_batched_observation_passes_and_is_explained_by_a_row_of_its_backend",
+        ),
     ),
 )
 

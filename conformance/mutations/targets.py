@@ -8,7 +8,8 @@ The tests of a run (the rows of its kill matrix) are the tests the catalogue nam
 conformance suite (conformance/test_parity_grid.py at the quick matrix) of the run's library
 (torch for `all`), when that library is available on the device:
   quick     a slice of the conformance suite: for each layout, the cheapest case every backend
-            runs, with every backend. Each mutant stops at its first kill (its named tests run
+            runs, with every backend (per group of backends, where the target groups them:
+            torch's per-request and batched backends). Each mutant stops at its first kill (its named tests run
             first); then every row not yet seen failing is run under mutants that reach it until
             one kills it (CI; about a second per mutant)
   standard  the whole conformance suite (every case x backend of the quick matrix), the same way
@@ -18,6 +19,8 @@ Every row must kill at least one mutant.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from conformance.mutations.adapter_mutants import FLASHINFER_ADAPTER_MUTANTS, TORCH_ADAPTER_MUTANTS
 from conformance.mutations.catalogue import ORACLE_MUTANTS
@@ -88,11 +91,21 @@ def conformance_rows(target: str, device: str, budget: str, seed: int = 0) -> li
     lib = get_target(name)
     if not lib.available(device).ok:
         return []
-    backends = lib.backends(device)
     cases = matrix_of(name, CONFORMANCE_MATRIX, seed)
-    if budget == "quick":
-        cases = _representative(cases, [lib.make(b, device) for b in backends])
-    return [parity_id(b, c.id) for c in cases for b in backends]
+    if budget != "quick":
+        return [parity_id(b, c.id) for c in cases for b in lib.backends(device)]
+    rows = []
+    for group in backend_groups(lib, device):
+        chosen = _representative(cases, [lib.make(b, device) for b in group])
+        rows += [parity_id(b, c.id) for c in chosen for b in group]
+    return rows
+
+
+def backend_groups(lib: Any, device: str) -> tuple[tuple[str, ...], ...]:
+    """The target's backends in the groups the quick slice represents apart (`backend_groups(device)`
+    where the target has it: torch's per-request and batched backends serve different batches), else one."""
+    groups = getattr(lib, "backend_groups", None)
+    return tuple(groups(device)) if groups is not None else (lib.backends(device),)
 
 
 def _representative(cases: list, adapters: list) -> list:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Callable
 
 from kernels.protocol import NOT_REPORTED
-from routing.spec import Ctx, Lifecycle, RouteRule, RoutingQuery, RoutingSpec, ThresholdTable, validate
+from routing.spec import MISSING, Ctx, Lifecycle, RouteRule, RoutingQuery, RoutingSpec, ThresholdTable, validate
 
 # The CPU rule does not vary by arch; the CUDA rows are written for sm90 only.
 ARCHS: tuple[str, ...] = ("sm90",)
@@ -192,7 +192,142 @@ CUDA_RULES: tuple[RouteRule, ...] = (
 # Rows that no CPU run can reach, by design; coverage on CPU must leave exactly these unreached.
 GAP_ROWS: tuple[str, ...] = tuple(r.name for r in CUDA_RULES)
 
-RULES: tuple[RouteRule, ...] = CUDA_RULES + (
+# ---- the batched backends (kernels/torch_padded.py, torch_nested.py, torch_flex_padded.py) ----------
+# One call for the whole batch, so one name: no '+' join. Every row is gated on the backend asked
+# for (`RoutingQuery.requested`); the per-request rows above and below never see these names.
+PADDED_AUTO = "padded-auto"
+NESTED_AUTO = "nested-auto"
+# Backends forced by name: each resolves to itself (the adapter reports the name it was made with).
+FORCED_BATCHED: tuple[str, ...] = (
+    "padded-math",
+    "padded-flash",
+    "padded-efficient",
+    "padded-cudnn",
+    "nested-math",
+    "nested-flash",
+    "nested-efficient",
+    "nested-cudnn",
+    "flex-padded",
+)
+# The forced batched backends a CPU offers none of (kernels.torch_target.batched_backends).
+CUDA_ONLY_FORCED: tuple[str, ...] = (
+    "padded-efficient",
+    "padded-cudnn",
+    "nested-flash",
+    "nested-efficient",
+    "nested-cudnn",
+)
+# Jagged SDPA's CUDA choice (torch.nested._internal.sdpa._select_sdp_backend) is not measured yet:
+# every sm90 nested-auto query is a named gap until an H200 run writes its rows.
+NESTED_CUDA_ROWS = ThresholdTable(
+    "nested_cuda_rows",
+    {"sm90": MISSING},
+    "jagged SDPA on CUDA: not yet observed on an H200 (docs/routing-specs.md)",
+)
+
+
+def _asked(name: str) -> Pred:
+    return lambda q, c: q.requested == name
+
+
+def _padded_call(q: RoutingQuery) -> RoutingQuery:
+    """The one SDPA call of a padded batch, as a one-request query: lengths (Lq, Lk), and an attn_mask
+    (read as `custom_mask`) unless the batch has no padding and at most causal (kernels.torch_padded
+    padded_form)."""
+    lq, lk = max(q.qo_lens, default=0), max(q.kv_lens, default=0)
+    masked = q.custom_mask or q.window_left >= 0 or len(set(zip(q.qo_lens, q.kv_lens))) > 1
+    return q.replace(qo_lens=(lq,), kv_lens=(lk,), max_q_len=lq, max_kv_len=lk, custom_mask=masked)
+
+
+def _padded_cuda(rule: RouteRule) -> RouteRule:
+    """A CUDA row read for the padded batch's one call: derived from the per-request row, not yet observed."""
+    when = rule.when
+
+    def padded(q: RoutingQuery, c: Ctx) -> bool:
+        return q.requested == PADDED_AUTO and when(_padded_call(q), c)
+
+    return RouteRule(
+        "padded_" + rule.name,
+        padded,
+        rule.expect_backend,
+        NOT_REPORTED,
+        tables=rule.tables,
+        source=f"{rule.name} applied to the padded call (_padded_call); derived, not yet observed on an H200",
+    )
+
+
+BATCHED_FORCED_RULES: tuple[RouteRule, ...] = tuple(
+    RouteRule(
+        "forced_" + name.replace("-", "_"),
+        _asked(name),
+        name,
+        NOT_REPORTED,
+        source="kernels/torch_target.py: a batched backend forced by name runs it and reports its name",
+    )
+    for name in FORCED_BATCHED
+)
+PADDED_CUDA_RULES: tuple[RouteRule, ...] = tuple(_padded_cuda(r) for r in CUDA_RULES if r.name != "cuda_no_requests")
+BATCHED_AUTO_RULES: tuple[RouteRule, ...] = (
+    RouteRule(
+        "padded_cpu_no_query_or_key",
+        lambda q, c: (
+            q.requested == PADDED_AUTO
+            and q.device == "cpu"
+            and (max(q.qo_lens, default=0) == 0 or max(q.kv_lens, default=0) == 0)
+        ),
+        EMPTY,
+        NOT_REPORTED,
+        source="torch 2.13 empty-input shortcut on the padded call: Lq or Lk is 0 (every request's qo_len "
+        "or every request's kv_len 0), answered before any backend",
+    ),
+    RouteRule(
+        "padded_cpu_head_dims_differ",
+        lambda q, c: q.requested == PADDED_AUTO and q.device == "cpu" and q.head_dim_qk != q.head_dim_vo,
+        "math",
+        NOT_REPORTED,
+        source="sdp_utils_cpp.cpp use_flash_attention_cpp: check_head_dim_size_cpp (the padded call's dims)",
+    ),
+    RouteRule(
+        "padded_cpu_flash",
+        lambda q, c: q.requested == PADDED_AUTO and q.device == "cpu" and q.q_dtype in CPU_FLASH_DTYPES,
+        "flash",
+        NOT_REPORTED,
+        source="sdp_utils_cpp.cpp select_sdp_backend_cpp: flash first (a boolean attn_mask and GQA taken)",
+    ),
+    *PADDED_CUDA_RULES,
+    RouteRule(
+        "nested_no_requests",
+        lambda q, c: q.requested == NESTED_AUTO and q.batch_size == 0,
+        EMPTY,
+        NOT_REPORTED,
+        source="kernels/torch_nested.py run(): an empty batch makes no call",
+    ),
+    RouteRule(
+        "nested_cpu_math",
+        lambda q, c: q.requested == NESTED_AUTO and q.device == "cpu",
+        "math",
+        NOT_REPORTED,
+        source="torch/nested/_internal/sdpa.py _select_sdp_backend: flash and efficient are CUDA kernels "
+        "(can_use_flash_attention / can_use_efficient_attention refuse CPU tensors), math next",
+    ),
+    RouteRule(
+        "nested_cuda_unwritten",
+        lambda q, c: q.requested == NESTED_AUTO and bool(c.table("nested_cuda_rows")),
+        "math",
+        NOT_REPORTED,
+        tables=("nested_cuda_rows",),
+        source="a gap: nested_cuda_rows has no measured arch",
+    ),
+)
+BATCHED_RULES: tuple[RouteRule, ...] = BATCHED_FORCED_RULES + BATCHED_AUTO_RULES
+# Batched rows no CPU run can reach: the CUDA ones, and the forced backends a CPU does not offer.
+BATCHED_GAP_ROWS: tuple[str, ...] = (
+    tuple(r.name for r in BATCHED_FORCED_RULES if r.expect_backend in CUDA_ONLY_FORCED)
+    + tuple(r.name for r in PADDED_CUDA_RULES)
+    + ("nested_cuda_unwritten",)
+)
+
+CPU_RULES: tuple[RouteRule, ...] = (
     RouteRule(
         "cpu_all_requests_empty",
         lambda q, c: q.all_requests_empty,
@@ -215,12 +350,18 @@ RULES: tuple[RouteRule, ...] = CUDA_RULES + (
         source="sdp_utils_cpp.cpp select_sdp_backend_cpp: flash first, then math",
     ),
 )
+# The batched rows first: each is gated on the batched backend asked for, the others never are.
+RULES: tuple[RouteRule, ...] = BATCHED_RULES + CUDA_RULES + CPU_RULES
 
 SPEC = RoutingSpec(
     library="torch",
     archs=ARCHS,
     rules=RULES,
-    thresholds={CUDA_ROWS.name: CUDA_ROWS, CUDNN_MAX_HEAD_DIM.name: CUDNN_MAX_HEAD_DIM},
+    thresholds={
+        CUDA_ROWS.name: CUDA_ROWS,
+        CUDNN_MAX_HEAD_DIM.name: CUDNN_MAX_HEAD_DIM,
+        NESTED_CUDA_ROWS.name: NESTED_CUDA_ROWS,
+    },
     # torch has no plan stage: every call chooses afresh.
     lifecycle=Lifecycle(
         re_resolve_every_eager_plan=frozenset({"paged", "ragged", "single", "decode"}),

@@ -19,6 +19,7 @@ import kernels.torch_sdpa as torch_sdpa
 from kernels import get_target, skips
 from kernels.errors import LibraryRefused, UnknownBackend, UnsupportedCase
 from kernels.protocol import NOT_REPORTED, AttentionKernel, Support
+from kernels.torch_target import per_request_backends
 from oracle.judge import Truth, judge, truth
 from scenarios.case import Case
 from scenarios.dtypes import to_torch
@@ -27,7 +28,8 @@ from scenarios.tensors import Inputs, materialize, to_device
 
 TORCH = get_target("torch")
 CPU = "cpu"
-CPU_BACKENDS = TORCH.backends(CPU)
+# The per-request backends (batch 1); the batched ones: tests/kernels/test_torch_batched.py.
+CPU_BACKENDS = per_request_backends(CPU)
 SDPA_NAMES = {"math", "flash", "efficient", "cudnn"}
 
 _H = dict(num_qo_heads=4, num_kv_heads=2, head_dim_qk=64, head_dim_vo=64)
@@ -391,14 +393,29 @@ def test_unknown_backend_carries_its_fields() -> None:
     with pytest.raises(UnknownBackend) as err:
         TORCH.make("efficient", CPU)
     e = err.value
-    assert (e.target, e.backend, e.known, e.device) == ("torch", "efficient", CPU_BACKENDS, CPU)
+    assert (e.target, e.backend, e.known, e.device) == ("torch", "efficient", TORCH.backends(CPU), CPU)
 
 
 def test_backends_per_device() -> None:
-    """The CPU offers math, flash, auto and flex; CUDA adds efficient and cudnn."""
-    assert TORCH.backends(CPU) == ("math", "flash", "auto", "flex")
-    assert TORCH.backends("cuda") == ("math", "flash", "efficient", "cudnn", "auto", "flex")
+    """The CPU offers math, flash, auto and flex per request, then the batched ones; CUDA adds efficient and
+    cudnn to both SDPA families (padded and nested)."""
+    batched_cpu = ("padded-math", "padded-flash", "padded-auto", "nested-math", "nested-auto", "flex-padded")
+    assert TORCH.backends(CPU) == ("math", "flash", "auto", "flex") + batched_cpu
+    assert TORCH.backends("cuda") == ("math", "flash", "efficient", "cudnn", "auto", "flex") + (
+        "padded-math",
+        "padded-flash",
+        "padded-efficient",
+        "padded-cudnn",
+        "padded-auto",
+        "nested-math",
+        "nested-flash",
+        "nested-efficient",
+        "nested-cudnn",
+        "nested-auto",
+        "flex-padded",
+    )
     assert TORCH.backends("cuda:1") == TORCH.backends("cuda")
+    assert TORCH.backend_groups(CPU) == (("math", "flash", "auto", "flex"), batched_cpu)
 
 
 def test_inputs_on_another_device_are_refused() -> None:
@@ -484,7 +501,7 @@ def _cuda_truth(name: str) -> tuple[Inputs, Truth]:
 
 def _cuda_params() -> list[Any]:
     out = []
-    for backend in TORCH.backends(CUDA):
+    for backend in per_request_backends(CUDA):
         for name in CASES:
             known = CUDA_KNOWN_FAILURES.get((backend, name))
             marks = [pytest.mark.xfail(strict=True, reason=known)] if known else []
@@ -518,7 +535,7 @@ def test_cuda_backend_matches_oracle_or_declines_as_the_library_says(backend: st
 
 @pytest.mark.cuda
 @requires_cuda
-@pytest.mark.parametrize("backend", TORCH.backends(CUDA))
+@pytest.mark.parametrize("backend", per_request_backends(CUDA))
 def test_cuda_backend_serves_a_share_of_the_cases(backend: str) -> None:
     """No CUDA backend declines (nearly) everything: each serves at least MIN_CUDA_SERVED cases."""
     adapter = TORCH.make(backend, CUDA)

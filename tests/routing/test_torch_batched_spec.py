@@ -1,0 +1,86 @@
+"""The batched torch backends' routing rows (routing/specs/torch_sdpa.py, BATCHED_RULES) against what they report.
+
+On the CPU, both ways, on the real adapters: every CPU batched backend over the quick matrix's cases it
+supports plus CRAFTED (FlexAttention on a padded batch over CRAFTED only: its name never varies, and its
+eager calls are slow), each observation explained by a passing row gated on that backend, and every
+batched row a CPU can reach reached. On CUDA the padded rows are the per-request CUDA rows read for the
+padded call (derived, not yet observed); jagged SDPA's CUDA choice is a named gap.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kernels import get_target
+from kernels.torch_target import batched_backends
+from routing.check import ObservedRoute, check, coverage
+from routing.spec import RoutingEnv, expected_route, query_from_case
+from routing.specs.torch_sdpa import BATCHED_GAP_ROWS, BATCHED_RULES, FORCED_BATCHED, NESTED_AUTO, PADDED_AUTO, SPEC
+from scenarios.case import Case
+from scenarios.matrix import build
+from scenarios.tensors import materialize
+
+CPU = RoutingEnv(arch="unknown", device="cpu")
+SM90 = RoutingEnv(arch="sm90", device="cuda")
+_H = dict(num_qo_heads=4, num_kv_heads=4, head_dim_qk=64, head_dim_vo=64)
+SLOW = {"flex-padded"}
+# Rows the quick matrix may not draw: no query in the batch, head dims differing, an empty batch.
+CRAFTED: dict[str, Case] = {
+    "no query row in the batch": Case("ragged", (0, 0), (5, 3), **_H),
+    "no key in the batch": Case("ragged", (2, 3), (0, 0), **_H),
+    "head dims differ": Case("ragged", (3, 2), (5, 7), 4, 4, 64, 32),
+    "empty batch": Case("ragged", (), (), **_H),
+    "plain batch": Case("ragged", (3, 2), (5, 7), **_H),
+}
+
+
+@pytest.fixture(scope="module")
+def verdicts():
+    """(label, backend, verdict) for every batched CPU backend on every case it supports."""
+    quick = [(c.label or c.id, c) for c in build("quick")]
+    out = []
+    for backend in batched_backends("cpu"):
+        adapter = get_target("torch").make(backend, "cpu")
+        for label, case in list(CRAFTED.items()) if backend in SLOW else quick + list(CRAFTED.items()):
+            if not adapter.supports(case).ok:
+                continue
+            res = adapter.fresh().run(materialize(case, device="cpu"))
+            expected = expected_route(SPEC, query_from_case(case, CPU, requested=backend))
+            out.append((label, backend, check(expected, ObservedRoute(res.resolved_backend, res.fallback_reason))))
+    return out
+
+
+def test_every_batched_observation_passes_and_is_explained_by_a_row_of_its_backend(verdicts) -> None:
+    assert len(verdicts) >= 150
+    bad = [f"{b} {label}: {v.status} ({v.detail}); rule {v.expected.rule}" for label, b, v in verdicts if not v.passed]
+    assert not bad, "\n".join(bad)
+    names = {r.name for r in BATCHED_RULES}
+    assert all(v.expected.rule in names for _, _, v in verdicts), "a batched call explained by a per-request row"
+
+
+def test_the_batched_rows_a_cpu_leaves_unreached_are_exactly_the_cuda_ones(verdicts) -> None:
+    unreached = set(coverage(SPEC, [v for _, _, v in verdicts]).unreached)
+    assert unreached & {r.name for r in BATCHED_RULES} == set(BATCHED_GAP_ROWS)
+
+
+def test_every_forced_batched_backend_has_its_row() -> None:
+    assert set(FORCED_BATCHED) == set(batched_backends("cuda")) - {PADDED_AUTO, NESTED_AUTO}
+
+
+def _padded_cuda(qo: tuple[int, ...], kv: tuple[int, ...], **kw) -> str | None:
+    case = Case("ragged", qo, kv, q_dtype="bf16", kv_dtype="bf16", o_dtype="bf16", **kw)
+    return expected_route(SPEC, query_from_case(case, SM90, requested=PADDED_AUTO)).backend
+
+
+def test_cuda_padded_auto_reads_the_padded_call_through_the_cuda_rows() -> None:
+    """Head dim 60: cuDNN and efficient refuse it, flash takes it unmasked; padding is a mask."""
+    d60 = dict(num_qo_heads=4, num_kv_heads=4, head_dim_qk=60, head_dim_vo=60)
+    assert _padded_cuda((4, 4), (9, 9), **d60) == "flash"  # no padding, no mask
+    assert _padded_cuda((3, 5), (7, 9), **d60) == "math"  # padding: an attn_mask, which flash refuses
+    assert _padded_cuda((4, 4), (4, 4), causal=True, **_H) == "cudnn"  # 16-bit, dims % 8: cuDNN first
+
+
+def test_cuda_nested_auto_is_a_named_gap() -> None:
+    case = Case("ragged", (3, 2), (5, 7), **_H)
+    e = expected_route(SPEC, query_from_case(case, SM90, requested=NESTED_AUTO))
+    assert e.gap is not None and e.gap.table == "nested_cuda_rows"
