@@ -19,6 +19,7 @@ _T_TORCH = "tests/kernels/test_torch_target.py::"
 _BATCH = "kernels/_torch_batch.py"
 _T_BATCHED = "tests/kernels/test_torch_batched.py::"
 _T_BATCHED_ROUTES = "tests/routing/test_torch_batched_spec.py::"
+_FLEX_BATCH = _T_BATCHED + "test_flex_padded_matches_the_oracle_with_each_requests_lse"
 _T_FI = "tests/kernels/test_flashinfer_adapter.py::"
 
 
@@ -130,7 +131,7 @@ TORCH_ADAPTER_MUTANTS: tuple[Mutant, ...] = (
         "        store_rows(out, q0, o[i, :, :qo].transpose(0, 1))\n        q0 += qo\n",
         "        store_rows(out, q0, o[i, :, :qo].transpose(0, 1))\n",
         "every request of a padded batch written at the start of the output",
-        (_agrees("padded-math"), _T_BATCHED + "test_flex_padded_applies_the_soft_cap_and_returns_each_requests_lse"),
+        (_agrees("padded-math"), _FLEX_BATCH + "[ragged-gqa-plain]"),
     ),
     _adapter(
         "flex-padded-keys-past-length-visible",
@@ -138,7 +139,7 @@ TORCH_ADAPTER_MUTANTS: tuple[Mutant, ...] = (
         "        keep = (q_idx < qo_len[b]) & (kv_idx < kv)\n",
         "        keep = q_idx < qo_len[b]\n",
         "flex's padded mask_mod lets a request attend the padding past its own keys",
-        (_agrees("flex-padded"),),
+        (_FLEX_BATCH + "[ragged-gqa-plain]",),
     ),
     _adapter(
         "nested-kv-packed-in-reverse",
@@ -181,7 +182,7 @@ TORCH_ADAPTER_MUTANTS: tuple[Mutant, ...] = (
         "        score_mod = make_score_mod(c.logits_soft_cap) if c.logits_soft_cap > 0 else None\n",
         "        score_mod = None\n",
         "flex on a padded batch accepts a soft cap and never applies it",
-        (_T_BATCHED + "test_flex_padded_applies_the_soft_cap_and_returns_each_requests_lse",),
+        (_FLEX_BATCH + "[paged-causal-custom-soft-cap]",),
     ),
     _adapter(
         "nested-backends-not-offered",

@@ -1,8 +1,8 @@
 """The batch-axis defects of kernels/torch_batch_faults.py against the batched torch backends, on the CPU.
 
-Each defect is caught by the default quick run of the batched backend it reaches
-(docs/evidence/2026-12-02-batch-axis-faults.md); here, on the case of the quick matrix where the run caught
-it, the defect fails and torch without it passes, so neither a looser bound nor a disarmed fault goes
+Each defect is caught by a default run (quick or standard: CATCHES names which) of the batched backend it
+reaches (docs/evidence/2026-12-02-batch-axis-faults.md); here, on a case of that budget's matrix where the
+run caught it, the defect fails and torch without it passes, so neither a looser bound nor a disarmed fault goes
 unnoticed. The per-request backend of the same family passes under the defect on the same case: torch called
 with batch 1, as attncheck called it before, cannot see it.
 """
@@ -23,25 +23,26 @@ from scenarios.matrix import build
 from scenarios.tensors import Inputs, materialize
 
 TORCH = get_target("torch")
-BUDGET = "quick"
-# fault -> (the batched backend its run used, a case of the quick matrix that run failed on); the evidence file's table.
-CATCHES: dict[str, tuple[str, str]] = {
-    "padding_keys_leak": ("padded-math", "decode-b2-h2x2-d128-fp32-p5NHD-causal-9a315bb003"),
-    "mask_of_request_0": ("padded-math", "decode-b2-h2x2-d128-fp32-p5NHD-causal-9a315bb003"),
-    "kv_len_short_after_first": ("padded-math", "decode-b2-h2x2-d128-fp32-p5NHD-causal-9a315bb003"),
-    "outputs_rolled": ("padded-math", "decode-b2-h2x2-d128-fp32-p5NHD-causal-9a315bb003"),
-    "jagged_rows_shifted": ("nested-math", "decode-b3-h2x2-d128-fp16-p1HND-zero_len-5ff687b870"),
-    "block_mask_of_request_0": ("flex-padded", "decode-b2-h2x2-d128-fp32-p5NHD-causal-9a315bb003"),
-    "lse_of_request_0": ("flex-padded", "decode-b2-h2x2-d128-fp32-p5NHD-causal-9a315bb003"),
+_B2 = "decode-b2-h2x2-d128-fp32-p5NHD-causal-9a315bb003"
+# fault -> (the budget whose default run caught it, the batched backend of that run, a case of that budget's
+# matrix the run failed on); the evidence file's table.
+CATCHES: dict[str, tuple[str, str, str]] = {
+    "padding_keys_leak": ("quick", "padded-math", _B2),
+    "mask_of_request_0": ("quick", "padded-math", _B2),
+    "kv_len_short_after_first": ("quick", "padded-math", _B2),
+    "outputs_rolled": ("quick", "padded-math", _B2),
+    "jagged_rows_shifted": ("quick", "nested-math", "decode-b3-h2x2-d128-fp16-p1HND-zero_len-5ff687b870"),
+    "block_mask_of_request_0": ("quick", "flex-padded", _B2),
+    "lse_of_request_0": ("quick", "flex-padded", _B2),
 }
 # The per-request backend that makes batch-1 calls of the same torch function.
 PER_REQUEST = {"padded-math": "math", "nested-math": "math", "flex-padded": "flex"}
 
 
 @functools.lru_cache(maxsize=None)
-def _truth(case_id: str) -> tuple[Inputs, Truth]:
-    cases = {c.id: c for c in build(BUDGET)}
-    assert case_id in cases, f"{case_id} is no longer in the {BUDGET} matrix: rerun the evidence and update CATCHES"
+def _truth(budget: str, case_id: str) -> tuple[Inputs, Truth]:
+    cases = {c.id: c for c in build(budget)}
+    assert case_id in cases, f"{case_id} is no longer in the {budget} matrix: rerun the evidence and update CATCHES"
     case: Case = cases[case_id]
     inputs = materialize(case, seed=0)
     return inputs, truth(inputs)
@@ -57,13 +58,13 @@ def _passes(name: str | None, backend: str, inputs: Inputs, t: Truth) -> bool:
 
 def test_every_batch_fault_names_the_case_that_caught_it() -> None:
     assert set(CATCHES) == set(FAULTS)
-    assert all(CATCHES[n][0] in fault(n).backends for n in FAULTS)
+    assert all(CATCHES[n][0] in ("quick", "standard") and CATCHES[n][1] in fault(n).backends for n in FAULTS)
 
 
 @pytest.mark.parametrize("name", sorted(CATCHES))
 def test_a_batch_fault_fails_where_its_run_caught_it_and_batch_one_calls_do_not_see_it(name: str) -> None:
-    backend, case_id = CATCHES[name]
-    inputs, t = _truth(case_id)
+    budget, backend, case_id = CATCHES[name]
+    inputs, t = _truth(budget, case_id)
     assert not _passes(name, backend, inputs, t), f"{name} passes on {case_id} under {backend}"
     assert _passes(None, backend, inputs, t), f"{backend} fails on {case_id} without a fault"
     assert _passes(name, PER_REQUEST[backend], inputs, t), f"{name} shows in batch-1 calls too"
