@@ -10,21 +10,20 @@ handed (the boolean mask, the block mask, the jagged offsets), never from attnch
         ...
     undo = install("outputs_rolled")        # a script: undone by undo()
 
-While a fault is injected, torch.nn.functional carries its name (kernels/standin_label.py
-FAULT_MARKER) and kernels._env.library_versions() says "+fault:NAME", as the precision faults
-(kernels/torch_precision_faults.py) do; one fault of either catalogue at a time. `FAULTS` is the
+It patches through kernels/fault_patch.py, as the precision faults (kernels/torch_precision_faults.py)
+do: while a fault is injected, torch.nn.functional carries its name and kernels._env.library_versions()
+says "+fault:NAME"; one fault of either catalogue at a time. `FAULTS` is the
 catalogue; docs/evidence/2026-12-02-batch-axis-faults.md holds the runs that catch each.
 """
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, ContextManager, Optional
 
 import torch
 
-from kernels.standin_label import FAULT_MARKER
+from kernels import fault_patch
 
 SDPA = "scaled_dot_product_attention"
 FLEX = "flex_attention"
@@ -205,32 +204,15 @@ def _owner(f: BatchFault) -> Any:
 
 
 def install(name: str) -> Callable[[], None]:
-    """Switch fault `name` on in torch; returns what switches it off. One fault at a time."""
+    """Switch fault `name` on in torch (torch.nn.functional carries its name); returns what switches it off.
+    One fault at a time, of this catalogue or another."""
     f = fault(name)
-    present = getattr(torch.nn.functional, FAULT_MARKER, None)
-    if present:
-        raise ValueError(f"batch fault {name!r}: {present!r} is injected already; remove it first")
-    owner = _owner(f)
-    original = getattr(owner, f.target)
-    setattr(owner, f.target, (_sdpa if f.target == SDPA else _flex)(f, original))
-    setattr(torch.nn.functional, FAULT_MARKER, f.name)
-
-    def undo() -> None:
-        setattr(owner, f.target, original)
-        if getattr(torch.nn.functional, FAULT_MARKER, None) == f.name:
-            delattr(torch.nn.functional, FAULT_MARKER)
-
-    return undo
+    wrap = _sdpa if f.target == SDPA else _flex
+    return fault_patch.patch(
+        torch.nn.functional, _owner(f), f.target, lambda original: wrap(f, original), f.name, "batch"
+    )
 
 
-@contextlib.contextmanager
-def injected(name: Optional[str]) -> Iterator[Optional[BatchFault]]:
+def injected(name: Optional[str]) -> ContextManager[Optional[BatchFault]]:
     """Fault `name` switched on for the block (None: nothing, torch as it is)."""
-    if name is None:
-        yield None
-        return
-    undo = install(name)
-    try:
-        yield FAULTS[name]
-    finally:
-        undo()
+    return fault_patch.injected(install, FAULTS, name)

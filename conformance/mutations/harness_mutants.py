@@ -2113,11 +2113,12 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "kernels/fault_patch.py",
         "    setattr(home, FAULT_MARKER, name)\n",
         "",
-        "a run with a fault injected (torch's precision faults, FlashInfer's lifecycle faults) reports the library's "
-        "plain version: its records read as the library's own",
+        "a run with a fault injected (torch's precision and batch faults, FlashInfer's lifecycle faults) reports "
+        "the library's plain version: its records read as the library's own",
         (
             _PRECISION + "test_a_fault_replaces_its_function_says_so_in_the_versions_and_is_undone",
             _LIFECYCLE + "test_a_fault_lives_on_the_wrapper_it_planned_is_labelled_and_undone",
+            _BATCH_FAULTS + "test_a_batch_fault_says_so_in_the_versions_and_is_undone",
         ),
     ),
     _harness(
@@ -2129,6 +2130,7 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         (
             _PRECISION + "test_a_fault_replaces_its_function_says_so_in_the_versions_and_is_undone",
             _LIFECYCLE + "test_a_fault_lives_on_the_wrapper_it_planned_is_labelled_and_undone",
+            _BATCH_FAULTS + "test_a_batch_fault_says_so_in_the_versions_and_is_undone",
         ),
     ),
     _harness(
@@ -2194,14 +2196,6 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "        if False:\n",
         "each request keeps its own LSE",
         (_BATCH_CAUGHT + "[lse_of_request_0]",),
-    ),
-    _harness(
-        "batch-fault-unlabelled",
-        _BF,
-        "    setattr(torch.nn.functional, FAULT_MARKER, f.name)\n",
-        "",
-        "a run with a batch fault injected reports torch's plain version: its records read as torch's own",
-        (_BATCH_FAULTS + "test_a_batch_fault_says_so_in_the_versions_and_is_undone",),
     ),
     _harness(
         "batch-catalogue-entry-dropped",
