@@ -89,7 +89,7 @@ def conformance_rows(target: str, device: str, budget: str, seed: int = 0) -> li
     if not lib.available(device).ok:
         return []
     backends = lib.backends(device)
-    cases = matrix_of(name, CONFORMANCE_MATRIX, seed)
+    cases = matrix_of(name, CONFORMANCE_MATRIX, seed, device)
     if budget == "quick":
         cases = _representative(cases, [lib.make(b, device) for b in backends])
     return [parity_id(b, c.id) for c in cases for b in backends]
