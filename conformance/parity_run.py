@@ -52,10 +52,11 @@ class RunOutcome:
         return os.path.join(self.out_dir, RESULTS_FILE)
 
 
-def matrix_of(target_name: str, budget: str, seed: int) -> list[Case]:
-    """The target's own matrix (`target.matrix`) where it has one, else scenarios.matrix."""
+def matrix_of(target_name: str, budget: str, seed: int, device: str = "cpu") -> list[Case]:
+    """The target's own matrix (`target.matrix`) where it has one, else scenarios.matrix; `device` decides
+    the long cases (the CUDA-only long contexts: scenarios/matrix.py)."""
     own = getattr(get_target(target_name), "matrix", None)
-    return own(budget, seed) if callable(own) else matrix.build(budget, seed)
+    return own(budget, seed, device=device) if callable(own) else matrix.build(budget, seed, device)
 
 
 def run_parity(
@@ -106,7 +107,7 @@ def run_parity(
         cases = [inputs.case]
     target = get_target(target_name)
     if cases is None:
-        cases = matrix_of(target_name, budget, seed)
+        cases = matrix_of(target_name, budget, seed, device)
     avail = target.available(device)
     if not avail.ok:
         raise KernelUnavailable(target_name, avail.reason)

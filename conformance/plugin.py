@@ -74,7 +74,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         )
         return
     params: list[Any] = []
-    for case in matrix_of(opt("--target"), opt("--budget"), opt("--seed")):
+    for case in matrix_of(opt("--target"), opt("--budget"), opt("--seed"), opt("--device")):
         for backend in target.backends(opt("--device")):
             params.append(pytest.param(case, backend, id=f"{backend}-{case.id}", marks=needs))
     metafunc.parametrize("parity_case,backend", params)

@@ -136,8 +136,8 @@ class Stage:
 class Target(Protocol):
     """A library: which backends it offers on a device, and adapters for them.
 
-    Optional hooks the runner uses where present: `matrix(budget, seed) -> list[Case]` (a matrix
-    designed for this target, e.g. around its compile costs) and `stages(cases, backends, device,
+    Optional hooks the runner uses where present: `matrix(budget, seed, device=...) -> list[Case]` (a
+    matrix designed for this target, e.g. around its compile costs) and `stages(cases, backends, device,
     adapter_options) -> list[Stage]`.
     """
 

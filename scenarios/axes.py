@@ -30,6 +30,11 @@ FP8_DTYPES = ("e4m3fn", "e4m3fnuz", "e5m2")
 QO_LENS = (0, 1, 3, 17, 64, 127)
 KV_LENS = (0, 1, 7, 33, 128, 300, 1031)
 BATCH_SIZES = (1, 2, 3, 7)
+# Long contexts (scenarios/matrix.py long_cases): key counts on every device, and on CUDA only. A case
+# with a request of at least LONG_CONTEXT_KV keys has the feature "long_context".
+LONG_KV = (8192,)
+CUDA_LONG_KV = (32768, 131072)
+LONG_CONTEXT_KV = min(LONG_KV)
 # Standard deviation of generated input values: unit scale, large logits, and near fp16's reach.
 INPUT_SCALES = (1.0, 4.0, 16.0)
 
@@ -44,3 +49,10 @@ SCENARIO_NUM_KV_HEADS = (1, 2)
 SCENARIO_GQA_RATIOS = (1, 4)
 # Head dims the machines draw: equal dims, the soft-cap defect's 128, and qk != vo (MLA-style).
 SCENARIO_HEAD_DIM_PAIRS = ((64, 64), (128, 128), (192, 128))
+# Explicit sm_scale values a plan draws one time in four (else None: 1/sqrt(head_dim_qk)): smaller and
+# larger than the default of every head dim above.
+SCENARIO_SM_SCALES = (0.05, 0.3)
+# A long context now and then: one plan in SCENARIO_LONG_ODDS gives its first request a key count in
+# this range (accumulation error grows with the keys; the short range above stops at 48).
+SCENARIO_LONG_KV = (1024, 8192)
+SCENARIO_LONG_ODDS = 32

@@ -120,6 +120,8 @@ class Case:
             out.append("gqa" if self.num_kv_heads > 1 else "mqa")
         if self.is_fp8:
             out.append("fp8")
+        if max(self.kv_lens, default=0) >= axes.LONG_CONTEXT_KV:
+            out.append("long_context")
         if self.batch_size == 0:
             out.append("empty_batch")
         elif 0 in self.qo_lens or 0 in self.kv_lens:
@@ -284,6 +286,7 @@ FEATURES: tuple[str, ...] = (
     "gqa",
     "mqa",
     "fp8",
+    "long_context",
     "empty_batch",
     "zero_len",
     "plain",

@@ -3,6 +3,12 @@
 Like JAX's sample_product, the same (budget, seed) always yields the same cases, so two runs of
 one budget compare cell by cell. Directed cases (empty batch, zero lengths, fully masked rows,
 queries longer than keys under causal ...) are always included: they are where libraries break.
+
+Long contexts are directed too (`long_cases`): a few cases per long key count, each with a feature
+under which a kernel's accumulation error grows with the keys (16-bit inputs, a soft cap, GQA,
+short causal queries over long KV as in decode, a window), instead of a longer draw for every
+sampled case. A budget's `long_kv` lengths run on every device; its `cuda_long_kv` lengths only
+where the device is CUDA (the CPU's torch backends would spend minutes on them).
 """
 
 from __future__ import annotations
@@ -25,13 +31,44 @@ class Budget:
     max_batch: int
     max_heads: int
     fp8_share: float  # fraction of sampled cases with fp8 inputs
+    long_kv: tuple[int, ...] = ()  # key counts of the directed long cases (`long_cases`), on every device
+    cuda_long_kv: tuple[int, ...] = ()  # key counts of more directed long cases, on CUDA only
+
+    def long_lengths(self, device: str) -> tuple[int, ...]:
+        """The key counts of this budget's long cases on `device` ("cpu", "cuda", "cuda:N")."""
+        return self.long_kv + (self.cuda_long_kv if is_cuda(device) else ())
 
 
 BUDGETS: dict[str, Budget] = {
     "quick": Budget("quick", sampled=80, max_qo=64, max_kv=300, max_batch=3, max_heads=8, fp8_share=0.1),
-    "standard": Budget("standard", sampled=160, max_qo=127, max_kv=1031, max_batch=7, max_heads=16, fp8_share=0.15),
-    "full": Budget("full", sampled=600, max_qo=600, max_kv=5000, max_batch=16, max_heads=32, fp8_share=0.2),
+    "standard": Budget(
+        "standard",
+        sampled=160,
+        max_qo=127,
+        max_kv=1031,
+        max_batch=7,
+        max_heads=16,
+        fp8_share=0.15,
+        long_kv=axes.LONG_KV,
+        cuda_long_kv=axes.CUDA_LONG_KV,
+    ),
+    "full": Budget(
+        "full",
+        sampled=600,
+        max_qo=600,
+        max_kv=5000,
+        max_batch=16,
+        max_heads=32,
+        fp8_share=0.2,
+        long_kv=axes.LONG_KV,
+        cuda_long_kv=axes.CUDA_LONG_KV,
+    ),
 }
+
+
+def is_cuda(device: str) -> bool:
+    """Whether a device string names a CUDA device ("cuda", "cuda:1"); scenarios imports no kernels."""
+    return device.split(":")[0] == "cuda"
 
 
 class InvalidBudget(InvalidValue):
@@ -141,6 +178,78 @@ def directed_cases() -> list[Case]:
     ]
 
 
+def long_cases(kv: int) -> list[Case]:
+    """Cases over `kv` keys where accumulation error grows with the keys a row attends.
+
+    Each pairs the long context with one such feature: 16-bit inputs with GQA and short causal
+    queries (the decode-like shape: every row attends nearly all keys), fp16 with a soft cap and
+    large logits, an MQA decode batch beside a short request, and a window over half the keys.
+    """
+    short = kv // 8 + 3  # a second, shorter request: lengths differ inside the batch
+    return [
+        Case(
+            "ragged",
+            (16, 1),
+            (kv, short),
+            num_qo_heads=8,
+            num_kv_heads=2,
+            head_dim_qk=128,
+            head_dim_vo=128,
+            q_dtype="bf16",
+            kv_dtype="bf16",
+            o_dtype="bf16",
+            causal=True,
+            label=f"long context {kv}: bf16 GQA, short causal queries",
+        ),
+        Case(
+            "single",
+            (16,),
+            (kv,),
+            num_qo_heads=4,
+            num_kv_heads=4,
+            head_dim_qk=128,
+            head_dim_vo=128,
+            q_dtype="fp16",
+            kv_dtype="fp16",
+            o_dtype="fp16",
+            causal=True,
+            logits_soft_cap=30.0,
+            input_scale=4.0,
+            label=f"long context {kv}: fp16 soft cap, large logits",
+        ),
+        Case(
+            "decode",
+            (1, 1),
+            (kv, short),
+            num_qo_heads=8,
+            num_kv_heads=1,
+            head_dim_qk=128,
+            head_dim_vo=128,
+            q_dtype="bf16",
+            kv_dtype="bf16",
+            o_dtype="bf16",
+            page_size=16,
+            label=f"long context {kv}: bf16 MQA decode",
+        ),
+        Case(
+            "paged",
+            (8,),
+            (kv,),
+            num_qo_heads=4,
+            num_kv_heads=2,
+            head_dim_qk=64,
+            head_dim_vo=64,
+            q_dtype="fp16",
+            kv_dtype="fp16",
+            o_dtype="fp16",
+            page_size=16,
+            causal=True,
+            window_left=kv // 2,
+            label=f"long context {kv}: fp16 window over half the keys",
+        ),
+    ]
+
+
 def _lengths(rng: random.Random, pool: tuple[int, ...], cap: int, n: int) -> tuple[int, ...]:
     usable = [x for x in pool if x <= cap] or [min(pool)]
     return tuple(rng.choice(usable) for _ in range(n))
@@ -194,11 +303,12 @@ def sample_case(rng: random.Random, b: Budget) -> Case:
     )
 
 
-def build(budget: str | Budget, seed: int = 0) -> list[Case]:
-    """Directed cases, then `sampled` draws; duplicates (by id) dropped, order stable."""
+def build(budget: str | Budget, seed: int = 0, device: str = "cpu") -> list[Case]:
+    """Directed cases, the long cases of `device`, then `sampled` draws; duplicates (by id) dropped, order stable."""
     b = parse_budget(budget) if isinstance(budget, str) else budget
     rng = random.Random(f"attncheck-matrix-{b.name}-{seed}")
-    cases = directed_cases() + [sample_case(rng, b) for _ in range(b.sampled)]
+    long = [c for kv in b.long_lengths(device) for c in long_cases(kv)]
+    cases = directed_cases() + long + [sample_case(rng, b) for _ in range(b.sampled)]
     seen: set[str] = set()
     out = []
     for c in cases:

@@ -5,9 +5,10 @@ with a shuffled page pool, unused pages and garbage in every slot no request own
 need no strategy of their own. Values come from scenarios/axes.py.
 
 Shrinking goes toward small readable cases: one request, the first head count and head dims of
-the machines' axes, NHD, no mask, window or cap, the profile's first dtype, lengths toward 0 (a
-long plan's long request toward the first long length). Zero-length requests and empty batches
-are drawn on purpose (`lengths="empty"`, and zeros anywhere else).
+the machines' axes, NHD, no mask, window or cap, the default sm_scale, the profile's first dtype,
+lengths toward 0 (a long plan's long request toward the first long length). Zero-length requests
+and empty batches are drawn on purpose (`lengths="empty"`, and zeros anywhere else); so is, rarely
+(`rarely`), a long context: a first request of 1k-8k keys where the rest stop at 48.
 
 A Profile says what an adapter serves; `probe_profile(adapter)` finds it by asking supports()
 about one small probe case per layout, dtype and feature, so a machine draws what the adapter
@@ -44,6 +45,11 @@ def mostly(common: object, *rare: object) -> st.SearchStrategy:
     return st.sampled_from((common,) * (3 * len(rare)) + tuple(rare)) if rare else st.just(common)
 
 
+def rarely(odds: int) -> st.SearchStrategy[bool]:
+    """True one time in `odds`, else False; shrinks to False (a long context is drawn, never kept for free)."""
+    return st.sampled_from((False,) * (odds - 1) + (True,))
+
+
 @dataclass(frozen=True)
 class Profile:
     """What an adapter serves: the machines draw inside it."""
@@ -55,6 +61,10 @@ class Profile:
     soft_cap: bool = True
     head_dims_differ: bool = True
     hnd: bool = True
+    # Whether a plan's first request may, rarely, be a long context (axes.SCENARIO_LONG_KV).
+    long_kv: bool = True
+    # Whether a plan may carry an explicit sm_scale (axes.SCENARIO_SM_SCALES), else the default.
+    sm_scale: bool = True
     # The (qk, vo) head-dim pairs drawn; a JIT library narrows them to the modules a run has built.
     head_dim_pairs: tuple[tuple[int, int], ...] = axes.SCENARIO_HEAD_DIM_PAIRS
 
@@ -166,6 +176,7 @@ class _CaseFields(TypedDict, total=False):
     mask: MaskKind
     window_left: int
     logits_soft_cap: float
+    sm_scale: Optional[float]
 
 
 @st.composite
@@ -182,6 +193,8 @@ def batches(
     layout = draw(st.sampled_from(profile.layouts_for(lengths)))
     qo = _qo_lens(draw, layout, lengths)
     kv = tuple(draw(st.integers(KV_LO, KV_HI)) for _ in qo)
+    if kv and profile.long_kv and draw(rarely(axes.SCENARIO_LONG_ODDS)):
+        kv = (draw(st.integers(*axes.SCENARIO_LONG_KV)),) + kv[1:]
     kv_heads = draw(st.sampled_from(axes.SCENARIO_NUM_KV_HEADS))
     ratio = draw(st.sampled_from(axes.SCENARIO_GQA_RATIOS))
     pairs = profile.head_dims()
@@ -197,6 +210,7 @@ def batches(
         page_size=draw(st.sampled_from(axes.PAGE_SIZES)) if paged else 1,
         kv_layout=draw(mostly(*(axes.KV_LAYOUTS if profile.hnd else axes.KV_LAYOUTS[:1]))),
         causal=draw(st.booleans()),
+        sm_scale=draw(mostly(None, *axes.SCENARIO_SM_SCALES)) if profile.sm_scale else None,
     )
     if masked if masked is not None else (profile.mask and draw(mostly(False, True))):
         fields["mask"] = "custom"

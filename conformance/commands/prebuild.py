@@ -63,7 +63,9 @@ def forward(argv: Sequence[str]) -> int:
         print(f"{prog(NAME)}: error: --backend {unknown[0]}: expected one of {', '.join(offered)}", file=sys.stderr)
         return 2
     try:
-        cases = [c for text in a.cases for c in load_cases(text)] if a.cases else TARGET.matrix(a.budget)
+        cases = (
+            [c for text in a.cases for c in load_cases(text)] if a.cases else TARGET.matrix(a.budget, device=a.device)
+        )
     except InvalidValue as e:
         print(f"{prog(NAME)}: error: {e}", file=sys.stderr)
         return 2

@@ -140,7 +140,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if args.features:
         from conformance.parity_run import matrix_of
 
-        pool = cases if cases is not None else matrix_of(args.target, args.budget, args.seed)
+        pool = cases if cases is not None else matrix_of(args.target, args.budget, args.seed, device)
         cases = [c for c in pool if set(c.features) & set(args.features)]
     outcome = run_parity(
         args.target,

@@ -48,6 +48,7 @@ from hypothesis.statistics import collector
 
 from kernels._env import device_type, out_of_memory, warm_mkl_vml
 from conformance.explore import machines
+from conformance.explore.constants import pinned_constants
 from conformance.explore.defects import Found, signature_of
 from conformance.explore.directed import directed_for, run_directed
 from conformance.explore.machines import (
@@ -178,6 +179,8 @@ class SubjectResult:
             "examples": self.stats.examples,
             "steps": self.stats.steps,
             "runs": self.stats.runs,
+            "checked": dict(sorted(self.stats.checked.items())),
+            "digest": self.stats.digest,
             "seconds": round(self.seconds, 2),
             "rounds": self.rounds,
             "routing": self.subject.unmodelled or "checked",
@@ -188,6 +191,17 @@ class SubjectResult:
             "defects": [d.to_json() for d in self.defects],
             "environment": self.environment,
         }
+
+
+def totals_of(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Examples, steps, runs and the checked runs by kind (machines.checked_kinds) over subject records."""
+    totals: dict[str, Any] = {k: sum(m[k] or 0 for m in records) for k in ("examples", "steps", "runs")}
+    checked: dict[str, int] = {}
+    for m in records:
+        for kind, n in (m.get("checked") or {}).items():
+            checked[kind] = checked.get(kind, 0) + n
+    totals["checked"] = dict(sorted(checked.items()))
+    return totals
 
 
 def fault_escaped(target: str, failure: Optional[dict[str, Any]], directed: list[dict[str, Any]]) -> bool:
@@ -243,7 +257,7 @@ def explore_subject(
     t0 = time.perf_counter()
     result = SubjectResult(subject)
     machine, phase = None, "warm-up"
-    with single_thread(), subject.context() if subject.context else contextlib.nullcontext():
+    with single_thread(), pinned_constants(), subject.context() if subject.context else contextlib.nullcontext():
         try:
             machine = machine_for(subject)
             try:
@@ -424,7 +438,7 @@ class Summary:
         return int(bool(self.escaped() if self.expects_failures else self.failed()) or bool(self.incomplete()))
 
     def to_json(self) -> dict[str, Any]:
-        totals = {k: sum(getattr(r.stats, k) for r in self.results) for k in ("examples", "steps", "runs")}
+        totals = totals_of([r.to_json() for r in self.results])
         key = "escaped" if self.expects_failures else "failed"
         return {
             "target": self.target,
@@ -519,6 +533,8 @@ def print_result(r: SubjectResult) -> None:
         f"{len(r.directed)} failed ({r.seconds:.1f} s)",
         flush=True,
     )
+    if r.stats.checked:
+        print("  checked runs: " + ", ".join(f"{k} {n}" for k, n in sorted(r.stats.checked.items())), flush=True)
     for entry, n in sorted(r.ledger_hits.items()):
         print(f"  known (ledger): {entry}, met {n} time(s)")
     if r.environment is not None:
@@ -672,7 +688,7 @@ def _merge(a: argparse.Namespace, merged: list[dict[str, Any]]) -> int:
     faults = a.target in FAULT_TARGETS
     escaped = [m["subject"] for m in merged if fault_escaped(a.target, m["failure"], m["directed"])]
     verdict = {"escaped": escaped} if faults else {"failed": failed}
-    totals = {k: sum(m[k] or 0 for m in merged) for k in ("examples", "steps", "runs")}
+    totals = totals_of(merged)
     (out / SUMMARY_NAME).write_text(
         json.dumps(
             {

@@ -6,7 +6,8 @@ and again. A machine drives long-lived adapters of a Subject with Hypothesis rul
 run, checks the invariants below against the oracle, a fresh control adapter and the routing spec.
 
 Rules: plan (long, short, empty, masked, unmasked, windowed, capped, other dtype), run, re-plan,
-toggle the mask, capture and replay (graph mode only; a re-plan with new lengths then replays the
+re-plan and run (the current case, non-empty, with new values: a re-plan checked at once), toggle
+the mask, capture and replay (graph mode only; a re-plan with new lengths then replays the
 same capture), toggle the window or causal (graph mode only: the same graph wrapper re-planned),
 request an explicit backend (a second long-lived adapter). Graph rules are gated by a precondition
 on the adapter's `graph` attribute, read by feature detection.
@@ -31,6 +32,7 @@ shrinks, that is the shrunk sequence, which conformance/explore/repro.py turns i
 from __future__ import annotations
 
 import gc
+import hashlib
 import os
 from pathlib import Path
 from dataclasses import dataclass, field, replace
@@ -50,7 +52,7 @@ from oracle.judge import Truth, judge
 from routing.check import ObservedRoute, check
 from routing.per_request import routes_for
 from routing.spec import ExpectedRoute, RoutingEnv, RoutingQuery, RoutingSpec, query_from_case
-from scenarios import strategies as S
+from scenarios import axes, strategies as S
 from scenarios.case import Case
 from scenarios.tensors import Inputs, materialize
 
@@ -262,6 +264,28 @@ def case_expr(case: Case) -> str:
     return f"Case({', '.join(head + rest)})"
 
 
+# What a checked run is counted under in Stats.checked (docs/scenario-machines.md, "What the machines draw").
+REPLAN_THEN_RUN = "replan_then_run"  # a run right after a re-plan of its wrapper (rule replan or replan_and_run)
+LONG_KV = "long_kv"  # a request of at least axes.SCENARIO_LONG_KV[0] keys
+SM_SCALE = "sm_scale"  # an explicit sm_scale
+SOFT_CAP = "soft_cap"
+REPLAN_RULES = ("replan", "replan_and_run")
+
+
+def checked_kinds(case: Case, plan_rule: str) -> list[str]:
+    """What a checked run of `case` (planned by `plan_rule`) counts under; only a non-empty case counts."""
+    if case.total_qo == 0 or case.total_kv == 0:
+        return []
+    kinds = [REPLAN_THEN_RUN] if plan_rule in REPLAN_RULES else []
+    if max(case.kv_lens) >= axes.SCENARIO_LONG_KV[0]:
+        kinds.append(LONG_KV)
+    if case.sm_scale is not None:
+        kinds.append(SM_SCALE)
+    if case.logits_soft_cap > 0:
+        kinds.append(SOFT_CAP)
+    return kinds
+
+
 @dataclass
 class Stats:
     examples: int = 0
@@ -269,6 +293,15 @@ class Stats:
     runs: int = 0
     generated: int = 0  # examples Hypothesis generated (not replays, not shrinking): what a budget counts
     known: int = 0  # violations an earlier finding or the ledger (lifecycle or case-level entries) explained
+    # Runs whose invariants were checked, by what they exercised (checked_kinds), on non-empty cases.
+    checked: dict[str, int] = field(default_factory=dict)
+    # A digest of every example's calls (rule, call, backend, case, seed) in order: the same arguments
+    # give the same digest, whichever entry point ran them (conformance/explore/constants.py).
+    digest: str = ""
+
+    def add_example(self, steps: Sequence["Step"]) -> None:
+        calls = "\n".join(f"{s.rule} {s.call} {s.backend} {case_expr(s.case)} {s.seed}" for s in steps)
+        self.digest = hashlib.sha256(f"{self.digest}\n\n{calls}".encode()).hexdigest()[:16]
 
 
 @dataclass
@@ -277,6 +310,7 @@ class _Planned:
     history: tuple  # key into ScenarioMachine.histories
     index: int  # this plan's position in that history, from 1
     tried: int  # how many plans that wrapper was given up to this one (failed ones too: ScenarioMachine.plans)
+    rule: str = "plan"  # the rule that planned it
 
 
 _TRUTHS = TruthCache(size=512)
@@ -314,6 +348,10 @@ def _has_case(m: "ScenarioMachine") -> bool:
     return m.current is not None
 
 
+def _has_nonempty_case(m: "ScenarioMachine") -> bool:
+    return m.current is not None and m.current.total_qo > 0 and m.current.total_kv > 0
+
+
 def _has_plan(m: "ScenarioMachine") -> bool:
     return m.subject.backend in m.planned
 
@@ -333,6 +371,7 @@ def _mask_togglable(m: "ScenarioMachine") -> bool:
 PRECONDITIONS: dict[str, Callable[["ScenarioMachine"], bool]] = {
     "run": _has_plan,
     "replan": _has_case,
+    "replan_and_run": _has_nonempty_case,
     "toggle_mask": _mask_togglable,
     "plan_other_dtype": _has_case,
     "capture_and_replay": _graph_with_plan,
@@ -372,6 +411,7 @@ class ScenarioMachine(RuleBasedStateMachine):
         """Drop this example's adapters; on a GPU collect them at once: their workspaces and captured graphs
         hold device memory that reference cycles keep until the collector runs (on the H200 one subject
         process of a shared-graph exploration held 113 GiB, and the subjects beside it ran out of memory)."""
+        type(self).stats.add_example(self.steps)
         self.adapters.clear()
         self.planned.clear()
         if device_type(self.subject.device) == "cuda":
@@ -389,6 +429,16 @@ class ScenarioMachine(RuleBasedStateMachine):
     def replan(self, seed: int) -> None:
         assert self.current is not None
         self._plan(self.subject.backend, self.current, seed, "replan")
+
+    @precondition(_has_nonempty_case)
+    @rule(seed=S.seeds)
+    def replan_and_run(self, seed: int) -> None:
+        """Re-plan the current case (query rows and keys) with new values and run it: what a server does
+        each step, and where a re-plan's stale state shows."""
+        assert self.current is not None
+        self._plan(self.subject.backend, self.current, seed, "replan_and_run")
+        if _has_plan(self):
+            self._run(self.subject.backend, "replan_and_run")
 
     @precondition(_mask_togglable)
     @rule()
@@ -523,7 +573,7 @@ class ScenarioMachine(RuleBasedStateMachine):
         history = self.histories.setdefault(key, [])
         history.append(self._query(backend, case))
         self.plans.setdefault(key, []).append(case)
-        self.planned[backend] = _Planned(inputs, key, len(history), len(self.plans[key]))
+        self.planned[backend] = _Planned(inputs, key, len(history), len(self.plans[key]), rule_name)
         if backend == self.subject.backend:
             self.current = case
         self._log(step)
@@ -575,6 +625,9 @@ class ScenarioMachine(RuleBasedStateMachine):
         self._log(step)
         type(self).stats.runs += 1
         violations = self._check(backend, adapter, p, out, step)
+        checked = type(self).stats.checked
+        for kind in checked_kinds(case, p.rule):
+            checked[kind] = checked.get(kind, 0) + 1
         if violations:
             self._fail(violations, backend, case, self.plans.get(p.history, [])[: p.tried])
 

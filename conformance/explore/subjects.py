@@ -1,7 +1,8 @@
 """The subjects each explore target drives: which adapters, specs, modes and script recipes.
 
 torch    the torch adapters: SDPA `auto` under test (routing/specs/torch_sdpa.py), the other
-         backends requested explicitly
+         backends requested explicitly; and FlexAttention under test on its own, drawing from its
+         own profile (soft caps, which SDPA declines, so the `auto` subject never draws them)
 standin  the flashinfer adapter on the ROCm fork's CPU stand-in (kernels/standins/), eager and
          graph, gfx942 and gfx950; the stand-in is installed around each subject's run
 faults   the same, on gfx942, with one seed defect switched on per subject (kernels/standins/faults.py)
@@ -46,6 +47,7 @@ def torch_subjects(device: str) -> list[Subject]:
     here = target.available(device)
     if not here.ok:
         raise ValueError(f"--device {device}: {here.reason}")
+    kind = _env.device_type(device)
     return [
         Subject(
             name=f"torch-auto-{_env.device_type(device)}",
@@ -65,7 +67,19 @@ def torch_subjects(device: str) -> list[Subject]:
             device=device,
             recipe=Recipe("torch"),
             exact_history=_env.device_type(device) == "cpu",
-        )
+        ),
+        # FlexAttention takes a soft cap (a score_mod): under test on its own, its profile is its own. No
+        # spec: each run must be flex itself.
+        Subject(
+            name=f"torch-flex-{kind}",
+            target="torch",
+            backend="flex",
+            make=lambda b: target.make(b, device),
+            env=RoutingEnv(arch="unknown" if kind == "cpu" else arch_here(device), device=kind),
+            device=device,
+            recipe=Recipe("torch"),
+            exact_history=kind == "cpu",
+        ),
     ]
 
 
@@ -77,8 +91,19 @@ STANDIN_WORKSPACE = 1 << 16
 STANDIN_EXCLUDED = {"single": "single_prefill_with_kv_cache exposes no reason; the spec's rows expect None"}
 
 
+# The seed defects are routing and lifecycle defects at short lengths (the gates' 8 and 16): a stand-in
+# subject draws no long context and no explicit sm_scale, which reach no gate and which, with every hunt
+# shrinking each distinct failure it meets, made the CI fault hunts ten times longer (8 s to 85 s).
+STANDIN_LIMITS = {"long_kv": False, "sm_scale": False}
+
+
 def _standin_subject(name: str, arch: str, graph: bool, fault: Optional[str] = None) -> Subject:
-    """The flashinfer adapter against the fork's stand-in (with `fault` switched on); installed around each run."""
+    """The flashinfer adapter against the fork's stand-in (with `fault` switched on); installed around each run.
+
+    The fork's stand-in is layered on upstream's CPU model, whose one kernel serves every backend: it copies
+    upstream fa2's case-level defects, so the subject reads the ledger as the lifecycle subjects do
+    (`_model_ledger`): a paged mask over a request with no pages (`flashinfer-paged-mask-zero-pages-*`) is
+    not launched or is known, not found again by whichever draws reach it."""
     config = f"arch={arch!r}" + (f", fault={fault!r}" if fault else "")
     imports = f"from kernels import get_target\nfrom kernels.standins.rocm_fork import install\ninstall({config})"
     recipe = Recipe(
@@ -97,7 +122,18 @@ def _standin_subject(name: str, arch: str, graph: bool, fault: Optional[str] = N
         recipe=recipe,
         exclude_layouts=STANDIN_EXCLUDED,
         context=lambda: _installed(arch, fault),
+        known=_model_ledger(),
+        profile_limits=STANDIN_LIMITS,
     )
+
+
+def _model_ledger() -> Callable[[Any, str], Optional[tuple[str, str]]]:
+    """The ledger of the CPU model's kernel: fa2 of the version it copies on the arch it answers as, whatever
+    backend the stand-in was asked for (the mode kept: "+graph" entries are graph mode's)."""
+    from kernels.standins.upstream import MODELLED_VERSION
+
+    known = _ledger_at(MODELLED_VERSION, MODEL_ARCH)
+    return lambda case, backend: known(case, LIFECYCLE_BACKEND + ("+graph" if backend.endswith("+graph") else ""))
 
 
 def standin_subjects() -> list[Subject]:
@@ -136,6 +172,10 @@ SHARED_APIS = ("paged", "ragged")
 # (kernels/flashinfer/matrix.py profiles bf16-128 and bf16-128-window, fa2 and fa3), window on or off,
 # no soft cap (its module is another); every other axis is a runtime argument of those modules.
 FLASHINFER_LIMITS = {"dtypes": ("bf16",), "head_dim_pairs": ((128, 128),), "soft_cap": False}
+# FlashInfer's CPU models (upstream's, and the test fake) draw as the stand-ins do (STANDIN_LIMITS): their
+# hunts look for lifecycle faults at short lengths; on a GPU the flashinfer subjects draw long contexts and
+# explicit scales.
+CPU_MODEL_LIMITS = {**FLASHINFER_LIMITS, **STANDIN_LIMITS}
 
 
 def _logging(adapter: AttentionKernel) -> AttentionKernel:
@@ -207,7 +247,7 @@ def flashinfer_subjects(
                     exclude_layouts={
                         x: "explored by its own subject" for x in ("paged", "ragged", "decode", "single") if x != api
                     },
-                    profile_limits=FLASHINFER_LIMITS,
+                    profile_limits=FLASHINFER_LIMITS if _env.device_type(device) == "cuda" else CPU_MODEL_LIMITS,
                     known=_ledger_at(version, arch, options),
                     known_history=_history_at(version, arch, options),
                 )

@@ -37,6 +37,8 @@ _PF = "kernels/torch_precision_faults.py"
 _BF = "kernels/torch_batch_faults.py"
 _BATCH_FAULTS = "tests/kernels/test_torch_batch_faults.py::"
 _BATCH_CAUGHT = _BATCH_FAULTS + "test_a_batch_fault_fails_where_its_run_caught_it_and_batch_one_calls_do_not_see_it"
+_MATRIX = "tests/harness/test_matrix.py::"
+_DRAWS = "tests/explore/test_machine_draws.py::"
 
 
 def _harness(name: str, path: str, old: str, new: str, description: str, kills: tuple[str, ...]) -> Mutant:
@@ -2223,6 +2225,87 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "the quick slice takes a case every backend runs, torch's per-request and batched alike: whole layouts "
         "(single: batches of one) drop out of it",
         ("tests/mutation/test_quick_rows.py::test_the_quick_slice_takes_a_case_per_layout_for_each_backend_group",),
+    ),
+    _harness(
+        "matrix-long-cases-dropped",
+        "scenarios/matrix.py",
+        "    long = [c for kv in b.long_lengths(device) for c in long_cases(kv)]\n",
+        "    long: list[Case] = []\n",
+        "the matrix drops its long cases: no budget goes past kv 1031, where a 16-bit accumulator still passes",
+        (
+            _MATRIX + "test_standard_reaches_8192_keys_where_accumulation_error_grows",
+            _MATRIX + "test_32k_and_128k_keys_only_where_the_device_is_cuda[cuda]",
+            _MATRIX + "test_32k_and_128k_keys_only_where_the_device_is_cuda[cuda:1]",
+            _PRECISION + "test_a_16_bit_accumulator_fails_the_standard_long_context_and_the_faultless_loop_passes"
+            "[acc_in_half]",
+            _PRECISION + "test_a_16_bit_accumulator_fails_the_standard_long_context_and_the_faultless_loop_passes"
+            "[row_sum_in_half]",
+        ),
+    ),
+    _harness(
+        "matrix-cuda-long-cases-on-cpu",
+        "scenarios/matrix.py",
+        "        return self.long_kv + (self.cuda_long_kv if is_cuda(device) else ())\n",
+        "        return self.long_kv + self.cuda_long_kv\n",
+        "the 32k and 128k cases join every device's matrix: a CPU run spends minutes on them",
+        (
+            _MATRIX + "test_standard_reaches_8192_keys_where_accumulation_error_grows",
+            _MATRIX + "test_32k_and_128k_keys_only_where_the_device_is_cuda[cuda]",
+            _MATRIX + "test_32k_and_128k_keys_only_where_the_device_is_cuda[cuda:1]",
+            _MATRIX + "test_a_run_builds_the_matrix_of_its_device",
+        ),
+    ),
+    _harness(
+        "run-matrix-device-dropped",
+        "conformance/parity_run.py",
+        "    return own(budget, seed, device=device) if callable(own) else matrix.build(budget, seed, device)\n",
+        "    return own(budget, seed) if callable(own) else matrix.build(budget, seed)\n",
+        "a run builds its matrix without its device: a GPU run never reaches 32k or 128k keys",
+        (_MATRIX + "test_a_run_builds_the_matrix_of_its_device",),
+    ),
+    _harness(
+        "draws-never-long",
+        "scenarios/strategies.py",
+        "    if kv and profile.long_kv and draw(rarely(axes.SCENARIO_LONG_ODDS)):\n",
+        "    if kv and profile.long_kv and draw(rarely(axes.SCENARIO_LONG_ODDS)) and False:\n",
+        "the machines never draw a long context: they stop at 48 keys again",
+        (_DRAWS + "test_a_plan_may_carry_an_explicit_scale_and_a_long_context_and_shrinks_without_them",),
+    ),
+    _harness(
+        "draws-scale-ignores-profile",
+        "scenarios/strategies.py",
+        "        sm_scale=draw(mostly(None, *axes.SCENARIO_SM_SCALES)) if profile.sm_scale else None,\n",
+        "        sm_scale=draw(mostly(None, *axes.SCENARIO_SM_SCALES)),\n",
+        "a profile that switches explicit scales off still draws them (the stand-in fault hunts slow tenfold)",
+        (_DRAWS + "test_a_profile_without_them_never_draws_them",),
+    ),
+    _harness(
+        "explore-flex-subject-on-sdpa-profile",
+        "conformance/explore/subjects.py",
+        '            backend="flex",\n',
+        '            backend="auto",\n',
+        "the flex subject explores SDPA auto's profile: no machine ever draws a soft cap",
+        (
+            _DRAWS + "test_flexattention_is_explored_on_its_own_profile_with_soft_caps",
+            "tests/explore/test_scenario_machines.py::test_torch_target_holds_through_the_cli",
+        ),
+    ),
+    _harness(
+        "explore-replan-and-run-never-applies",
+        "conformance/explore/machines.py",
+        "    return m.current is not None and m.current.total_qo > 0 and m.current.total_kv > 0\n",
+        "    return False\n",
+        "the re-plan-and-run rule never applies: a CI budget checks a re-plan by a run a few times at most",
+        ("tests/explore/test_scenario_machines.py::test_torch_target_holds_through_the_cli",),
+    ),
+    _harness(
+        "explore-constants-not-pinned",
+        "conformance/explore/loop.py",
+        "    with single_thread(), pinned_constants(), subject.context() if subject.context else contextlib.nullcontext():\n",
+        "    with single_thread(), subject.context() if subject.context else contextlib.nullcontext():\n",
+        "Hypothesis draws constants from whatever source is loaded: attncheck explore and python -m "
+        "conformance.explore.loop draw different sequences for the same arguments",
+        (_DRAWS + "test_both_entry_points_draw_the_same_sequences_for_the_same_arguments",),
     ),
 )
 

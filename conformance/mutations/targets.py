@@ -91,7 +91,7 @@ def conformance_rows(target: str, device: str, budget: str, seed: int = 0) -> li
     lib = get_target(name)
     if not lib.available(device).ok:
         return []
-    cases = matrix_of(name, CONFORMANCE_MATRIX, seed)
+    cases = matrix_of(name, CONFORMANCE_MATRIX, seed, device)
     if budget != "quick":
         return [parity_id(b, c.id) for c in cases for b in lib.backends(device)]
     rows = []

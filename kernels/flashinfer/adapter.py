@@ -1003,11 +1003,11 @@ class FlashInferTarget:
     def versions(self) -> dict[str, str]:
         return fl.versions()
 
-    def matrix(self, budget: str, seed: int = 0) -> list[Case]:
-        """The matrix designed around few JIT modules (kernels/flashinfer/matrix.py)."""
+    def matrix(self, budget: str, seed: int = 0, device: str = "cpu") -> list[Case]:
+        """The matrix designed around few JIT modules (kernels/flashinfer/matrix.py); `device`: its long cases."""
         from kernels.flashinfer import matrix as flashinfer_matrix
 
-        return flashinfer_matrix.build(budget, seed)
+        return flashinfer_matrix.build(budget, seed, device)
 
     def stages(
         self, cases: list[Case], backends: list[str], device: str, options: Optional[dict] = None

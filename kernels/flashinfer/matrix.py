@@ -12,7 +12,8 @@ are sampled freely: they are runtime arguments of one module.
 
 The generic directed cases are included too, each moved onto the profile that shares its module
 features (`rehome`), so the shapes that break libraries (empty batch, zero lengths, fully masked
-rows, qo > kv under causal ...) run without adding modules.
+rows, qo > kv under causal ...) run without adding modules; so are the budget's long cases
+(scenarios/matrix.py `long_cases`: 8192 keys, and 32k and 128k where the device is CUDA).
 
     build("quick", seed=0) -> list[Case]     # same (budget, seed) -> same cases
 """
@@ -24,7 +25,7 @@ from dataclasses import dataclass, replace
 
 from scenarios import axes
 from scenarios.case import Case
-from scenarios.matrix import directed_cases, parse_budget
+from scenarios.matrix import directed_cases, long_cases, parse_budget
 
 
 @dataclass(frozen=True)
@@ -157,11 +158,13 @@ def _draw(rng: random.Random, p: Profile, layout: str, max_batch: int) -> Case:
     )
 
 
-def build(budget: str, seed: int = 0) -> list[Case]:
-    """Directed cases (rehomed), then PER_LAYOUT[budget] draws per (profile, layout); ids unique."""
+def build(budget: str, seed: int = 0, device: str = "cpu") -> list[Case]:
+    """Directed cases and the budget's long cases on `device` (rehomed), then PER_LAYOUT[budget] draws per
+    (profile, layout); ids unique."""
     b = parse_budget(budget)
     rng = random.Random(f"attncheck-flashinfer-matrix-{b.name}-{seed}")
-    cases = [rehome(c) for c in directed_cases()]
+    long = [c for kv in b.long_lengths(device) for c in long_cases(kv)]
+    cases = [rehome(c) for c in directed_cases() + long]
     for p in PROFILES:
         for layout in p.layouts:
             cases += [_draw(rng, p, layout, MAX_BATCH[b.name]) for _ in range(PER_LAYOUT[b.name])]

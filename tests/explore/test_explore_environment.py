@@ -57,7 +57,7 @@ def test_what_counts_as_running_out_of_memory(error: BaseException, environment:
 
 @pytest.mark.parametrize("after", [1, 6], ids=["in-the-warm-up", "while-exploring"])
 def test_out_of_memory_ends_the_subject_as_its_environment_not_a_defect(after: int, tmp_path: Path) -> None:
-    (base,) = torch_subjects("cpu")
+    base = torch_subjects("cpu")[0]
     _RunsOutOfMemory.runs = 0
     subject = replace(base, make=lambda b: _RunsOutOfMemory(base.make(b), after))
     r = explore_subject(subject, _budget("ci", 4, 4), tmp_path)
@@ -125,7 +125,7 @@ class _ControlRaises(_RunsOutOfMemory):
 def test_a_fresh_control_that_raises_where_the_ledger_says_so_is_not_judged(ledger: Any, tmp_path: Path) -> None:
     """On the H200 the fresh control of a graph run over zero query rows raised (a ledger entry), and the run
     it controlled was reported as depending on its history."""
-    (base,) = torch_subjects("cpu")
+    base = torch_subjects("cpu")[0]
     known = (lambda case, backend: ("flashinfer-graph-no-query-rows", "error")) if ledger else None
     subject = replace(base, make=lambda b: _ControlRaises(base.make(b), 1), known=known)
     r = explore_subject(subject, _budget("ci", 2, 3), tmp_path)

@@ -239,7 +239,7 @@ def test_a_subject_killed_in_its_exploration_keeps_its_directed_results(
 def test_an_in_process_run_writes_each_subjects_directed_results_before_its_exploration(tmp_path: Path) -> None:
     from conformance.explore.loop import explore
 
-    explore("torch", out=tmp_path, examples=1, steps=2, partial_name="partial.json")
+    explore("torch", out=tmp_path, examples=1, steps=2, partial_name="partial.json", subjects=["torch-auto-cpu"])
     partial = json.loads((tmp_path / "partial.json").read_text())
     assert partial["subject"] == "torch-auto-cpu" and partial["directed"]
     assert all(d["status"].split(":")[0] in ("passed", "failed", "known", "skipped") for d in partial["directed"])

@@ -30,7 +30,13 @@ CI = BUDGETS["ci"]
 # shrunk sequence), and the directed sequence that must catch it.
 CATCHERS = {
     "gate_first_plan_only": {"history_independent", "agrees_with_routing_spec"},
-    "mask_not_cleared": {"output_matches_oracle", "history_independent", "agrees_with_routing_spec"},
+    # no_unexpected_error: the kept mask sends a later fp8 plan to fa2, which has no fp8 kernel on ROCm
+    "mask_not_cleared": {
+        "no_unexpected_error",
+        "output_matches_oracle",
+        "history_independent",
+        "agrees_with_routing_spec",
+    },
     "empty_is_short": {"agrees_with_routing_spec"},
     "graph_repromote": {"every_element_written", "output_matches_oracle", "agrees_with_routing_spec"},
     "reason_collision": {"agrees_with_routing_spec"},
@@ -51,16 +57,23 @@ def test_catalogues_agree() -> None:
 def test_torch_target_holds_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--target", "torch", "--budget", "ci", "--out", str(tmp_path)]) == 0
     summary = json.loads((tmp_path / SUMMARY_NAME).read_text())
-    (s,) = summary["subjects"]
-    assert s["subject"] == "torch-auto-cpu" and s["failure"] is None and summary["failed"] == []
-    assert s["examples"] >= CI.examples and s["runs"] > 0
-    assert {d["status"] for d in s["directed"]} <= {
-        "passed",
-        "skipped: capture_and_replay does not apply here",
-        GRAPH_ONLY,
-    }
-    assert (tmp_path / "hypothesis-db" / "torch-auto-cpu").is_dir()
-    assert "torch-auto-cpu:" in capsys.readouterr().out
+    assert [s["subject"] for s in summary["subjects"]] == ["torch-auto-cpu", "torch-flex-cpu"]
+    assert summary["failed"] == []
+    printed = capsys.readouterr().out
+    for s in summary["subjects"]:
+        assert s["failure"] is None
+        assert s["examples"] >= CI.examples and s["runs"] > 0
+        assert {d["status"] for d in s["directed"]} <= {
+            "passed",
+            "skipped: capture_and_replay does not apply here",
+            GRAPH_ONLY,
+        }
+        assert (tmp_path / "hypothesis-db" / s["subject"]).is_dir()
+        assert f"{s['subject']}:" in printed
+        # Re-plans checked by a run, on cases with query rows and keys, several times each (issue 17, "Draws").
+        assert s["checked"].get("replan_then_run", 0) >= 3, s["checked"]
+    flex = summary["subjects"][1]["checked"]
+    assert flex.get("soft_cap", 0) >= 1 and flex.get("sm_scale", 0) >= 1, flex
 
 
 def test_bad_usage_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -96,7 +109,7 @@ def test_each_fault_is_caught_shrunk_and_reproduced(subject: Subject, tmp_path: 
     assert run_script(Path(f["repro"])) == 1
 
     # The same calls against the correct stand-in: the script must not claim a defect.
-    failure = _rerun(subject, f)
+    failure = _rerun(subject, f, len(r.defects))
     correct = next(
         s for s in standin_subjects() if s.name == ("standin-gfx942-graph" if FAULTS[fault].graph else "standin-gfx942")
     )
@@ -116,10 +129,11 @@ def run_script(path: Path) -> int:
     return int(e.value.code)
 
 
-def _rerun(subject: Subject, record: dict) -> ScenarioFailure:
+def _rerun(subject: Subject, record: dict, defects: int) -> ScenarioFailure:
     """The exploration's failure again, replayed from the database the run kept."""
     r = explore_subject(subject, CI, Path(record["repro"]).parents[1], hunt=True)
     assert r.exception is not None and r.failure is not None and r.failure["sequence"] == record["sequence"]
-    # The saved failure first; with every distinct failure reported, Hypothesis generates one more after it.
-    assert r.stats.examples <= 4, "the kept database replays the shrunk failure first"
+    # The saved failures first (one per distinct defect the hunt shrank: a fault can show under several keys);
+    # with every distinct failure reported, Hypothesis generates about one more after each, never a new hunt.
+    assert r.stats.examples <= 2 * defects + 2, "the kept database replays the shrunk failures first"
     return r.exception

@@ -47,7 +47,7 @@ def _entry(id_: str, status: str, case: Case, backend: str) -> kf.KnownFailure:
 
 @pytest.fixture
 def small_grid(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pr, "matrix_of", lambda target, budget, seed: [C1, C2])
+    monkeypatch.setattr(pr, "matrix_of", lambda target, budget, seed, device="cpu": [C1, C2])
 
 
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:

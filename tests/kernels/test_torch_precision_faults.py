@@ -82,3 +82,15 @@ def test_a_fault_replaces_its_function_says_so_in_the_versions_and_is_undone() -
     assert torch.nn.functional.scaled_dot_product_attention is sdpa and library_versions()["torch"] == plain
     with pytest.raises(ValueError, match="precision fault 'stale'.*acc_in_half"):
         fault("stale")
+
+
+# The standard matrix's long bf16 case (scenarios/matrix.py long_cases: 8192 keys, GQA, short causal queries),
+# where a 16-bit accumulator's error grows past the bound by a wide margin (docs/evidence/2026-12-02-long-contexts.md).
+LONG_BF16 = "ragged-b2-h8x2-d128-bf16-causal+long_context-ecb47835fc"
+
+
+@pytest.mark.parametrize("name", ["acc_in_half", "row_sum_in_half"])
+def test_a_16_bit_accumulator_fails_the_standard_long_context_and_the_faultless_loop_passes(name: str) -> None:
+    inputs, t = _truth("standard", LONG_BF16)
+    assert not _passes(name, "math", inputs, t), f"{name} passes over 8192 keys"
+    assert _passes(HONEST, "math", inputs, t), "the faultless loop fails over 8192 keys"

@@ -1,0 +1,67 @@
+"""What the machines draw (issue 17, "Draws"): explicit scales, soft caps wherever a backend takes them, a long
+context now and then, re-plans checked by a run; and the same sequences from either entry point.
+
+docs/scenario-machines.md, "What the machines draw", has the counts of a CI-budget run.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from hypothesis import find
+
+from conformance.explore.machines import machine_for
+from conformance.explore.subjects import torch_subjects
+from scenarios import axes, strategies as S
+
+PROFILE = S.Profile(layouts=("ragged", "paged", "decode", "single"), dtypes=("bf16", "fp16"))
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_a_plan_may_carry_an_explicit_scale_and_a_long_context_and_shrinks_without_them() -> None:
+    scaled = find(S.batches(PROFILE), lambda c: c.sm_scale is not None)
+    assert scaled.sm_scale in axes.SCENARIO_SM_SCALES
+    long = find(S.batches(PROFILE), lambda c: max(c.kv_lens, default=0) >= axes.SCENARIO_LONG_KV[0])
+    assert max(long.kv_lens) == axes.SCENARIO_LONG_KV[0], "shrinks to the shortest long context"
+    plain = find(S.batches(PROFILE), lambda c: True)
+    assert plain.sm_scale is None and max(plain.kv_lens, default=0) <= axes.SCENARIO_KV[1]
+
+
+def test_a_profile_without_them_never_draws_them() -> None:
+    off = S.Profile(layouts=PROFILE.layouts, dtypes=PROFILE.dtypes, long_kv=False, sm_scale=False)
+
+    def drawn(c: object) -> bool:
+        return c.sm_scale is not None or max(c.kv_lens, default=0) > axes.SCENARIO_KV[1]  # type: ignore[attr-defined]
+
+    try:
+        find(S.batches(off), drawn)
+    except Exception as e:  # noqa: BLE001 - hypothesis.errors.NoSuchExample
+        assert type(e).__name__ == "NoSuchExample"
+    else:
+        raise AssertionError("a profile with long_kv and sm_scale off drew one")
+
+
+def test_flexattention_is_explored_on_its_own_profile_with_soft_caps() -> None:
+    """SDPA declines a soft cap, so the `auto` subject never draws one; the flex subject draws from flex's own
+    profile, which takes it (a score_mod)."""
+    by_backend = {s.backend: s for s in torch_subjects("cpu")}
+    assert not machine_for(by_backend["auto"]).profile.soft_cap
+    assert machine_for(by_backend["flex"]).profile.soft_cap
+
+
+def _digests(entry: list[str], out: Path) -> dict[str, str]:
+    args = ["--target", "torch", "--budget", "ci", "--examples", "6", "--no-verify", "--out", str(out)]
+    subprocess.run([sys.executable, "-m", *entry, *args], cwd=REPO, check=True, capture_output=True)
+    summary = json.loads((out / "scenario-summary.json").read_text())
+    return {s["subject"]: s["digest"] for s in summary["subjects"]}
+
+
+def test_both_entry_points_draw_the_same_sequences_for_the_same_arguments(tmp_path: Path) -> None:
+    """`attncheck explore` (python -m conformance explore: the whole command line loaded) and
+    `python -m conformance.explore.loop` (a GPU run's subject process) draw the same calls."""
+    cli = _digests(["conformance", "explore"], tmp_path / "cli")
+    loop = _digests(["conformance.explore.loop"], tmp_path / "loop")
+    assert cli == loop and len(cli) == 2 and all(cli.values())
