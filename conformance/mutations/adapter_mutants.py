@@ -235,8 +235,8 @@ FLASHINFER_ADAPTER_MUTANTS: tuple[Mutant, ...] = (
     _adapter(
         "fi-matrix-directed-cases-dropped",
         "kernels/flashinfer/matrix.py",
-        "    cases = [rehome(c) for c in directed_cases()]\n",
-        "    cases = []\n",
+        "    cases = [rehome(c) for c in directed_cases() + long]\n",
+        "    cases = [rehome(c) for c in long]\n",
         "the FlashInfer matrix loses the directed cases (empty batch, zero lengths, fully masked rows ...)",
         ("tests/kernels/test_flashinfer_matrix.py::test_directed_cases_keep_their_shape_on_a_profile",),
     ),

@@ -201,8 +201,8 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "prebuild-command-ignores-cases",
         "conformance/commands/prebuild.py",
-        "        cases = [c for text in a.cases for c in load_cases(text)] if a.cases else TARGET.matrix(a.budget)\n",
-        "        cases = [c for text in a.cases for c in load_cases(text)] if False else TARGET.matrix(a.budget)\n",
+        "            [c for text in a.cases for c in load_cases(text)] if a.cases else TARGET.matrix(a.budget, device=a.device)\n",
+        "            [c for text in a.cases for c in load_cases(text)] if False else TARGET.matrix(a.budget, device=a.device)\n",
         "the prebuild command builds the whole matrix's modules whatever cases the coming runs hold",
         (_PREBUILD + "test_the_command_prebuilds_given_cases_with_tensor_core_decode",),
     ),
