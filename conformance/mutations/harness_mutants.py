@@ -2026,6 +2026,15 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "the plans of a child process that died still count as the fresh child's wrappers' history",
         ("tests/gate/test_pairs_history.py::test_a_process_that_died_takes_its_wrappers_history_along",),
     ),
+    _harness(
+        "signature-keeps-fresh-answer",
+        "conformance/explore/defects.py",
+        '        detail = _FRESH_ANSWER.sub("a fresh adapter\'s other", detail)\n',
+        "        pass\n",
+        "a history defect's signature keeps what the fresh wrapper answered, which follows the case: one stale "
+        "flag counts as a new defect for every case's reason",
+        (_DEFECTS + "test_a_signature_is_the_same_for_the_same_defect_and_apart_for_another",),
+    ),
     # What keeps the suite within its time on two cores (docs/test-times.md), each still a claim a test checks.
     _harness(
         "explore-never-shrinks",

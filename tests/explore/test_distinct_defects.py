@@ -92,6 +92,15 @@ def test_a_signature_is_the_same_for_the_same_defect_and_apart_for_another() -> 
     assert history.scope == "history" and a.scope == "case"
     raised = signature_of(plain, "auto", False, [masked, plain], "no_unexpected_error", "run raised E: at 0x7f1 row 9")
     assert raised.scope == "history" and raised.kind == "run raised E: at # row #"
+    # a stale flag: the long-lived wrapper says 'custom mask' whatever the case, a fresh one each case's reason
+    stale = [
+        "reason 'custom mask (not supported by AITER)', a fresh adapter's 'head_dim_qk=192 != head_dim_vo=128'",
+        "reason 'custom mask (not supported by AITER)', a fresh adapter's \"query length <= 16 on ragged KV\"",
+        "backend 'fa2', a fresh adapter's 'aiter'; reason 'custom mask (not supported by AITER)', "
+        "a fresh adapter's None",
+    ]
+    keys = [signature_of(plain, "auto", False, [masked, plain], "history_independent", d).key for d in stale]
+    assert keys[0] == keys[1] != keys[2]
     book = DefectBook()
     assert book.add(Found(a, {}, 1, 0.0)) and not book.add(Found(b, {}, 2, 1.0))
     assert book.match(b) is book.found[0] and book.found[0].hits == 1

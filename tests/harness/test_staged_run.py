@@ -35,7 +35,7 @@ class StagedTorch:
     def __getattr__(self, name: str) -> Any:
         return getattr(TORCH, name)
 
-    def matrix(self, budget: str, seed: int = 0) -> list[Case]:
+    def matrix(self, budget: str, seed: int = 0, device: str = "cpu") -> list[Case]:
         return list(CASES)
 
     def _prepare(self, name: str) -> dict:
