@@ -2043,7 +2043,10 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "        phases=(Phase.explicit, Phase.reuse, Phase.generate),\n",
         "no exploration shrinks its failures, whatever its budget says: a lifecycle fault is reported as the long "
         "example that first met it",
-        (_LIFECYCLE + "test_a_caught_fault_is_shrunk_to_a_few_calls",),
+        (
+            _LIFECYCLE + "test_a_caught_fault_is_shrunk_to_a_few_calls",
+            _DEFECTS + "test_the_exploration_goes_past_its_first_defect_to_the_next",
+        ),
     ),
     _harness(
         "pytest-workers-take-every-core",

@@ -68,10 +68,11 @@ def test_without_the_history_or_the_fresh_pass_no_lifecycle_entry_is_named() -> 
 
 def test_a_process_that_died_takes_its_wrappers_history_along() -> None:
     pairs = _pairs()
-    crash = _rec(MASKED, "fa2", "error", reason=f"{CRASHED}: killed by signal SIGSEGV (11)")
+    _run(pairs, [(MASKED, "fa2", _rec(MASKED, "fa2", "pass"))])  # the ragged wrapper planned a mask
+    crash = _rec(PAGED_MASKED, "fa2", "error", reason=f"{CRASHED}: killed by signal SIGSEGV (11)")
     pairs.evaluator = _Evaluator([crash, _rec(UNMASKED, "fa2", "fail", fresh="pass")])  # type: ignore[assignment]
-    recs = [pairs.evaluate(c, "fa2", lambda: (None, True))[0] for c in (MASKED, UNMASKED)]  # type: ignore[arg-type,return-value]
-    assert recs[-1].known is None
+    recs = [pairs.evaluate(c, "fa2", lambda: (None, True))[0] for c in (PAGED_MASKED, UNMASKED)]  # type: ignore[arg-type,return-value]
+    assert recs[-1].known is None  # the process that planned the mask is gone: the fresh child's wrapper never did
 
 
 class _Evaluator:
