@@ -19,6 +19,7 @@ from typing import Any, Literal, Optional, Sequence
 
 from conformance.known_failures import KnownFailure, entry_for, history_entry_for, upstream_of
 from kernels import skips
+from kernels.flashinfer.adapter import AdapterOptions, graph_wrapper_key
 from reports.records import CRASHED, FAILING, ParityRecord
 from scenarios.case import Case
 
@@ -91,14 +92,12 @@ class Ledger:
 
 
 def wrapper_of(case: Case, backend: str, options: Optional[dict[str, Any]] = None) -> tuple:
-    """Which library wrapper of a long-lived adapter plans `case` (the FlashInfer adapter's keying,
-    kernels/flashinfer/adapter.py graph_wrapper_key): per API and KV layout; under CUDA graphs also per batch
-    size and, unless the adapter shares one wrapper across mask kinds, per mask kind."""
-    key: tuple = (backend, case.layout, case.kv_layout)
-    if not backend.endswith("+graph"):
-        return key
+    """Which library wrapper of a long-lived adapter plans `case`: the backend, then the FlashInfer adapter's
+    own keying (kernels/flashinfer/adapter.py graph_wrapper_key: per API and KV layout; under CUDA graphs also
+    per batch size and, unless the adapter shares one wrapper across mask kinds, per mask kind)."""
     shared = (options or {}).get("graph_wrappers") == "shared"
-    return key + (case.batch_size,) + (() if shared else (case.mask,))
+    keying = AdapterOptions(graph_wrappers="shared" if shared else "per_mask")
+    return (backend,) + graph_wrapper_key(case, backend.endswith("+graph"), keying)
 
 
 def not_launched(case: Case, backend: str, entry: KnownFailure, base: dict[str, Any]) -> ParityRecord:

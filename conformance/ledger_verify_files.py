@@ -159,7 +159,7 @@ def same_libraries(a: Environment, b: Environment) -> bool:
 
 def combined(reports: Sequence[VerifyReport], flag: str) -> VerifyReport:
     """Several verify runs of one library stack as one (a ledger too slow for one device call is verified a few
-    entries per sitting): per entry, the newest run that ran its script, else the newest that named it. Runs
+    entries per call): per entry, the newest run that ran its script, else the newest that named it. Runs
     of other libraries or another machine: one InvalidValue naming `flag` and the file."""
     first = reports[0]
     if len(reports) == 1:

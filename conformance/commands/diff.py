@@ -6,7 +6,7 @@ Exit status: 0 no regression in a complete comparison, 1 a regression or an inco
 value and the fix, before any file is written.
 
 A side's `attncheck ledger verify` results are read from ledger-verify.json in its directory, or
-from --base-ledger / --new-ledger FILE (repeatable: the runs of several sittings, per entry the newest
+from --base-ledger / --new-ledger FILE (repeatable: several runs of one version, per entry the newest
 that ran its script): newly failing records a reproduced entry explains are
 "known, still present", entries no longer reproduced "fixed by the upgrade" (docs/upgrade-diff.md).
 """

@@ -2013,8 +2013,8 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "gate-history-one-wrapper-per-backend",
         "conformance/gate.py",
-        "    key: tuple = (backend, case.layout, case.kv_layout)\n",
-        "    key: tuple = (backend,)\n",
+        '    return (backend,) + graph_wrapper_key(case, backend.endswith("+graph"), keying)\n',
+        "    return (backend,)\n",
         "one history per adapter, not per library wrapper: a masked paged plan counts as the ragged wrapper's",
         ("tests/gate/test_pairs_history.py::test_without_the_history_or_the_fresh_pass_no_lifecycle_entry_is_named",),
     ),
