@@ -9,14 +9,14 @@
 # .whlx/ (scripts/pack_flashinfer_sites.sh) holds both versions as xz'd sites beside apache-tvm-ffi and
 # nvidia-cudnn-frontend; the older pair .whl/ (0.7.2.post1's wheels) and .whl074x/ (0.7.4's site) still
 # works, without cuDNN's frontend (scripts/h200_lib.sh install_sites).
-# Two lanes, so that no two JIT builds of one version race (docs/h200-runner.md: building beside other
-# builds costs more than it saves), in the order of what matters most, so a sitting cut short keeps that:
-#   explore  per version (0.7.4 first), one after the other: the lifecycle fault catalogue after its
-#            `--prebuild` (every module its subjects load, all cores on it), then its clean subjects;
-#   upgrade  per version, once that version's prebuild line is written: the upgrade record
-#            (scripts/upgrade_flashinfer.sh) of auto and each backend into the same JIT cache, then
-#            `attncheck ledger verify` of the entries no sitting has settled on that version.
-# Results: $R/<version>/, $R/upgrade-<version>/.
+# Three lanes, in the order of what matters most within each, so a sitting cut short keeps that:
+#   VERSION  one per FlashInfer version, at once, each with its own site and JIT cache: the lifecycle
+#            subjects after their `--prebuild` (their hunts are timed: nothing else on the GPU but the
+#            other version's), the default exploration, `attncheck ledger verify` of every entry, the fa3
+#            LSE probe, then (0.7.4) the FlashInfer precision distributions or (0.7.2.post1) long contexts;
+#   torch    once both lifecycle steps are done: the torch precision distributions and fault catalogue,
+#            the batched backends, the torch ledger entries, long contexts.
+# Results: $R/<version>/, $R/torch/.
 set -u
 A=/tmp/attncheck-explore     # everything the pipeline owns on the runner
 R=$A/R                       # results, packed into $OUT by `wait`
@@ -24,11 +24,6 @@ export PYTHONUNBUFFERED=1 FLASHINFER_CUDA_ARCH_LIST=9.0a MAX_JOBS=6
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
 . "$(dirname "$0")/h200_lib.sh"
-
-# The entries each version's upgrade lane verifies last: those the sittings of 2026-12-02 (docs/evidence/
-# 2026-12-02-h200-explore*) timed out on, did not reach, or ran in an older form.
-VERIFY_072="flashinfer-fa3-paged-192-128 flashinfer-fa2-window-noncausal-split-kv flashinfer-fa3-hnd-kv-heads-sigfpe"
-VERIFY_074="flashinfer-fa3-paged-192-128 flashinfer-fa2-window-noncausal-split-kv flashinfer-fa3-hnd-kv-heads-sigfpe"
 
 enter() {  # enter VERSION SITE: this lane's environment and result directory
   R=$R0/$1; mkdir -p "$R"; touch "$R/steps.txt"
@@ -39,43 +34,56 @@ enter() {  # enter VERSION SITE: this lane's environment and result directory
   } > "$R/env.txt" 2>&1
 }
 
-explore_lane() {  # the lifecycle catalogue and its clean subjects, one version after the other
-  local LANE=explore ALL_STEPS=$R0/steps.txt run=(python3 -m conformance) v
-  for v in 0.7.4 0.7.2.post1; do
-    enter "$v" "$A/site-$v"
-    step lifecycle 480 "${run[@]}" explore --target lifecycle --device cuda --budget ci --jobs 8 --prebuild \
-        --out "$R/lifecycle"
-    step lifecycle_clean 300 "${run[@]}" explore --target lifecycle-clean --device cuda --budget ci --jobs 6 \
-        --out "$R/lifecycle-clean"
-  done
-  touch "$R0/DONE-explore"
+# The lifecycle subjects whose hunt ended at a lost CUDA context (scripts written, not run) or took longest.
+LIFECYCLE_SUBJECTS=(lifecycle-paged_mask_kept lifecycle-ragged_kv_indptr_same_batch
+                    lifecycle-ragged_kv_indptr_same_batch-graph lifecycle-ragged_graph_qo_indptr_same_total)
+
+version_lane() {  # version_lane VERSION: both versions at once, each with its own site and JIT cache
+  local LANE=$1 ALL_STEPS=$R0/steps.txt run=(python3 -m conformance) s subj=()
+  for s in "${LIFECYCLE_SUBJECTS[@]}"; do subj+=(--subject "$s"); done
+  enter "$1" "$A/site-$1"
+  step lifecycle 420 "${run[@]}" explore --target lifecycle --device cuda --budget ci --jobs 4 --prebuild \
+      "${subj[@]}" --out "$R/lifecycle"
+  touch "$R0/lifecycle-done-$1"
+  step explore 540 "${run[@]}" explore --target flashinfer --device cuda --budget ci --jobs 4 --prebuild \
+      --out "$R/explore"
+  step verify 480 "${run[@]}" ledger verify --target flashinfer --timeout 150 --out "$R/verify"
+  step probe_fa3_lse_store_zero 240 python3 docs/evidence/probe_flashinfer_fa3_lse_store_zero.py --with-softcap
+  if [ "$1" = 0.7.4 ]; then
+    step precision_flashinfer 480 python3 scripts/precision_baseline.py --device cuda --budget standard \
+        --parts flashinfer --flashinfer-time-budget 420 --jit-cache "$FLASHINFER_WORKSPACE_BASE" --out "$R/precision"
+  else
+    step long_context 360 "${run[@]}" run --target flashinfer --device cuda --budget standard \
+        --feature long_context --out "$R/long"
+  fi
+  touch "$R0/DONE-$1"
 }
 
-upgrade_lane() {  # per version, after its prebuild: the upgrade record, then ledger verify
-  local LANE=upgrade ALL_STEPS=$R0/steps.txt v ids waited
-  for v in 0.7.4 0.7.2.post1; do
-    waited=0
-    until grep -qs "^prebuild:" "$R0/$v/lifecycle.log" || [ $waited -ge 900 ]; do
-      sleep 5; waited=$((waited + 5))
-    done
-    enter "$v" "$A/site-$v"
-    SITE=$A/site-$v JIT_CACHE=$FLASHINFER_WORKSPACE_BASE TIME_BUDGET=300 MAX_JOBS=6 \
-        step upgrade_record 360 bash scripts/upgrade_flashinfer.sh record "$v" "$R0/upgrade-$v"
+torch_lane() {  # torch alone on the GPU, once both lifecycle steps are done (their hunts are timed)
+  local LANE=torch ALL_STEPS=$R0/steps.txt run=(python3 -m conformance) waited=0 b back=()
+  until { [ -e "$R0/lifecycle-done-0.7.4" ] && [ -e "$R0/lifecycle-done-0.7.2.post1" ]; } || [ $waited -ge 600 ]; do
+    sleep 5; waited=$((waited + 5))
   done
-  for v in 0.7.4 0.7.2.post1; do
-    enter "$v" "$A/site-$v"
-    if [ "$v" = 0.7.4 ]; then ids=$VERIFY_074; else ids=$VERIFY_072; fi
-    # shellcheck disable=SC2086 # the IDs are words
-    step verify 600 python3 -m conformance ledger verify --target flashinfer --timeout 240 --out "$R/verify" $ids
-  done
-  touch "$R0/DONE-upgrade"
+  R=$R0/torch; mkdir -p "$R"; export PYTHONPATH=$A/src
+  python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name())" \
+      > "$R/env.txt" 2>&1
+  step precision_torch 420 python3 scripts/precision_baseline.py --device cuda --budget standard \
+      --parts torch,faults --time-budget 360 --out "$R/precision"
+  for b in padded-math padded-flash padded-efficient padded-cudnn padded-auto nested-math nested-flash \
+           nested-efficient nested-cudnn nested-auto flex-padded; do back+=(--backend "$b"); done
+  step batched 360 "${run[@]}" run --target torch --device cuda --budget quick "${back[@]}" --out "$R/batched"
+  step verify 200 "${run[@]}" ledger verify --target torch --timeout 150 --out "$R/verify"
+  step long_context 300 "${run[@]}" run --target torch --device cuda --budget standard --feature long_context \
+      --out "$R/long"
+  touch "$R0/DONE-torch"
 }
 
 pipeline() {
   cd "$A/src" || exit 2
   R0=$R
-  explore_lane > "$A/lane-explore.log" 2>&1 &
-  upgrade_lane > "$A/lane-upgrade.log" 2>&1 &
+  version_lane 0.7.4 > "$A/lane-0.7.4.log" 2>&1 &
+  version_lane 0.7.2.post1 > "$A/lane-0.7.2.post1.log" 2>&1 &
+  torch_lane > "$A/lane-torch.log" 2>&1 &
   wait
   touch "$A/DONE"
 }
