@@ -50,7 +50,10 @@ def evaluate(
     made: dict[str, Any] = dict(
         backend=adapter.backend, case_id=case.id, case=case.to_json(), features=list(case.features), **base
     )
-    sup = adapter.supports(case)
+    try:
+        sup = adapter.supports(case)
+    except Exception as e:  # a probe that calls the library met its defect: a record, not the run's end
+        return ParityRecord(status="error", reason=f"supports() raised {type(e).__name__}: {e}"[:2000], **made)
     if not sup.ok:
         return ParityRecord(status="skip", reason=sup.reason, **made)
     raised: Optional[Exception] = None

@@ -237,20 +237,29 @@ def _fa3_softcap_lse_after_empty_rows(c: dict[str, Any], backend: str) -> bool:
     return any(q[i] > k[i] > 0 and sum(q[i + 1 :]) > 0 for i in range(len(q)))
 
 
+# torch's batched backends: one SDPA call on the batch padded, or on jagged nested tensors.
+PADDED, NESTED = "padded-", "nested-"
+BATCHED_AUTO = (PADDED + "auto", NESTED + "auto")
+
+
 def _torch_rows_without_keys(c: dict[str, Any], backend: str) -> bool:
     """A torch SDPA kernel that writes non-zero rows where no key is allowed, on a case that has such rows:
     cuDNN for a custom mask (materialize gives every masked request a fully masked row,
     scenarios/tensors.py `_custom_mask`) or causal with more queries than keys; memory-efficient for the
     latter where it takes causal_lower_right itself (no custom mask, no window: with either the adapter
     passes a materialised mask, whose empty rows it writes as 0). `backend` may be an auto record's
-    kernels joined with '+' (requests routed apart)."""
-    kernels = set(backend.split("+"))
+    kernels joined with '+' (requests routed apart), or a padded batch's "padded-<kernel>": one call on the
+    batch padded, whose mask is materialised wherever a request is padded (kernels/torch_padded.py)."""
+    padded = backend.startswith(PADDED)
+    kernels = set(backend.removeprefix(PADDED).split("+"))
     if not kernels & {"cudnn", "efficient"}:
         return False
     pairs = list(zip(c["qo_lens"], c["kv_lens"]))
     masked_rows = c["mask"] == "custom" and any(q > 0 and k > 0 for q, k in pairs)
     causal_short = c["causal"] and any(q > k > 0 for q, k in pairs)
     lower_right = causal_short and c["mask"] == "none" and c["window_left"] < 0
+    if padded:  # causal_lower_right reaches SDPA only for a batch with nothing padded
+        lower_right = lower_right and len(set(c["qo_lens"])) == 1 and len(set(c["kv_lens"])) == 1
     return ("cudnn" in kernels and (masked_rows or causal_short)) or ("efficient" in kernels and lower_right)
 
 
@@ -628,7 +637,7 @@ LEDGER: tuple[KnownFailure, ...] = (
     KnownFailure(
         "flashinfer-cudnn-empty-kv-rows-unwritten",
         "flashinfer",
-        ("0.7.2.post1",),
+        ("0.7.2.post1", "0.7.4"),
         "the cudnn backend, paged and ragged prefill: rows of a request with queries and no keys are left "
         "unwritten (the output buffer keeps its contents, LSE NaN) where another request has keys; every other "
         "backend writes 0 and LSE -inf there",
@@ -641,7 +650,9 @@ LEDGER: tuple[KnownFailure, ...] = (
         "[1, 1, 300] over [4099, 4099, 0]: exactly the rows of the empty requests unwritten, the rest within "
         "bounds; fresh wrappers alike; the script (repro_flashinfer_cudnn_empty_kv_rows.h200.txt): paged "
         "[3, 2]/[0, 9] and ragged [0, 5, 0]/[7, 0, 0] leave exactly those rows unwritten with LSE NaN, the "
-        "other rows within 0.005, each non-empty request alone clean",
+        "other rows within 0.005, each non-empty request alone clean; "
+        "2026-12-02 H200, `attncheck ledger verify` with cuDNN's frontend on both versions: reproduces "
+        "(docs/evidence/2026-12-02-h200-sitting-3/)",
         applies=lambda c, b: (
             b == "cudnn"
             and c["layout"] in ("paged", "ragged")
@@ -701,14 +712,15 @@ LEDGER: tuple[KnownFailure, ...] = (
     KnownFailure(
         "torch-nested-math-scores-in-half",
         "torch",
-        ("2.13.0+cpu",),
+        ("2.13.0+cpu", "2.11.0+cu130"),
         "jagged (nested) SDPA math computes q.k^T in bf16: large-logit bf16 batches miss the bound",
         "fail",
         "docs/evidence/repro_torch_nested_math_scores_in_half.py",
-        confirmed=False,
+        confirmed=True,
         seen="2026-12-02 CPU, torch 2.13.0+cpu: the script exits 1 (its output: "
         "docs/evidence/repro_torch_nested_math_scores_in_half.cpu.txt); through the quick and standard matrices on "
-        "the CPU (nested-math and nested-auto): every failing record. Not run on the H200",
+        "the CPU (nested-math and nested-auto): every failing record; 2026-12-02 H200, torch 2.11.0+cu130, "
+        "`attncheck ledger verify --target torch`: reproduces (docs/evidence/2026-12-02-h200-sitting-3/torch/)",
         applies=_torch_nested_scores_in_half,
     ),
     KnownFailure(
@@ -728,7 +740,8 @@ LEDGER: tuple[KnownFailure, ...] = (
 
 
 # Kernels an `auto` record may have resolved to; the rules are then asked about the kernel that ran (torch
-# SDPA joins the kernels of requests routed apart with '+', e.g. "cudnn+math").
+# SDPA joins the kernels of requests routed apart with '+', e.g. "cudnn+math"). torch's batched auto backends
+# ("padded-auto", "nested-auto") are asked as "padded-<kernel>", "nested-<kernel>" (PADDED, NESTED).
 RESOLVED_KERNELS = frozenset({"fa2", "fa3", "cudnn", "trtllm-gen", "aiter", "math", "flash", "efficient"})
 
 
@@ -753,6 +766,8 @@ def entry_for(
     base, mode = backend.split("+", 1)[0], "graph" if backend.endswith("+graph") else "eager"
     if base == "auto" and resolved and all(k in RESOLVED_KERNELS for k in resolved.split("+")):
         base = resolved
+    elif base in BATCHED_AUTO and resolved in RESOLVED_KERNELS:
+        base = base.removesuffix("auto") + str(resolved)
     opts = {**DEFAULT_OPTIONS, **(options or {})}
     if base == "fa3":  # the adapter's decode on fa3 always takes tensor cores (FlashInferKernel._decode_tensor_cores)
         opts["decode_tensor_cores"] = True

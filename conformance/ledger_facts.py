@@ -773,8 +773,11 @@ FACTS: dict[str, Facts] = {
             (
                 Cause(
                     "2.11.0+cu130",
-                    ("torch/nested/_internal/sdpa.py:1 not read in 2.11.0+cu130",),
-                    "not studied: the defect was seen on 2.13.0+cpu; the 2.11 CUDA build was not run on it",
+                    (
+                        "torch/nested/_internal/sdpa.py:892-931 jagged_scaled_dot_product_attention, MATH branch, "
+                        "line for line as in 2.13.0 (read in the 2.11.0 wheel: the function from line 714 on is "
+                        "identical)",
+                    ),
                 ),
                 Cause(
                     "2.13.0+cpu",

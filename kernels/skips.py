@@ -36,3 +36,7 @@ GRAPH_MODE = "adapter has no CUDA-graph mode for this layout"
 TIME_BUDGET = "not run, the time budget of the run was spent"
 
 PAGE_SIZE = "backend does not support this page size"
+
+# A causal case whose causal rule the backend states differently: SDPA's is_causal aligns the diagonal
+# top-left, attncheck's causal (FlashInfer's) bottom-right; the two agree only where q and kv lengths do.
+CAUSAL_ALIGNMENT = "backend's causal mask aligns top-left, the case's bottom-right"

@@ -7,9 +7,10 @@ forced backends report their own name. An empty batch makes no call ("empty").
 
 q, k, v are `torch.nested.nested_tensor_from_jagged(values, offsets)` over the packed rows
 [total, H, D] (KV gathered through the page table first), transposed to [B, H, j, D] as the
-nested API takes them; the output's values are the packed rows. Causal is `is_causal=True`
-(jagged SDPA has no bottom-right form); window and custom masks are an attn_mask, which jagged
-SDPA refuses.
+nested API takes them; the output's values are the packed rows. Causal is `is_causal=True`, which
+aligns the diagonal top-left (the efficient kernel's CausalFromTopLeft); jagged SDPA has no
+bottom-right form, so a causal batch with a request whose qo and kv lengths differ is declined.
+Window and custom masks are an attn_mask, which jagged SDPA refuses.
 
 What torch 2.13 accepts (measured on the CPU, by calling it): math only (flash on the CPU takes no
 nested input); no attn_mask ("Masks are not yet supported!"), no is_causal (math: "Nested tensors
@@ -166,6 +167,9 @@ class NestedSdpaKernel:
         dt = dtype_decline(case, self.backend)
         if dt is not None:
             return dt
+        unequal = [(q, k) for q, k in zip(case.qo_lens, case.kv_lens) if q and q != k]
+        if case.causal and unequal:  # is_causal aligns top-left (module docstring)
+            return Support.no(skips.detail(skips.CAUSAL_ALIGNMENT, f"requests (qo, kv) {unequal[:3]}"))
         return self._probe(case)
 
     def _probe(self, case: Case) -> Support:

@@ -14,6 +14,10 @@ pack() {  # what exists now -> $OUT: steps, the pipeline log's tail, and $R as t
 
 follow() {  # follow SECONDS: wait for the pipeline, printing each step as it ends; then pack
   local until=$((SECONDS + $1)) seen=0
+  if [ ! -d "$A" ]; then  # a fresh machine: the one that ran `start` was given back, and its pipeline with it
+    echo "no pipeline on this machine ($A is missing): the machine was released; start again" >&2
+    return 3
+  fi
   while [ $SECONDS -lt "$until" ] && [ ! -e "$A/DONE" ]; do
     sleep 5
     local n; n=$(wc -l < "$R/steps.txt" 2>/dev/null || echo 0)

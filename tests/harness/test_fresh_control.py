@@ -45,3 +45,20 @@ def test_a_stale_mask_failure_is_marked_history_dependent(fake: Any) -> None:
 def test_a_passing_record_gets_no_control(fake: Any) -> None:
     a = fi.FlashInferKernel("fa2", "cpu", graphs=ff.FakeGraphs(), options=fi.AdapterOptions(workspace_bytes=1024))
     assert _eval(a, PLAIN).fresh is None
+
+
+class _ProbeRaises:
+    """An adapter whose supports() calls the library and meets its defect (jagged SDPA under cuDNN,
+    H200: a TypeError from inside torch on a request with no keys)."""
+
+    target, backend = "torch", "nested-cudnn"
+
+    def supports(self, case: Case) -> Any:
+        raise TypeError("_nested_view_from_jagged(): argument 'input' (position 1) must be Tensor, not NoneType")
+
+
+def test_a_supports_probe_that_raises_is_an_error_record_not_the_runs_end() -> None:
+    case = Case("single", (3,), (0,), 4, 4, head_dim_qk=64, head_dim_vo=64)
+    rec = evaluate(_ProbeRaises(), case, materialize(case, 0, "cpu"), lambda: truth(materialize(case, 0)), BASE)
+    assert rec.status == "error", rec
+    assert rec.reason.startswith("supports() raised TypeError: _nested_view_from_jagged()"), rec.reason

@@ -12,6 +12,7 @@ import pytest
 
 from conformance.known_failures import ENTRY_STATUSES, LEDGER, entry_for, known_for
 from reports.records import ParityRecord, read_jsonl
+from scenarios.case import Case
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 H200_RUN = os.path.join(ROOT, "docs", "evidence", "flashinfer_matrix_h200_fa2.jsonl")
@@ -541,6 +542,35 @@ def test_every_recorded_torch_cuda_failure_is_the_empty_rows_entry_and_no_pass_i
             claimed.append((r.backend, r.resolved_backend, r.case_id))
     assert len(fails) == 8 and {k for _, _, k in fails} == {"torch-sdpa-empty-rows"}, fails
     assert ("auto", "cudnn+math", "torch-sdpa-empty-rows") in fails
+    assert not claimed, claimed
+
+
+SITTING_3 = os.path.join(ROOT, "docs", "evidence", "2026-12-02-h200-sitting-3", "torch")
+
+
+def test_every_recorded_batched_cuda_failure_is_the_empty_rows_entry_or_declined_now() -> None:
+    """torch 2.11 on the H200, the batched backends (docs/evidence/2026-12-02-h200-sitting-3/README.md): cuDNN
+    under a padded batch writes the rows that attend nothing as its per-request call does (padded-auto asked
+    about the kernel it ran), and jagged SDPA's top-left is_causal is declined now."""
+    from kernels import get_target, skips
+
+    torch_target = get_target("torch")
+    fails, claimed = [], []
+    for name in ("batched/results.jsonl", "precision-partial/honest-torch.jsonl"):
+        for r in read_jsonl(os.path.join(SITTING_3, name)):
+            if not isinstance(r, ParityRecord) or not r.backend.startswith(("padded-", "nested-")):
+                continue
+            known = known_for("torch", r.case, r.backend, "2.11.0+cu130", "sm90", resolved=r.resolved_backend)
+            if r.status in ("fail", "error"):
+                sup = torch_target.make("nested-auto", "cpu").supports(Case.from_json(r.case))
+                declined = skips.constant_of(sup.reason) == skips.CAUSAL_ALIGNMENT
+                fails.append((r.backend, known or ("declined now" if declined else None)))
+            elif r.status == "pass" and known:
+                claimed.append((r.backend, r.case_id))
+    assert sorted(fails) == sorted(
+        [("padded-auto", "torch-sdpa-empty-rows"), ("padded-cudnn", "torch-sdpa-empty-rows")] * 2
+        + [(f"nested-{k}", "declined now") for k in ("auto", "cudnn", "efficient")] * 2
+    ), fails
     assert not claimed, claimed
 
 

@@ -79,7 +79,7 @@ def test_batched_backend_agrees_with_the_oracle_on_the_quick_matrix(backend: str
 
 # feature -> (case, a fragment of torch's explanation the decline must quote)
 NESTED_REFUSALS: dict[str, tuple[Case, str]] = {
-    "causal": (Case("ragged", (3, 4), (5, 6), causal=True, **_H), "not supported when is_causal=True"),
+    "causal": (Case("ragged", (3, 4), (3, 4), causal=True, **_H), "not supported when is_causal=True"),
     "custom mask": (Case("ragged", (3, 4), (5, 6), mask="custom", **_H), "Masks are not yet supported!"),
     "window": (Case("ragged", (3, 4), (5, 6), window_left=2, **_H), "Masks are not yet supported!"),
     "gqa": (
@@ -96,6 +96,16 @@ def test_nested_declines_what_jagged_sdpa_refuses_in_torchs_words(feature: str) 
     sup = TORCH.make("nested-math", CPU).supports(case)
     assert not sup.ok and skips.constant_of(sup.reason) == skips.LIBRARY_REFUSED, sup.reason
     assert words in sup.reason, sup.reason
+
+
+@pytest.mark.parametrize("backend", ["nested-math", "nested-auto"])
+def test_nested_declines_causal_where_top_left_and_bottom_right_differ(backend: str) -> None:
+    """SDPA's is_causal aligns top-left; attncheck's causal is bottom-right: equal only where qo == kv."""
+    sup = TORCH.make(backend, CPU).supports(Case("ragged", (3, 4, 0), (5, 4, 2), causal=True, **_H))
+    assert not sup.ok and skips.constant_of(sup.reason) == skips.CAUSAL_ALIGNMENT, sup.reason
+    assert "(3, 5)" in sup.reason and "(4, 4)" not in sup.reason, sup.reason
+    square = TORCH.make(backend, CPU).supports(Case("ragged", (3, 4), (3, 4), causal=True, **_H))
+    assert skips.constant_of(square.reason) != skips.CAUSAL_ALIGNMENT, square.reason
 
 
 @pytest.mark.parametrize(("backend", "per_request"), [("padded-auto", "auto"), ("flex-padded", "flex")])
