@@ -4,8 +4,9 @@
 HTML page (reports/html.py) are renderings of it, so the three never disagree. Sections:
 
 * runs: one line per run (target, device, architecture, versions, finished or not);
-* parity: worst error/bound per architecture x target/backend x dtype x feature (< 1 holds),
-  outcomes per backend, failures (crashes and ledger entries named), skips by reason;
+* parity: worst error/bound per architecture x target/backend x dtype x feature (< 1 holds), and
+  what the page plots: every compared record's err/bound by backend and feature, the worst per KV
+  length; outcomes per backend, failures (crashes and ledger entries named), skips by reason;
 * routing: each run's `auto` records against the routing spec of its target, architecture and library
   version (conformance/route_records.py, checked by the caller): rows observed, passed, failed, rows never
   reached; a version without rows is said to be unmodelled, not checked;
@@ -25,7 +26,7 @@ from tabulate import tabulate
 from kernels import skips
 from reports import timing
 from reports.merge import Run, records_of
-from reports.parity import failure_line, worst_cells
+from reports.parity import failure_line, ratios_by_feature, worst_by_kv_len, worst_cells
 from reports.records import STATUSES, ParityRecord, is_crash, versions_text
 
 MAX_LINES = 40  # failures listed in the markdown; report.json has them all
@@ -62,10 +63,33 @@ def _by_arch(runs: list[Run]) -> dict[str, list[ParityRecord]]:
     return dict(out)
 
 
+def _sig(x: float) -> Any:
+    """A plotted ratio to 3 significant digits: the page draws no finer, and report.json stays small."""
+    return _num(x if math.isinf(x) else float(f"{x:.3g}"))
+
+
+def _points(arch: str, recs: list[ParityRecord]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """What the page's plots draw: err/bound by backend and feature; the worst err/bound by KV length."""
+    by_feature = [
+        {"arch": arch, "backend": b, "feature": f, "ratios": [_sig(x) for x in xs]}
+        for (b, f), xs in sorted(ratios_by_feature(recs).items())
+    ]
+    by_kv = [
+        {"arch": arch, "backend": b, "kv_lens": list(w), "worst": [_sig(x) for x in w.values()]}
+        for b, w in sorted(worst_by_kv_len(recs).items())
+    ]
+    return by_feature, by_kv
+
+
 def _parity(runs: list[Run]) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     features: set[str] = set()
+    by_feature: list[dict[str, Any]] = []
+    by_kv_len: list[dict[str, Any]] = []
     for arch, recs in sorted(_by_arch(runs).items()):
+        bf, bk = _points(arch, recs)
+        by_feature += bf
+        by_kv_len += bk
         for (backend, dtype), cells in sorted(worst_cells(recs).items()):
             features |= set(cells)
             rows.append(
@@ -77,7 +101,7 @@ def _parity(runs: list[Run]) -> dict[str, Any]:
                     "worst": _num(max(cells.values())),
                 }
             )
-    return {"features": sorted(features), "rows": rows}
+    return {"features": sorted(features), "rows": rows, "by_feature": by_feature, "by_kv_len": by_kv_len}
 
 
 def _outcomes(runs: list[Run]) -> list[dict[str, Any]]:

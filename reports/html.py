@@ -5,6 +5,8 @@ page can be attached to a CI run or opened from disk anywhere. Heatmaps: parity 
 by worst error/bound (green far inside the bound, amber near it, red at or beyond it); timing
 cells by time(A)/time(B) on a log scale (red: A slower, blue: A faster), pale grey where the
 interval contains 1. Every coloured cell also prints its number, so nothing depends on colour.
+Plots (reports/plots.py, inline SVG): err/bound by backend and feature and against KV length under
+the parity table, and each A/B sweep's ratio against query length under its table.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import html
 import math
 from typing import Any, Iterable, Optional
 
+from reports import plots
 from reports.records import STATUSES, versions_text
 from reports.stats import LEVEL
 
@@ -24,6 +27,8 @@ th{background:#f4f4f4}td.l,th.l{text-align:left}td.na{background:#f2f2f2;color:#
 .legend span{display:inline-block;padding:2px 8px;margin-right:4px;border:1px solid #ccc}
 .bad{color:#b00020;font-weight:600}.ok{color:#1a7f37;font-weight:600}code{background:#f6f8fa;padding:1px 4px}
 ul.fail li{font-family:ui-monospace,monospace;font-size:12px}
+figure.plot{margin:12px 0 24px}figure.plot svg{max-width:100%;height:auto;display:block}
+figcaption{font-size:13px;color:#444;max-width:960px}
 """
 
 
@@ -184,6 +189,7 @@ def render_html(model: dict[str, Any], title: str = "attncheck report") -> str:
     parts.append("</ul>")
     if model["parity"]["rows"]:
         parts += ['<h2 id="parity">Parity: worst error / bound</h2>', _parity(model["parity"])]
+        parts += [p for p in (plots.ratio_by_feature(model["parity"]), plots.ratio_by_kv_len(model["parity"])) if p]
     if model["outcomes"]:
         parts += [
             '<h2 id="outcomes">Outcomes</h2>',
@@ -227,7 +233,7 @@ def render_html(model: dict[str, Any], title: str = "attncheck report") -> str:
             '<p class="legend"><span style="background:%s">A slower</span><span style="background:%s">A faster'
             '</span><span style="background:#eeeeee">no measured difference</span> median of paired ratios '
             "[%.0f%% interval]</p>" % (timing_color(2.0, True), timing_color(0.5, True), 100 * LEVEL),
-            *(_timing(t) for t in model["timing"]),
+            *(_timing(t) + (plots.timing_ratio(t, f"plot-timing-{n}") or "") for n, t in enumerate(model["timing"])),
         ]
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

@@ -60,6 +60,35 @@ def worst_cells(recs: list[ParityRecord]) -> dict[tuple[str, str], dict[str, flo
     return dict(cells)
 
 
+def kv_len(r: ParityRecord) -> int:
+    """The case's longest request's KV length: where accumulation error grows (0 for a batch with no keys)."""
+    return int(max(r.case.get("kv_lens") or [0]))
+
+
+def ratios_by_feature(recs: list[ParityRecord]) -> dict[tuple[str, str], list[float]]:
+    """(target/backend, feature) -> the err/bound of every compared record with that feature, ascending."""
+    out: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for r in recs:
+        w = r.worst_ratio
+        if w is None:
+            continue
+        for f in r.features:
+            out[(f"{r.target}/{r.backend}", f)].append(w)
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def worst_by_kv_len(recs: list[ParityRecord]) -> dict[str, dict[int, float]]:
+    """target/backend -> KV length (kv_len) -> the worst err/bound among compared records of that length."""
+    out: dict[str, dict[int, float]] = defaultdict(dict)
+    for r in recs:
+        w = r.worst_ratio
+        if w is None:
+            continue
+        by = out[f"{r.target}/{r.backend}"]
+        by[kv_len(r)] = max(by.get(kv_len(r), 0.0), w)
+    return {b: dict(sorted(v.items())) for b, v in out.items()}
+
+
 def worst_by_feature(recs: list[ParityRecord]) -> tuple[list[str], list[list[str]]]:
     """Rows backend x dtype, columns features: the worst ratio among compared cases."""
     cells = worst_cells(recs)

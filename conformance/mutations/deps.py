@@ -40,7 +40,17 @@ CATALOGUE_MODULES = (
     "library_mutants.py",
 )
 # Installed distributions a test run imports (pyproject.toml's dependencies and the dev tools tests call).
-DISTRIBUTIONS = ("torch", "numpy", "pytest", "hypothesis", "coverage", "tabulate", "import-linter", "flashinfer-python")
+DISTRIBUTIONS = (
+    "torch",
+    "numpy",
+    "pytest",
+    "hypothesis",
+    "coverage",
+    "tabulate",
+    "import-linter",
+    "flashinfer-python",
+    "matplotlib",
+)
 
 
 def sha(data: bytes) -> str:

@@ -39,6 +39,11 @@ _BATCH_FAULTS = "tests/kernels/test_torch_batch_faults.py::"
 _BATCH_CAUGHT = _BATCH_FAULTS + "test_a_batch_fault_fails_where_its_run_caught_it_and_batch_one_calls_do_not_see_it"
 _MATRIX = "tests/harness/test_matrix.py::"
 _DRAWS = "tests/explore/test_machine_draws.py::"
+_PLOTS = "tests/reports/test_report_plots.py::"
+_PLOTS_MODEL = _PLOTS + "test_the_model_holds_each_records_err_over_bound_and_its_longest_kv_length"
+_PLOTS_SVG = _PLOTS + "test_every_plot_is_inline_svg_with_a_title_axes_a_legend_and_a_caption"
+_PLOTS_GEOMETRY = _PLOTS + "test_the_threshold_sits_on_q_star_and_every_cell_carries_its_interval"
+_PLOTS_BROWSER = _PLOTS + "test_the_rendered_page_shows_every_plot_with_its_marks_where_the_numbers_put_them"
 
 
 def _harness(name: str, path: str, old: str, new: str, description: str, kills: tuple[str, ...]) -> Mutant:
@@ -2354,6 +2359,46 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         (
             "tests/harness/test_known_failures.py::test_every_recorded_batched_cuda_failure_is_the_empty_rows_entry_or_declined_now",
         ),
+    ),
+    _harness(
+        "plot-ratio-by-feature-dropped",
+        "reports/html.py",
+        '(plots.ratio_by_feature(model["parity"]), plots.ratio_by_kv_len(model["parity"]))',
+        '(plots.ratio_by_kv_len(model["parity"]),)',
+        "the HTML report loses its err/bound by backend and feature plot",
+        (_PLOTS_SVG, _PLOTS_BROWSER),
+    ),
+    _harness(
+        "plot-err-not-over-bound",
+        "reports/parity.py",
+        '            out[(f"{r.target}/{r.backend}", f)].append(w)\n',
+        '            out[(f"{r.target}/{r.backend}", f)].append(float(r.out["max_abs"]) if r.out else w)\n',
+        "the err/bound plot draws each record's error, not its error over the bound: a failure sits under the line",
+        (_PLOTS_MODEL, _PLOTS_BROWSER),
+    ),
+    _harness(
+        "plot-kv-length-first-request",
+        "reports/parity.py",
+        '    return int(max(r.case.get("kv_lens") or [0]))\n',
+        '    return int((r.case.get("kv_lens") or [0])[0])\n',
+        "the error against KV length plot reads a batch's first request's length, not its longest",
+        (_PLOTS_MODEL,),
+    ),
+    _harness(
+        "plot-threshold-next-column",
+        "reports/plots.py",
+        "ax.axvline(q_star, color=THRESHOLD_COLOR",
+        "ax.axvline(cols[min(cols.index(q_star) + 1, len(cols) - 1)], color=THRESHOLD_COLOR",
+        "the sweep plot marks the threshold at the column after q*",
+        (_PLOTS_GEOMETRY, _PLOTS_BROWSER),
+    ),
+    _harness(
+        "plot-interval-collapsed",
+        "reports/plots.py",
+        "yerr=[lo, hi]",
+        "yerr=[[0.0] * len(lo), [0.0] * len(hi)]",
+        "the sweep plot draws each ratio without its interval",
+        (_PLOTS_GEOMETRY,),
     ),
 )
 
