@@ -17,6 +17,7 @@ from typing import Optional, Sequence
 
 from conformance.commands import diff, explore, ledger, mutate, prebuild, record, report, routes, run, sweep, threshold
 from conformance.commands.common import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, PROG, USAGE_ERRORS
+from conformance.usage import Parser
 from kernels._env import warm_mkl_vml
 
 COMMANDS = (run, record, diff, ledger, sweep, report, mutate, explore, routes, threshold, prebuild)
@@ -32,7 +33,7 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    p = Parser(prog=PROG, description=__doc__.splitlines()[0])  # its sub-parsers too: one-line usage errors
     sub = p.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
         command.add_parser(sub)
@@ -47,7 +48,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         if argv[:1] and argv[0] in FORWARDED:
             return FORWARDED[argv[0]](argv[1:])
-        args = build_parser().parse_args(argv)  # argparse itself exits 2 on malformed options
+        args = build_parser().parse_args(argv)  # a malformed option: one line, exit 2 (conformance.usage.Parser)
         return args.handler(args, argv)
     except USAGE_ERRORS as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)

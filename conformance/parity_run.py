@@ -74,6 +74,8 @@ def run_parity(
     progress: Callable[[ParityRecord, int, int], None] = lambda r, i, n: None,
     on_stage: Callable[[StageRecord], None] = lambda s: None,
     isolate: bool = False,
+    on_pair: Callable[[Case, str], None] = lambda c, b: None,
+    on_ready: Callable[[], None] = lambda: None,
 ) -> RunOutcome:
     """Run the matrix (or the given cases, or one captured batch); usage errors raise before writing.
 
@@ -85,7 +87,9 @@ def run_parity(
     `adapter_options` go to every `target.make` (FlashInfer: AdapterOptions fields, e.g. mask_form).
     A case a `crash` ledger entry predicts is not launched (a skip naming the entry). `isolate`
     evaluates every case in a child process (conformance/isolate.py): one that kills it is an
-    error naming the crash, and the run goes on in a fresh child.
+    error naming the crash, and the run goes on in a fresh child. `on_pair(case, backend)` is called as each
+    (case, backend) starts, `progress(record, done, total)` as it ends; `on_ready()` once every usage check
+    has passed, before anything is written.
     """
     warm_mkl_vml()  # oneMKL picks its VML kernels in this one thread before any attention is computed
     if time_budget_s is not None and not time_budget_s > 0:
@@ -117,6 +121,7 @@ def run_parity(
     adapters = {b: make_adapter(target, b, device, adapter_options or {}) for b in chosen}
     staged = getattr(target, "stages", None)
     stages = staged(cases, chosen, device, adapter_options or {}) if callable(staged) else [Stage("all", tuple(chosen))]
+    on_ready()
     run_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, RESULTS_FILE)
@@ -189,6 +194,7 @@ def run_parity(
                         continue
                     here = _InProcess(case, truths, seed, device, inputs, adapters, base)
                     for b in stage.backends:
+                        on_pair(case, b)
                         emit(pairs.evaluate(case, b, lambda b=b, here=here: here.evaluate(b))[0])
         finally:
             pairs.close()

@@ -16,7 +16,6 @@ docs/routing-specs.md, section "`conformance/route_records.py`: which records co
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -36,6 +35,7 @@ from routing.per_request import routes_for, rows_of
 from routing.spec import ExpectedRoute, RoutingEnv, RoutingQuery, RoutingSpec, query_from_case
 from routing.specs import NAMES, is_versioned, library_of, modelled_versions, spec_for, unmodelled_note
 from scenarios.case import Case
+from conformance.usage import Parser
 from scenarios.errors import InvalidValue
 
 AUTO = "auto"
@@ -466,16 +466,18 @@ def load_records(path: str) -> list[Any]:
         raise BadInput(
             "RESULTS", path, "a readable results.jsonl", f"pass the file `attncheck run` wrote ({e.strerror})"
         ) from None
-    except (IncompatibleRecord, json.JSONDecodeError, TypeError) as e:
+    except (IncompatibleRecord, ValueError, TypeError) as e:  # ValueError: bad JSON, bytes that are not text
         raise BadInput(
             "RESULTS",
             path,
             "attncheck records, one JSON object per line",
-            f"pass a results.jsonl of this attncheck version ({e})",
+            f"pass a results.jsonl of this attncheck version ({type(e).__name__}: {e})"[:400],
         ) from None
 
 
 def _check_input(records: list[Any], library: str, path: str) -> None:
+    if not records:
+        raise BadInput("RESULTS", path, "a results.jsonl holding records", "pass the file of a run that wrote records")
     parity = [r for r in records if isinstance(r, ParityRecord)]
     want = SPEC_TARGETS.get(library)
     other = sorted({r.target for r in parity} - {want}) if want else []
@@ -505,7 +507,7 @@ def _check_input(records: list[Any], library: str, path: str) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m conformance.route_records") -> int:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog=prog,
         description="Check the auto (and, under a FlashInfer spec, explicit) records of "
         "a parity run against a routing spec.",

@@ -252,8 +252,10 @@ def run_sweep(
     argv: Optional[list[str]] = None,
     progress: Callable[[TimingRecord, int, int], None] = lambda r, i, n: None,
     timer: Optional[Timer] = None,
+    on_config: Callable[[str], None] = lambda config_id: None,
 ) -> SweepOutcome:
-    """Time `backends` (A and B for an A/B table) over `grid`; usage errors raise before anything is written."""
+    """Time `backends` (A and B for an A/B table) over `grid`; usage errors raise before anything is written.
+    `on_config(config_id)` is called as a configuration starts, `progress(record, done, total)` as it ends."""
     cases = check_sweep(target_name, device, backends, grid, reps, warmup, chunk)
     configs = grid.configs()
     target = get_target(target_name)
@@ -307,6 +309,7 @@ def run_sweep(
                 if declined:
                     rec.status, rec.reason = "skip", "; ".join(declined)
                 else:
+                    on_config(rec.config_id)
                     try:
                         rec.samples = time_interleaved(adapters, inputs, reps, warmup, timer)
                     except Exception as e:  # the library raised: recorded, the sweep goes on

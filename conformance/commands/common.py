@@ -10,11 +10,13 @@ import os
 import sys
 from typing import Any, Optional
 
+from conformance.usage import EXIT_USAGE as EXIT_USAGE  # the one exit status usage.py owns
+from conformance.usage import checked_device
 from kernels.errors import KernelUnavailable, UnknownBackend, UnknownTarget
 from scenarios.errors import InvalidInputs, InvalidValue
 
 PROG = "attncheck"
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
+EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 130, 143
 USAGE_ERRORS = (UnknownTarget, UnknownBackend, KernelUnavailable, InvalidValue, InvalidInputs)
 
 
@@ -27,6 +29,11 @@ def default_device() -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def device_of(given: Optional[str]) -> str:
+    """--device as given (checked), else cuda where torch sees one, else cpu."""
+    return checked_device(given) if given else default_device()
 
 
 def set_jit_cache(path: str) -> None:
@@ -70,22 +77,6 @@ def out_dir(flag: str, path: str) -> None:
         raise InvalidValue(
             flag, path, "a directory that can be created", f"pass a writable path ({e.strerror})"
         ) from None
-
-
-def usable_out_dir(flag: str, path: str) -> None:
-    """Refuse, without creating anything, an output directory that cannot be made: `path` or a folder
-    above it is a file, or the nearest existing folder is not writable."""
-    probe = os.path.abspath(path)
-    while not os.path.exists(probe):
-        probe = os.path.dirname(probe)
-    if not os.path.isdir(probe):
-        raise InvalidValue(
-            flag, path, "a directory (or a path where one can be made)", f"{probe} is a file: pass another --out"
-        )
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise InvalidValue(
-            flag, path, "a directory (or a path where one can be made)", f"{probe} is not writable: pass another --out"
-        )
 
 
 def writable_file(flag: str, path: str) -> None:

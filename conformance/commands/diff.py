@@ -22,6 +22,7 @@ from conformance.commands.common import EXIT_FAILED, EXIT_OK, out_dir
 from scenarios.errors import InvalidValue
 
 NAME = "diff"
+DEFAULTS = {"--error-factor": 2.0, "--error-floor": 0.25}
 DIFF_MD, DIFF_JSON = "diff.md", "diff.json"
 
 
@@ -32,13 +33,13 @@ def add_parser(sub: Any) -> None:
     d.add_argument(
         "--error-factor",
         type=float,
-        default=2.0,
+        default=DEFAULTS["--error-factor"],
         help="error growth that is a regression: NEW worst err/bound > FACTOR x BASE (default 2)",
     )
     d.add_argument(
         "--error-floor",
         type=float,
-        default=0.25,
+        default=DEFAULTS["--error-floor"],
         help="... and NEW worst err/bound at least this (default 0.25 of the bound)",
     )
     d.add_argument(
@@ -66,7 +67,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
     for flag, v in (("--error-factor", args.error_factor), ("--error-floor", args.error_floor)):
         if not v > 0:
-            raise InvalidValue(flag, v, "a positive number", f"pass e.g. {flag} 2")
+            raise InvalidValue(flag, v, "a positive number", f"pass e.g. {flag} {DEFAULTS[flag]}")
     if not args.max_slowdown >= 0:
         raise InvalidValue("--max-slowdown", args.max_slowdown, "a fraction >= 0", "pass e.g. --max-slowdown 0.10")
     base, new = rd.side("BASE", load_runs([args.base])), rd.side("NEW", load_runs([args.new]))

@@ -15,7 +15,8 @@ import os
 import sys
 from typing import Any, Sequence
 
-from conformance.commands.common import EXIT_OK, PROG, out_dir, usable_out_dir, writable_file
+from conformance.commands.common import EXIT_OK, PROG, out_dir, writable_file
+from conformance.usage import usable_out_dir
 from scenarios.errors import InvalidValue
 
 NAME = "ledger"

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from conformance.commands.common import EXIT_FAILED, EXIT_OK
+from conformance.usage import usable_out_dir
 from scenarios.errors import InvalidValue
 
 NAME = "mutate"
@@ -122,17 +123,8 @@ def _settings(args: argparse.Namespace) -> Any:
                 "pip install coverage, or pass --selection all",
             ) from None
     verdicts = _verdict_file(args)
+    usable_out_dir("--out", args.out)  # an empty path, a file, a path under one, a folder not writable
     out = Path(args.out)
-    probe = out
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        raise InvalidValue(
-            "--out",
-            args.out,
-            "a directory that can be created and written",
-            "pass a writable path, e.g. --out attncheck-mutate",
-        )
     return Settings(
         target=args.target,
         device=args.device,

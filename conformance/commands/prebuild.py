@@ -11,7 +11,8 @@ from __future__ import annotations
 import sys
 from typing import Any, Sequence
 
-from conformance.commands.common import add_forwarded, prog
+from conformance.commands.common import EXIT_USAGE, add_forwarded, prog, writable_file
+from conformance.usage import Parser
 
 NAME = "prebuild"
 DESCRIPTION = "Build FlashInfer's JIT modules for the coming runs' cases and backends, all cores on it."
@@ -22,7 +23,6 @@ def add_parser(sub: Any) -> None:
 
 
 def forward(argv: Sequence[str]) -> int:
-    import argparse
     import json
 
     from kernels.flashinfer.adapter import TARGET
@@ -30,8 +30,9 @@ def forward(argv: Sequence[str]) -> int:
     from kernels.flashinfer.variants import split_backend
     from scenarios.case import load_cases
     from scenarios.errors import InvalidValue
+    from scenarios.matrix import parse_budget
 
-    p = argparse.ArgumentParser(prog=prog(NAME), description=DESCRIPTION)
+    p = Parser(prog=prog(NAME), description=DESCRIPTION)
     p.add_argument("--budget", default="quick", help="the matrix budget whose cases decide the modules")
     p.add_argument("--backend", action="append", help="backends of the coming runs (repeatable; default: all)")
     p.add_argument(
@@ -50,25 +51,31 @@ def forward(argv: Sequence[str]) -> int:
     p.add_argument("--device", default="cuda")
     p.add_argument("--out", help="write the build summary here as JSON")
     a = p.parse_args(list(argv))
+    try:  # what needs no device first: a bad value is named on any machine, before any build
+        if a.out is not None:
+            writable_file("--out", a.out)
+        parse_budget(a.budget)
+        given = [c for text in a.cases for c in load_cases(text)] if a.cases else None
+    except InvalidValue as e:
+        print(f"{prog(NAME)}: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
     avail = TARGET.available(a.device)
     if not avail.ok:
         print(
-            f"{prog(NAME)}: error: --device {a.device}: {avail.reason}; run this on the FlashInfer runner",
+            f"{prog(NAME)}: error: --device {a.device}: {avail.reason}. Fix: run this on the FlashInfer runner",
             file=sys.stderr,
         )
-        return 2
+        return EXIT_USAGE
     offered = TARGET.backends(a.device)
     unknown = [b for b in a.backend or () if b not in offered]
     if unknown:
-        print(f"{prog(NAME)}: error: --backend {unknown[0]}: expected one of {', '.join(offered)}", file=sys.stderr)
-        return 2
-    try:
-        cases = (
-            [c for text in a.cases for c in load_cases(text)] if a.cases else TARGET.matrix(a.budget, device=a.device)
+        print(
+            f"{prog(NAME)}: error: --backend {unknown[0]}: expected one of {', '.join(offered)}. "
+            "Fix: pass a listed backend",
+            file=sys.stderr,
         )
-    except InvalidValue as e:
-        print(f"{prog(NAME)}: error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    cases = given if given is not None else TARGET.matrix(a.budget, device=a.device)
     families = list(dict.fromkeys(split_backend(b)[0] for b in (a.backend or offered)))
     tc = a.decode_tensor_cores
     reqs = requests_for(

@@ -10,7 +10,7 @@ import argparse
 from typing import Any, Sequence
 
 from conformance.commands import run, sweep
-from conformance.commands.common import default_device, set_jit_cache
+from conformance.commands.common import device_of, set_jit_cache
 
 NAME = "record"
 
@@ -39,7 +39,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
     if args.jit_cache:  # before the sweep's checks, which import the library on a GPU
         set_jit_cache(args.jit_cache)
-    device = args.device or default_device()
+    device = device_of(args.device)
     args.device = device
     if args.time_backends:  # every usage error before the parity run writes anything
         check_sweep(args.target, device, args.time_backends, sweep.grid(args), args.reps, args.warmup, args.chunk)

@@ -11,18 +11,19 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from tabulate import tabulate
 
 from conformance.commands.common import (
     EXIT_FAILED,
     EXIT_OK,
-    default_device,
+    device_of,
     parse_options,
     set_jit_cache,
-    usable_out_dir,
 )
+from conformance.progress import HEARTBEAT_S, Heartbeat, Pace
+from conformance.usage import heartbeat_seconds, usable_out_dir
 from reports.parity import COUNT_HEADERS, counts_by_backend, failure_line, failures, skips_by_reason
 from reports.records import ParityRecord, StageRecord
 from scenarios.case import FEATURES, load_cases
@@ -92,6 +93,14 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="evaluate each case in a child process: a case that kills it is recorded as a crash, and the run goes on",
     )
+    p.add_argument(
+        "--heartbeat",
+        type=float,
+        default=HEARTBEAT_S,
+        metavar="SECONDS",
+        help=f"while one case runs longer, say so every SECONDS; progress lines at least that often "
+        f"(default {HEARTBEAT_S:g}, 0: none)",
+    )
 
 
 def add_parser(sub: Any) -> None:
@@ -110,11 +119,18 @@ def _stage(st: StageRecord) -> None:
     )
 
 
-def _progress(rec: ParityRecord, i: int, n: int) -> None:
-    if rec.status in ("fail", "error"):
-        print(f"  {rec.status.upper():5s} {failure_line(rec)}", flush=True)
-    if i == n or i % 50 == 0:
-        print(f"  [{i}/{n}] records written", flush=True)
+def _progress(pace: Pace, beat: Heartbeat) -> Callable[[ParityRecord, int, int], None]:
+    """Each record: its failure said at once, a progress line with the time left when one is due."""
+
+    def said(rec: ParityRecord, i: int, n: int) -> None:
+        beat.end()
+        if rec.status in ("fail", "error"):
+            print(f"  {rec.status.upper():5s} {failure_line(rec)}", flush=True)
+        line = pace.line(i, n, "records written")
+        if line:
+            print(f"  {line}", flush=True)
+
+    return said
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
@@ -130,34 +146,36 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     inputs = load(args.inputs) if args.inputs else None
     if args.jit_cache:
         set_jit_cache(args.jit_cache)
-    device = args.device or default_device()
-    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
-        raise InvalidValue("--device", device, "cpu, cuda or cuda:N", "pass --device cpu or --device cuda")
+    device = device_of(args.device)
     usable_out_dir("--out", args.out)  # a file, or a path under one, is refused before anything is written
+    heartbeat_s = heartbeat_seconds(args.heartbeat)
     t0 = time.perf_counter()
     what = f"{len(cases)} given case(s)" if cases else "a captured batch" if inputs else f"the {args.budget} matrix"
-    print(f"attncheck run --target {args.target} --device {device}: {what} -> {args.out}", flush=True)
+    header = f"attncheck run --target {args.target} --device {device}: {what} -> {args.out}"
     if args.features:
         from conformance.parity_run import matrix_of
 
         pool = cases if cases is not None else matrix_of(args.target, args.budget, args.seed, device)
         cases = [c for c in pool if set(c.features) & set(args.features)]
-    outcome = run_parity(
-        args.target,
-        device,
-        args.budget,
-        args.out,
-        seed=args.seed,
-        backends=args.backends,
-        argv=["attncheck", *argv],
-        cases=cases,
-        inputs=inputs,
-        time_budget_s=args.time_budget,
-        adapter_options=options,
-        progress=_progress,
-        on_stage=_stage,
-        isolate=args.isolate,
-    )
+    with Heartbeat(heartbeat_s) as beat:
+        outcome = run_parity(
+            args.target,
+            device,
+            args.budget,
+            args.out,
+            seed=args.seed,
+            backends=args.backends,
+            argv=["attncheck", *argv],
+            cases=cases,
+            inputs=inputs,
+            time_budget_s=args.time_budget,
+            adapter_options=options,
+            progress=_progress(Pace(heartbeat_s), beat),
+            on_stage=_stage,
+            on_pair=lambda case, backend: beat.begin(f"case {case.id} on {backend}"),
+            on_ready=lambda: print(header, flush=True),  # once the usage checks have passed
+            isolate=args.isolate,
+        )
     recs = outcome.records
     print()
     print(tabulate(counts_by_backend(recs), COUNT_HEADERS, tablefmt="simple"))

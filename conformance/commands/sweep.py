@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 from typing import Any, Sequence
 
-from conformance.commands.common import EXIT_OK, default_device, set_jit_cache
+from conformance.commands.common import EXIT_OK, device_of, set_jit_cache
+from conformance.progress import HEARTBEAT_S, Heartbeat, pace
+from conformance.usage import heartbeat_seconds, usable_out_dir
 
 NAME = "sweep"
 
@@ -28,6 +31,13 @@ def add_parser(sub: Any) -> None:
         default=None,
         dest="jit_cache",
         help="directory for JIT-compiled kernels (FlashInfer: FLASHINFER_WORKSPACE_BASE)",
+    )
+    s.add_argument(
+        "--heartbeat",
+        type=float,
+        default=HEARTBEAT_S,
+        metavar="SECONDS",
+        help=f"while one configuration is timed longer, say so every SECONDS (default {HEARTBEAT_S:g}, 0: none)",
     )
     grid_options(s)
     s.set_defaults(handler=handle)
@@ -75,25 +85,32 @@ def grid(args: argparse.Namespace) -> Any:
 
 
 def timed_sweep(args: argparse.Namespace, device: str, backends: list[str], argv: Sequence[str]) -> Any:
-    """Time `backends` over the grid into args.out, printing progress; the sweep's outcome."""
+    """Time `backends` over the grid into args.out, printing each configuration with the time left; the
+    sweep's outcome."""
     from conformance.sweep import progress_line, run_sweep
 
-    def progress(rec: Any, i: int, n: int) -> None:
-        print(f"  [{i}/{n}] {progress_line(rec)}", flush=True)
+    heartbeat_s = heartbeat_seconds(args.heartbeat)
+    started = time.monotonic()
+    with Heartbeat(heartbeat_s) as beat:
 
-    return run_sweep(
-        args.target,
-        device,
-        backends,
-        grid(args),
-        args.out,
-        reps=args.reps,
-        warmup=args.warmup,
-        chunk=args.chunk,
-        seed=args.seed,
-        argv=["attncheck", *argv],
-        progress=progress,
-    )
+        def progress(rec: Any, i: int, n: int) -> None:
+            beat.end()
+            print(f"  [{i}/{n}] {progress_line(rec)}; {pace(i, n, time.monotonic() - started)}", flush=True)
+
+        return run_sweep(
+            args.target,
+            device,
+            backends,
+            grid(args),
+            args.out,
+            reps=args.reps,
+            warmup=args.warmup,
+            chunk=args.chunk,
+            seed=args.seed,
+            argv=["attncheck", *argv],
+            progress=progress,
+            on_config=lambda config_id: beat.begin(f"configuration {config_id}"),
+        )
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
@@ -103,7 +120,9 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
     if args.jit_cache:
         set_jit_cache(args.jit_cache)
-    device = args.device or default_device()
+    device = device_of(args.device)
+    usable_out_dir("--out", args.out)  # a file, or a path under one: refused before anything is timed
+    heartbeat_seconds(args.heartbeat)
     g = grid(args)
     check_sweep(args.target, device, [args.a, args.b], g, args.reps, args.warmup, args.chunk)
     n = len(g.configs())

@@ -6,11 +6,11 @@ The rule is routing/threshold.py's, the tables routing/ab_tables.py's. Exit stat
 
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import Any, Sequence
 
 from conformance.commands.common import EXIT_OK, EXIT_USAGE, add_forwarded, prog
+from conformance.usage import Parser
 
 NAME = "threshold"
 
@@ -24,9 +24,7 @@ def forward(argv: Sequence[str]) -> int:
     from routing.threshold import derive, render
     from scenarios.errors import InvalidValue
 
-    p = argparse.ArgumentParser(
-        prog=prog(NAME), description="Derive short-query thresholds from the seeds' A/B tables."
-    )
+    p = Parser(prog=prog(NAME), description="Derive short-query thresholds from the seeds' A/B tables.")
     p.add_argument("names", nargs="*", help=f"tables to render (default: all): {', '.join(ab_tables.TABLES)}")
     args = p.parse_args(list(argv))
     try:

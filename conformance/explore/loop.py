@@ -63,6 +63,9 @@ from conformance.explore.machines import (
 )
 from conformance.explore.repro import slug, verify_script, write_repro
 from conformance.explore.subjects import FAULT_TARGETS, HUNT_TARGETS, TARGETS, subjects_for
+from conformance.progress import HEARTBEAT_S, Heartbeat, Tally
+from conformance.usage import Parser, checked_device, heartbeat_seconds, usable_out_dir
+from scenarios.errors import InvalidValue
 from scenarios.tensors import materialize
 
 if sys.version_info >= (3, 11):
@@ -466,12 +469,14 @@ def explore(
     summary_name: str = SUMMARY_NAME,
     partial_name: Optional[str] = None,
     verify: bool = True,
+    on_start: Callable[[Subject, int], None] = lambda s, n: None,
 ) -> Summary:
     """Run every subject of `target` (or those named in `subjects`) and write DIR's files.
 
     `examples` and `steps` override the budget's (a hardware runner sizes them to its time); the
     summary is rewritten after every subject, so an interrupted run keeps the subjects it finished;
     with `partial_name`, each subject's directed results are written there as soon as they are known.
+    `on_start(subject, number of subjects)` is called as each subject starts, `on_result` as it ends.
     """
     if budget not in BUDGETS:
         raise ValueError(f"budget={budget!r}: expected one of {', '.join(BUDGETS)}")
@@ -487,6 +492,7 @@ def explore(
             (out / partial_name).write_text(json.dumps(r.to_json(), indent=2) + "\n")
 
     for s in chosen:
+        on_start(s, len(chosen))
         summary.results.append(
             explore_subject(s, b, out, seed, hunt=target in HUNT_TARGETS, on_directed=save_partial, verify=verify)
         )
@@ -502,9 +508,11 @@ def _budget(budget: str, examples: Optional[int], steps: Optional[int]) -> Machi
     b = BUDGETS[budget]
     for name, v in (("--examples", examples), ("--steps", steps)):
         if v is not None and v < 1:
-            raise ValueError(
-                f"{name}={v}: expected a positive count; pass at least 1, or leave it out for "
-                f"the budget's ({b.examples} examples x {b.steps} steps)"
+            raise InvalidValue(
+                name,
+                v,
+                "a positive count",
+                f"pass at least 1, or leave it out for the budget's ({b.examples} examples x {b.steps} steps)",
             )
     if examples is None and steps is None:
         return b
@@ -516,9 +524,11 @@ def _chosen(target: str, device: str, subjects: Optional[Sequence[str]]) -> list
     every = subjects_for(target, device)
     unknown = sorted(set(subjects or ()) - {s.name for s in every})
     if unknown:
-        raise ValueError(
-            f"--subject {', '.join(unknown)}: not a subject of {target} here; expected one of "
-            f"{', '.join(s.name for s in every)}"
+        raise InvalidValue(
+            "--subject",
+            unknown[0],
+            f"a subject of {target} here: {', '.join(s.name for s in every)}",
+            "pass a listed subject, or leave --subject out for them all",
         )
     return [s for s in every if not subjects or s.name in subjects]
 
@@ -564,7 +574,7 @@ def _print(summary: Summary) -> None:
         )
 
 
-def explore_in_children(a: argparse.Namespace, names: Sequence[str]) -> int:
+def explore_in_children(a: argparse.Namespace, names: Sequence[str], tally: Optional[Tally] = None) -> int:
     """One child process per subject (a GPU run): a subject that kills its process or its CUDA
     context costs that subject only. Up to `a.jobs` children run at once (the subjects are host-
     bound: Python, Hypothesis and the oracle), each writing its output to DIR/log-SUBJECT.txt,
@@ -588,6 +598,8 @@ def explore_in_children(a: argparse.Namespace, names: Sequence[str]) -> int:
     def finish(name: str, code: int, log: Path) -> None:
         summary, flight, partial = files(name)
         print(log.read_text(errors="replace"), end="", flush=True)
+        if tally is not None:
+            tally.end(f"subject {name}")
         if summary.exists():
             (results[name],) = json.loads(summary.read_text())["subjects"]
             return
@@ -647,6 +659,8 @@ def explore_in_children(a: argparse.Namespace, names: Sequence[str]) -> int:
                 "--subject",
                 name,
                 "--in-process",
+                "--heartbeat",
+                "0",  # the parent says which subjects run: a child's log is printed once it ends
                 "--summary",
                 summary.name,
                 "--flight",
@@ -662,6 +676,8 @@ def explore_in_children(a: argparse.Namespace, names: Sequence[str]) -> int:
                 reap_one()
             log = open(out / f"log-{slug(name)}.txt", "wb")
             running.append((name, subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT), log))
+            if tally is not None:
+                tally.start(f"subject {name}")
         while running:
             reap_one()
     except KeyboardInterrupt:  # the children got the signal too: what ended, and where the rest stood, is kept
@@ -726,7 +742,7 @@ def _prebuild(subjects: Sequence[Subject], device: str) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m conformance.explore.loop") -> int:
-    p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
+    p = Parser(prog=prog, description=__doc__.split("\n\n")[0])
     p.add_argument("--target", choices=TARGETS, default="torch")
     p.add_argument("--budget", choices=tuple(BUDGETS), default="ci")
     p.add_argument("--out", required=True, help="directory for hypothesis-db/, failures/ and the summary")
@@ -753,37 +769,59 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m conformanc
         action="store_true",
         help="run every subject in this process (the default on a CPU; a GPU run uses a process per subject)",
     )
+    p.add_argument(
+        "--heartbeat",
+        type=float,
+        default=HEARTBEAT_S,
+        metavar="SECONDS",
+        help=f"while one subject runs longer, say so every SECONDS (default {HEARTBEAT_S:g}, 0: none)",
+    )
     p.add_argument("--summary", default=SUMMARY_NAME, help=argparse.SUPPRESS)  # a child's own summary file
     p.add_argument("--flight", default=None, help=argparse.SUPPRESS)  # a child's flight record
     p.add_argument("--partial", default=None, help=argparse.SUPPRESS)  # a child's directed results, early
     a = p.parse_args(argv)
     try:
         if a.jobs < 1:
-            raise ValueError(
-                f"--jobs={a.jobs}: expected a positive number of subject processes at once; pass e.g. --jobs 4"
-            )
+            raise InvalidValue("--jobs", a.jobs, "a positive number of subject processes at once", "pass e.g. --jobs 4")
+        checked_device(a.device)
+        usable_out_dir("--out", a.out)  # a file, or a path under one: refused before anything is written
+        beat = Heartbeat(heartbeat_seconds(a.heartbeat))
         if a.prebuild:
             _budget(a.budget, a.examples, a.steps)  # usage errors before the build
             _prebuild(_chosen(a.target, a.device, a.subject), a.device)
         if not a.in_process and device_type(a.device) == "cuda":
             _budget(a.budget, a.examples, a.steps)  # usage errors before any child starts
-            return explore_in_children(a, [s.name for s in _chosen(a.target, a.device, a.subject)])
+            names = [s.name for s in _chosen(a.target, a.device, a.subject)]
+            with beat:
+                return explore_in_children(a, names, Tally(len(names), "subjects done", beat))
         if a.flight:
             machines.FLIGHT_RECORDER = Path(a.flight)
-        summary = explore(
-            a.target,
-            budget=a.budget,
-            out=a.out,
-            device=a.device,
-            seed=a.seed,
-            subjects=a.subject,
-            examples=a.examples,
-            steps=a.steps,
-            on_result=print_result,
-            summary_name=a.summary,
-            partial_name=a.partial,
-            verify=not a.no_verify,
-        )
+        tally = Tally(0, "subjects done", beat)
+
+        def started(s: Subject, n: int) -> None:
+            tally.total = n
+            tally.start(f"subject {s.name}")
+
+        def ended(r: SubjectResult) -> None:
+            print_result(r)
+            tally.end(f"subject {r.subject.name}")
+
+        with beat:
+            summary = explore(
+                a.target,
+                budget=a.budget,
+                out=a.out,
+                device=a.device,
+                seed=a.seed,
+                subjects=a.subject,
+                examples=a.examples,
+                steps=a.steps,
+                on_result=ended,
+                summary_name=a.summary,
+                partial_name=a.partial,
+                verify=not a.no_verify,
+                on_start=started,
+            )
     except ValueError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2

@@ -32,7 +32,6 @@ from typing import Any
 
 import torch
 
-import scenarios
 from kernels._torch_common import kv_slots, physical_kv
 from kernels.torch_sdpa import call_form, explicit_mask
 from scenarios.case import Case
@@ -40,8 +39,6 @@ from conformance.explore.machines import ScenarioFailure, Subject, case_expr
 from conformance.explore.repro_flashinfer import flashinfer_script
 from conformance.explore.script_parts import SCRIPT_CHECKS, expected_route, script_header, reference_data
 from scenarios.tensors import materialize
-
-REPO_ROOT = str(Path(scenarios.__file__).resolve().parents[1])
 
 
 def slug(text: str) -> str:
@@ -100,9 +97,15 @@ from pathlib import Path
 import torch
 
 try:
-    import scenarios  # noqa: F401
-except ImportError:  # run from outside the checkout: find the package where the script was written
-    sys.path.insert(0, $repo_root)
+    import scenarios  # noqa: F401  (attncheck installed, or run from the checkout's root)
+except ImportError:  # not installed: the checkout this script lies in, if it lies in one
+    HERE = Path(__file__).resolve().parent
+    ROOT = next((p for p in (HERE, *HERE.parents) if (p / "scenarios" / "case.py").is_file()), None)
+    if ROOT is None:
+        print("attncheck is not importable here: pip install -e <attncheck checkout>, or keep this script "
+              "inside the checkout", file=sys.stderr)
+        sys.exit(2)
+    sys.path.insert(0, str(ROOT))
 from scenarios.case import Case
 from scenarios.tensors import materialize
 from kernels._env import warm_mkl_vml
@@ -215,7 +218,6 @@ def _library_script(failure: ScenarioFailure, subject: Subject, name: str) -> tu
     with subject.context() if subject.context else contextlib.nullcontext():  # a stand-in is made installed
         graph = bool(getattr(subject.make(subject.backend), "graph", False))
     body = Template(_LIBRARY_BODY).substitute(
-        repo_root=repr(REPO_ROOT),
         imports=subject.recipe.imports,
         make=subject.recipe.make,
         checks=SCRIPT_CHECKS,

@@ -32,6 +32,7 @@ from routing.specs import FLASHINFER_CUDA_LIBRARY, FLASHINFER_ROCM, TORCH_SDPA, 
 from conformance.explore.machines import Recipe, Subject
 from kernels.standins.faults import FAULTS
 from kernels.flashinfer.lifecycle_faults import FAULTS as LIFECYCLE_FAULTS, LifecycleFault, injected
+from scenarios.errors import InvalidValue
 
 TARGETS = ("torch", "standin", "faults", "flashinfer", "lifecycle", "lifecycle-clean")
 # Targets whose subjects are expected to fail (faults switched on), and their clean comparison: explored with
@@ -46,7 +47,7 @@ def torch_subjects(device: str) -> list[Subject]:
     target = get_target("torch")
     here = target.available(device)
     if not here.ok:
-        raise ValueError(f"--device {device}: {here.reason}")
+        raise InvalidValue("--device", device, "a device the target runs on", f"{here.reason}: pass another --device")
     kind = _env.device_type(device)
     return [
         Subject(
@@ -204,7 +205,9 @@ def flashinfer_subjects(
     if make is None:
         here = target.available(device)
         if not here.ok:
-            raise ValueError(f"--device {device}: {here.reason}")
+            raise InvalidValue(
+                "--device", device, "a device the target runs on", f"{here.reason}: pass another --device"
+            )
         make = lambda b, g, **o: target.make(b, device, graph=g, **o)  # noqa: E731
     offered = target.backends(device) if offered is None else offered
     explicit = tuple(b for b in ("fa2", "fa3", "aiter") if b in offered)

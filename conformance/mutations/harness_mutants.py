@@ -44,6 +44,10 @@ _PLOTS_MODEL = _PLOTS + "test_the_model_holds_each_records_err_over_bound_and_it
 _PLOTS_SVG = _PLOTS + "test_every_plot_is_inline_svg_with_a_title_axes_a_legend_and_a_caption"
 _PLOTS_GEOMETRY = _PLOTS + "test_the_threshold_sits_on_q_star_and_every_cell_carries_its_interval"
 _PLOTS_BROWSER = _PLOTS + "test_the_rendered_page_shows_every_plot_with_its_marks_where_the_numbers_put_them"
+_BAD = "tests/harness/test_bad_input.py::"
+_BAD_ROW = _BAD + "test_every_bad_input_exits_2_in_one_line_and_writes_nothing"
+_PROGRESS = "tests/harness/test_progress.py::"
+_LONG_ITEM = _PROGRESS + "test_a_long_item_says_it_is_still_running_and_progress_gives_the_time_left"
 
 
 def _harness(name: str, path: str, old: str, new: str, description: str, kills: tuple[str, ...]) -> Mutant:
@@ -206,8 +210,8 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "prebuild-command-ignores-cases",
         "conformance/commands/prebuild.py",
-        "            [c for text in a.cases for c in load_cases(text)] if a.cases else TARGET.matrix(a.budget, device=a.device)\n",
-        "            [c for text in a.cases for c in load_cases(text)] if False else TARGET.matrix(a.budget, device=a.device)\n",
+        "    cases = given if given is not None else TARGET.matrix(a.budget, device=a.device)\n",
+        "    cases = TARGET.matrix(a.budget, device=a.device)\n",
         "the prebuild command builds the whole matrix's modules whatever cases the coming runs hold",
         (_PREBUILD + "test_the_command_prebuilds_given_cases_with_tensor_core_decode",),
     ),
@@ -770,7 +774,7 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "    except Exception as e:  # torch.load on anything else: truncated, random bytes, text, another pickle\n",
         "    except KeyError as e:  # torch.load on anything else: truncated, random bytes, text, another pickle\n",
         "a truncated or foreign --inputs file ends in torch.load's traceback, exit 1 (read by CI as a failed kernel)",
-        ("tests/harness/test_cli.py::test_every_bad_input_exits_2_in_one_line_and_writes_nothing[inputs-truncated]",),
+        (_BAD + "test_every_bad_input_exits_2_in_one_line_and_writes_nothing[run-inputs-truncated]",),
     ),
     _harness(
         "inputs-case-unchecked",
@@ -778,9 +782,7 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         '    if not isinstance(blob, dict) or not isinstance(blob.get("case"), dict):\n',
         '    if not isinstance(blob, dict) or "case" not in blob:\n',
         "a batch file whose 'case' is not an object ends in a traceback",
-        (
-            "tests/harness/test_cli.py::test_every_bad_input_exits_2_in_one_line_and_writes_nothing[inputs-case-not-an-object]",
-        ),
+        (_BAD + "test_every_bad_input_exits_2_in_one_line_and_writes_nothing[run-inputs-case-not-an-object]",),
     ),
     _harness(
         "out-file-not-checked",
@@ -788,7 +790,7 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         '    usable_out_dir("--out", args.out)  # a file, or a path under one, is refused before anything is written\n',
         "    pass  # a file, or a path under one, is refused before anything is written\n",
         "`--out` naming a file ends in makedirs' traceback, exit 1, after the run began",
-        ("tests/harness/test_cli.py::test_every_bad_input_exits_2_in_one_line_and_writes_nothing[out-a-file]",),
+        (_BAD + "test_every_bad_input_exits_2_in_one_line_and_writes_nothing[run-out-a-file]",),
     ),
     _harness(
         "ledger-asks-the-fresh-pick",
@@ -2399,6 +2401,157 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "yerr=[[0.0] * len(lo), [0.0] * len(hi)]",
         "the sweep plot draws each ratio without its interval",
         (_PLOTS_GEOMETRY,),
+    ),
+    _harness(
+        "usage-error-prints-the-whole-usage",
+        "conformance/usage.py",
+        '        sys.stderr.write(f"{self.prog}: error: {message}. Fix: {fix} (`{self.prog} --help` lists the options)\\n")\n',
+        "        super().error(message)\n",
+        "argparse's own refusals (a number that is not one, an unknown choice or option, a missing argument) "
+        "print the whole usage before the error, with no fix",
+        (
+            _BAD_ROW + "[run-seed-not-an-integer]",
+            _BAD_ROW + "[explore-target]",
+            _BAD_ROW + "[routes-spec-missing]",
+            _BAD_ROW + "[prebuild-unknown-option]",
+        ),
+    ),
+    _harness(
+        "out-empty-path-taken",
+        "conformance/usage.py",
+        "    if not path.strip():\n",
+        "    if False:\n",
+        "--out '' is taken for the working folder: run and sweep end in makedirs' traceback, mutate and explore "
+        "write into the folder they were started in",
+        (_BAD_ROW + "[run-out-empty]", _BAD_ROW + "[sweep-out-empty]"),
+    ),
+    _harness(
+        "sweep-out-not-checked",
+        "conformance/commands/sweep.py",
+        '    usable_out_dir("--out", args.out)  # a file, or a path under one: refused before anything is timed\n',
+        "    pass  # a file, or a path under one: refused before anything is timed\n",
+        "`attncheck sweep --out FILE` ends in makedirs' traceback once the adapters are made",
+        (_BAD_ROW + "[sweep-out-a-file]",),
+    ),
+    _harness(
+        "explore-out-not-checked",
+        "conformance/explore/loop.py",
+        '        usable_out_dir("--out", a.out)  # a file, or a path under one: refused before anything is written\n',
+        "        pass  # a file, or a path under one: refused before anything is written\n",
+        "`attncheck explore --out FILE` ends in mkdir's traceback",
+        (_BAD_ROW + "[explore-out-a-file]",),
+    ),
+    _harness(
+        "explore-device-not-checked",
+        "conformance/explore/loop.py",
+        "        checked_device(a.device)\n",
+        "",
+        "`attncheck explore --device tpu` ends in torch's traceback about device strings",
+        (_BAD_ROW + "[explore-device]",),
+    ),
+    _harness(
+        "device-not-checked",
+        "conformance/commands/common.py",
+        "    return checked_device(given) if given else default_device()\n",
+        "    return given or default_device()\n",
+        "run, record and sweep take --device tpu: torch's traceback about device strings, not one line",
+        (_BAD_ROW + "[sweep-device]", _BAD_ROW + "[run-device]"),
+    ),
+    _harness(
+        "routes-undecodable-results-traceback",
+        "conformance/route_records.py",
+        "    except (IncompatibleRecord, ValueError, TypeError) as e:  # ValueError: bad JSON, bytes that are not text\n",
+        "    except (IncompatibleRecord, json.JSONDecodeError, TypeError) as e:  # ValueError: bad JSON, bytes that are not text\n",
+        "`attncheck routes` on a file of random bytes ends in a UnicodeDecodeError traceback",
+        (_BAD_ROW + "[routes-garbage]",),
+    ),
+    _harness(
+        "routes-empty-results-misnamed",
+        "conformance/route_records.py",
+        "    if not records:\n",
+        "    if False:\n",
+        "an empty results file is refused as one holding no auto record: the fix named is another run with --backend auto",
+        (_BAD_ROW + "[routes-empty]",),
+    ),
+    _harness(
+        "prebuild-budget-checked-after-the-device",
+        "conformance/commands/prebuild.py",
+        "        parse_budget(a.budget)\n",
+        "        pass\n",
+        "`attncheck prebuild --budget huge` is refused for its device: the bad budget is named only on the GPU runner",
+        (_BAD_ROW + "[prebuild-budget]",),
+    ),
+    _harness(
+        "diff-floor-fix-says-2",
+        "conformance/commands/diff.py",
+        '            raise InvalidValue(flag, v, "a positive number", f"pass e.g. {flag} {DEFAULTS[flag]}")\n',
+        '            raise InvalidValue(flag, v, "a positive number", f"pass e.g. {flag} 2")\n',
+        "--error-floor 0 is refused with the fix --error-floor 2: eight times its default, a floor no regression reaches",
+        (_BAD_ROW + "[diff-error-floor-zero]",),
+    ),
+    _harness(
+        "heartbeat-negative-taken",
+        "conformance/usage.py",
+        "    if not value >= 0:\n",
+        "    if False:\n",
+        "--heartbeat -1 is taken (as no heartbeat): a typo runs a whole matrix silently",
+        (_BAD_ROW + "[run-heartbeat-negative]",),
+    ),
+    _harness(
+        "heartbeat-silent",
+        "conformance/progress.py",
+        '                self._say(f"  still on {self._label}, {duration(time.monotonic() - self._since)}")\n',
+        "                pass\n",
+        "the heartbeat says nothing: a single large case prints nothing for minutes",
+        (
+            _PROGRESS + "test_the_heartbeat_beats_while_its_item_runs_and_stops_when_it_ends",
+            _LONG_ITEM + "[run]",
+            _LONG_ITEM + "[explore]",
+        ),
+    ),
+    _harness(
+        "progress-time-left-dropped",
+        "conformance/progress.py",
+        '    return f"{duration(elapsed_s)} elapsed, about {duration(elapsed_s / done * (total - done))} left"\n',
+        '    return f"{duration(elapsed_s)} elapsed"\n',
+        "progress lines give the time spent and no time left",
+        (_PROGRESS + "test_the_time_left_is_the_time_per_item_so_far_times_the_items_left", _LONG_ITEM + "[run]"),
+    ),
+    _harness(
+        "run-heartbeat-never-begun",
+        "conformance/commands/run.py",
+        '            on_pair=lambda case, backend: beat.begin(f"case {case.id} on {backend}"),\n',
+        "",
+        "`attncheck run` never starts the heartbeat: a long case is silent",
+        (_LONG_ITEM + "[run]",),
+    ),
+    _harness(
+        "sweep-heartbeat-never-begun",
+        "conformance/sweep.py",
+        "                    on_config(rec.config_id)\n",
+        "",
+        "`attncheck sweep` never starts the heartbeat: a long configuration is silent",
+        (_LONG_ITEM + "[sweep]",),
+    ),
+    _harness(
+        "explore-subject-start-unsaid",
+        "conformance/explore/loop.py",
+        "        on_start(s, len(chosen))\n",
+        "",
+        "`attncheck explore` never says a subject started: no heartbeat while it runs",
+        (_LONG_ITEM + "[explore]",),
+    ),
+    _harness(
+        "repro-checkout-not-searched-upward",
+        "conformance/explore/repro.py",
+        '    ROOT = next((p for p in (HERE, *HERE.parents) if (p / "scenarios" / "case.py").is_file()), None)\n',
+        '    ROOT = HERE if (HERE / "scenarios" / "case.py").is_file() else None\n',
+        "a library script, attncheck not installed, finds the checkout only in its own folder: one written "
+        "under attncheck-out/ inside the checkout does not run",
+        (
+            "tests/explore/test_scenario_repro.py::"
+            "test_a_library_script_holds_no_path_of_the_checkout_and_runs_from_anywhere",
+        ),
     ),
 )
 

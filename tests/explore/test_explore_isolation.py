@@ -251,7 +251,7 @@ def test_an_in_process_run_writes_each_subjects_directed_results_before_its_expl
     [
         (["--examples", "0"], "--examples=0"),
         (["--steps", "-1"], "--steps=-1"),
-        (["--subject", "nope"], "--subject nope"),
+        (["--subject", "nope"], "--subject='nope'"),
         (["--jobs", "0"], "--jobs=0"),
     ],
 )

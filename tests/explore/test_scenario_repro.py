@@ -12,6 +12,7 @@ import contextlib
 import io
 import os
 import runpy
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -99,6 +100,59 @@ def test_a_library_script_reproduces_standalone(tmp_path: Path) -> None:
     done = standalone(script, tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "REPRODUCED at step 4" in done.stdout and "custom mask" in done.stdout
+
+
+ROOT = str(Path(__file__).resolve().parents[2])
+PACKAGES = ("scenarios", "oracle", "kernels", "routing", "conformance", "reports")
+# Runs a script as if attncheck were not installed: its packages are found only on a sys.path entry inside
+# the folder given, whatever site-packages holds (an editable install included).
+NOT_INSTALLED = """
+import importlib.machinery as m, runpy, sys
+script, inside = sys.argv[1], sys.argv[2]
+class NotInstalled:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name.partition(".")[0] not in %r:
+            return None
+        if path is not None:
+            return m.PathFinder.find_spec(name, path)
+        spec = m.PathFinder.find_spec(name, [p for p in sys.path if p.startswith(inside)])
+        if spec is None:
+            raise ModuleNotFoundError(name)
+        return spec
+sys.meta_path.insert(0, NotInstalled)
+sys.argv = [script]
+runpy.run_path(script, run_name="__main__")
+""" % (PACKAGES,)
+
+
+def test_a_library_script_holds_no_path_of_the_checkout_and_runs_from_anywhere(tmp_path: Path) -> None:
+    """Copied out of the checkout with its data and run from another folder, a script finds attncheck installed
+    (here: PYTHONPATH); not installed, it finds the checkout it lies in. Either way it reproduces."""
+    subject = next(s for s in fault_subjects() if s.name == "fault-mask_not_cleared")
+    failure = directed_failure(subject, "paged: masked then unmasked")
+    checkout = tmp_path / "checkout"
+    script = write_repro(failure, subject, checkout / "attncheck-out", "directed")
+    assert ROOT not in script.read_text()
+    away, cwd = tmp_path / "copied", tmp_path / "cwd"
+    for d in (away, cwd):
+        d.mkdir()
+    for f in (script, script.with_suffix(".pt")):
+        shutil.copy(f, away / f.name)
+    for pkg in PACKAGES:
+        (checkout / pkg).symlink_to(Path(ROOT) / pkg)
+    installed = standalone(away / script.name, cwd, PYTHONPATH=ROOT)
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    inside = subprocess.run(
+        [sys.executable, "-c", NOT_INSTALLED, str(script), str(checkout)],
+        cwd=cwd,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    for done in (installed, inside):
+        assert done.returncode == 1 and "REPRODUCED at step 4" in done.stdout, done.stdout + done.stderr
 
 
 def test_a_library_scripts_run_is_synchronised_inside_its_try(tmp_path: Path) -> None:
