@@ -321,13 +321,11 @@ def cached_truth(case: Case, seed: int) -> Truth:
     return _TRUTHS.of(case, seed, "cpu").truth()
 
 
-def default_wrapper_key(case: Case, graph: bool) -> tuple:
-    """Which library wrapper serves a case when the adapter does not say (`wrapper_key`): one per
-    API and KV layout; in graph mode also per batch size and mask kind, fixed at construction (the
-    flashinfer adapter's default keying, and SGLang's: docs/flashinfer-adapter.md, "Graph wrappers as
-    engines allocate them")."""
-    key: tuple = (case.layout, case.kv_layout)
-    return key + (case.batch_size, case.mask) if graph else key
+def default_wrapper_key(case: Case) -> tuple:
+    """Which library wrapper serves a case when the adapter does not say (`wrapper_key`): one per API and KV
+    layout. An adapter with CUDA-graph wrappers says how it keys them (FlashInferKernel.wrapper_key, from
+    kernels/flashinfer/adapter.py `graph_wrapper_key`: per batch size, and per mask kind unless shared)."""
+    return (case.layout, case.kv_layout)
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -501,7 +499,10 @@ class ScenarioMachine(RuleBasedStateMachine):
 
     def _wrapper_key(self, adapter: AttentionKernel, case: Case) -> tuple:
         key_fn = getattr(adapter, "wrapper_key", None)
-        return key_fn(case) if callable(key_fn) else default_wrapper_key(case, self.graph)
+        if callable(key_fn):
+            return key_fn(case)
+        assert not self.graph, f"{adapter!r} runs in CUDA-graph mode without saying how its wrappers are keyed"
+        return default_wrapper_key(case)
 
     def _query(self, backend: str, case: Case) -> RoutingQuery:
         env = replace(self.subject.env, graph_mode=self.graph)
