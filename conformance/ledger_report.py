@@ -103,13 +103,20 @@ def verify_runs(root: str) -> dict[str, list[VerifyReport]]:
 
 
 def newest_run(entry: KnownFailure, version: str, runs: dict[str, list[VerifyReport]], root: str) -> Optional[Run]:
-    """The entry's outcome in the newest verify run of `version` that judged it, if any."""
-    for report in runs.get(version, []):
-        for o in report.outcomes:
-            if o.id == entry.id and report.environment.versions.get(entry.target) == version:
-                out = os.path.join(os.path.dirname(report.path), o.output) if o.output else None
-                return Run(o, report, os.path.relpath(out, root) if out else None)
-    return None
+    """The entry's outcome in the newest verify run of `version` that judged it (reproduces or not), else in the
+    newest that could not run it, if any: a run cut short says nothing against an earlier verdict."""
+    found = [
+        (o, report)
+        for report in runs.get(version, [])
+        for o in report.outcomes
+        if o.id == entry.id and report.environment.versions.get(entry.target) == version
+    ]
+    judged = [(o, r) for o, r in found if o.status != COULD_NOT_RUN]
+    if not (judged or found):
+        return None
+    o, report = (judged or found)[0]
+    out = os.path.join(os.path.dirname(report.path), o.output) if o.output else None
+    return Run(o, report, os.path.relpath(out, root) if out else None)
 
 
 def _environment(report: VerifyReport) -> str:

@@ -354,21 +354,22 @@ def load_cases(text: str) -> list[Case]:
                 src = f.read()
         except OSError as e:
             raise InvalidValue("--case @", text[1:], "a readable JSON file", f"check the path ({e.strerror})") from None
+    shown = text if text.startswith("@") else text[:80]  # a file is named whole: its name ends the path
     try:
         obj = json.loads(src)
     except json.JSONDecodeError as e:
-        raise InvalidCase("<json>", text[:80], "a JSON object of Case fields", f"fix the JSON ({e.msg})") from None
+        raise InvalidCase("<json>", shown, "a JSON object of Case fields", f"fix the JSON ({e.msg})") from None
     objs = obj if isinstance(obj, list) else [obj]
     if not objs or not all(isinstance(o, dict) for o in objs):
         raise InvalidCase(
-            "<json>", text[:80], "a JSON object of Case fields, or a non-empty list of them", "wrap the fields in {...}"
+            "<json>", shown, "a JSON object of Case fields, or a non-empty list of them", "wrap the fields in {...}"
         )
     try:
         return [Case.from_json(o) for o in objs]
     except TypeError as e:
         raise InvalidCase(
             "<json>",
-            text[:80],
+            shown,
             "every required Case field (layout, qo_lens, kv_lens, num_qo_heads, num_kv_heads)",
             f"add the missing field ({e})",
         ) from None

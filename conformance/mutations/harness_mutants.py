@@ -1350,7 +1350,7 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "        status = SHOWN_BESIDE if _kept_beside(entry, version, root) else NOT_RUN\n",
         "        status = NOT_RUN\n",
         "a version shown only by the output kept beside the script (before verify runs) reads 'not run'",
-        (_REPORT + "test_a_report_carries_what_a_maintainer_needs[torch]",),
+        (_REPORT + "test_a_version_shown_only_by_the_output_kept_beside_the_script_says_so",),
     ),
     _harness(
         "report-recorder-lines-kept",
@@ -2552,6 +2552,25 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
             "tests/explore/test_scenario_repro.py::"
             "test_a_library_script_holds_no_path_of_the_checkout_and_runs_from_anywhere",
         ),
+    ),
+    _harness(
+        "report-cut-short-run-overrides-verdict",
+        "conformance/ledger_report.py",
+        "    judged = [(o, r) for o, r in found if o.status != COULD_NOT_RUN]\n",
+        "    judged = [(o, r) for o, r in found]\n",
+        "a verify run cut short (could not run) hides an earlier verdict: the versions table loses a reproduction",
+        (
+            _REPORT + "test_a_run_cut_short_says_nothing_against_an_earlier_verdict",
+            _REPORT + "test_a_report_carries_what_a_maintainer_needs[entry-selects-its-family]",
+        ),
+    ),
+    _harness(
+        "case-file-name-cut",
+        "scenarios/case.py",
+        '    shown = text if text.startswith("@") else text[:80]  # a file is named whole: its name ends the path\n',
+        "    shown = text[:80]  # a file is named whole: its name ends the path\n",
+        "a --case @file that is not JSON is named by its path's first 80 characters: a long path loses the file name",
+        (_BAD + "test_every_bad_input_exits_2_in_one_line_and_writes_nothing[run-case-file-long-name]",),
     ),
 )
 

@@ -106,8 +106,8 @@ REPORTS = [
     pytest.param(
         ["torch-sdpa-empty-rows"],
         (
-            "| `torch-sdpa-empty-rows` | shown in the H200 output kept beside the script; listed; sources not read |",
-            "torch 2.11.0+cu130 cuda 13.0",
+            "| `torch-sdpa-empty-rows` | reproduces, ledger verify 2026-12-02; listed; sources not read |",
+            "cuda 13.0, cudnn 91900, torch 2.11.0+cu130; python 3.12.3; NVIDIA H200 (sm90)",
         ),
         ("0.7.4",),
         id="torch",
@@ -126,6 +126,31 @@ def test_a_report_carries_what_a_maintainer_needs(ids: list[str], present: tuple
 def test_no_id_writes_every_family_once() -> None:
     text = lr.render([], LEDGER, ROOT)
     assert [ln[3:] for ln in text.splitlines() if ln.startswith("## ")] == [f.title for f in lf.FAMILIES.values()]
+
+
+def test_a_version_shown_only_by_the_output_kept_beside_the_script_says_so(tmp_path: Any) -> None:
+    """Before any verify run of a version, a confirmed entry whose kept output names that version is shown there."""
+    ev = tmp_path / "docs" / "evidence"
+    ev.mkdir(parents=True)
+    (ev / "repro_x.py").write_text("print('x')\n")
+    (ev / "repro_x.h200.txt").write_text("torch 2.11.0+cu130 cuda 13.0\nDEFECT\n")
+    entry = KnownFailure(
+        "torch-sdpa-empty-rows", "torch", ("2.11.0+cu130",), "s", "fail", "docs/evidence/repro_x.py", True, "-"
+    )
+    text = lr.render([entry.id], [entry], str(tmp_path))
+    assert f"| `torch-sdpa-empty-rows` | {lr.SHOWN_BESIDE}; listed; {lr.NOT_READ} |" in text, text
+
+
+def test_a_run_cut_short_says_nothing_against_an_earlier_verdict() -> None:
+    """fa3-hnd-kv-heads-wrong: reproduced (by an earlier script) on 2026-12-02's second sitting, then timed out on
+    the third: the version cell keeps the verdict."""
+    runs = lr.verify_runs(ROOT)
+    [entry] = [e for e in LEDGER if e.id == "flashinfer-fa3-hnd-kv-heads-wrong"]
+    for version in ("0.7.2.post1", "0.7.4"):
+        statuses = [o.status for r in runs[version] for o in r.outcomes if o.id == entry.id]
+        assert files.COULD_NOT_RUN in statuses and files.REPRODUCES in statuses, statuses
+        run = lr.newest_run(entry, version, runs, ROOT)
+        assert run is not None and run.outcome.status == files.REPRODUCES, run
 
 
 def _evidence(tmp: Any, script_text: str, printed_by: str) -> KnownFailure:
