@@ -16,23 +16,12 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from conformance.cli import main  # noqa: E402
+from fault_command import run_with_fault  # noqa: E402
 from kernels.torch_precision_faults import FAULTS, injected  # noqa: E402
 
-
-def run(argv: list[str]) -> int:
-    if argv[:1] == ["--list"]:
-        for f in FAULTS.values():
-            print(f"{f.name:18} {f.description}")
-        return 0
-    if not argv or argv[0] not in FAULTS:
-        given = argv[0] if argv else "nothing"
-        print(f"precision fault: got {given!r}; pass one of {', '.join(FAULTS)} (or --list)", file=sys.stderr)
-        return 2
-    with injected(argv[0]):
-        return main(argv[1:])
-
-
 if __name__ == "__main__":
-    sys.exit(run(sys.argv[1:]))
+    sys.exit(
+        run_with_fault(sys.argv[1:], "precision fault", FAULTS, injected, lambda f: f"{f.name:18} {f.description}")
+    )
