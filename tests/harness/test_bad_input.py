@@ -20,20 +20,8 @@ import torch
 from conformance import cli
 from scenarios.case import Case
 from scenarios.tensors import materialize, save
+from cli_case import SMALL
 
-SMALL = {
-    "layout": "ragged",
-    "qo_lens": [3, 0],
-    "kv_lens": [9, 4],
-    "num_qo_heads": 4,
-    "num_kv_heads": 2,
-    "head_dim_qk": 16,
-    "head_dim_vo": 16,
-    "causal": True,
-    "q_dtype": "fp32",
-    "kv_dtype": "fp32",
-    "o_dtype": "fp32",
-}
 CASE = ["--case", json.dumps(SMALL)]
 
 

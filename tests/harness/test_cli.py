@@ -16,20 +16,7 @@ from scenarios.poison import poison
 from reports.records import ParityRecord, RunFooter, RunHeader, read_jsonl
 from scenarios.case import Case
 from scenarios.tensors import materialize, save
-
-SMALL = {
-    "layout": "ragged",
-    "qo_lens": [3, 0],
-    "kv_lens": [9, 4],
-    "num_qo_heads": 4,
-    "num_kv_heads": 2,
-    "head_dim_qk": 16,
-    "head_dim_vo": 16,
-    "causal": True,
-    "q_dtype": "fp32",
-    "kv_dtype": "fp32",
-    "o_dtype": "fp32",
-}
+from cli_case import SMALL
 
 
 def _run(args, capsys):

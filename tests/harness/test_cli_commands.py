@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from conformance import cli
+from cli_case import SMALL
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SUBCOMMANDS = (
@@ -27,19 +28,6 @@ SUBCOMMANDS = (
     "threshold",
     "prebuild",
 )
-SMALL = {
-    "layout": "ragged",
-    "qo_lens": [3, 0],
-    "kv_lens": [9, 4],
-    "num_qo_heads": 4,
-    "num_kv_heads": 2,
-    "head_dim_qk": 16,
-    "head_dim_vo": 16,
-    "causal": True,
-    "q_dtype": "fp32",
-    "kv_dtype": "fp32",
-    "o_dtype": "fp32",
-}
 
 
 def _python_m(module: str, *args: str) -> subprocess.CompletedProcess:

@@ -15,20 +15,8 @@ from conformance import cli, parity_run, sweep
 from conformance.explore import loop
 from conformance.progress import Heartbeat, duration, pace
 from scenarios.case import Case
+from cli_case import SMALL
 
-SMALL = {
-    "layout": "ragged",
-    "qo_lens": [3, 0],
-    "kv_lens": [9, 4],
-    "num_qo_heads": 4,
-    "num_kv_heads": 2,
-    "head_dim_qk": 16,
-    "head_dim_vo": 16,
-    "causal": True,
-    "q_dtype": "fp32",
-    "kv_dtype": "fp32",
-    "o_dtype": "fp32",
-}
 SLOW_S = 0.25  # each item of the CLI runs below is made to take this long; the heartbeat is a fifth of it
 LEFT = r"[\d.]+ s elapsed, about [\d.]+ s left"
 
