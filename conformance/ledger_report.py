@@ -111,10 +111,9 @@ def newest_run(entry: KnownFailure, version: str, runs: dict[str, list[VerifyRep
         for o in report.outcomes
         if o.id == entry.id and report.environment.versions.get(entry.target) == version
     ]
-    judged = [(o, r) for o, r in found if o.status != COULD_NOT_RUN]
-    if not (judged or found):
+    if not found:
         return None
-    o, report = (judged or found)[0]
+    o, report = files.newest_verdict(found)
     out = os.path.join(os.path.dirname(report.path), o.output) if o.output else None
     return Run(o, report, os.path.relpath(out, root) if out else None)
 

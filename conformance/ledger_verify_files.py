@@ -13,7 +13,7 @@ import json
 import os
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, TypeVar
 
 from conformance.ledger_env import Environment
 from reports.records import versions_text
@@ -157,6 +157,15 @@ def same_libraries(a: Environment, b: Environment) -> bool:
     return (libs(a), a.arch, a.device, a.python_version) == (libs(b), b.arch, b.device, b.python_version)
 
 
+R = TypeVar("R")
+
+
+def newest_verdict(found: Sequence[tuple[Outcome, R]]) -> tuple[Outcome, R]:
+    """Of one entry's outcomes (at least one), each with its run, newest first: the newest that judged the entry
+    (reproduces or not), else the newest. A run cut short says nothing against an earlier verdict."""
+    return next((p for p in found if p[0].status != COULD_NOT_RUN), found[0])
+
+
 def combined(reports: Sequence[VerifyReport], flag: str) -> VerifyReport:
     """Several verify runs of one library stack as one (a ledger too slow for one device call is verified a few
     entries per call): per entry, the newest run that ran its script, else the newest that named it. Runs
@@ -173,19 +182,18 @@ def combined(reports: Sequence[VerifyReport], flag: str) -> VerifyReport:
                 "pass the verify runs of one library version on one kind of machine",
             )
     newest_first = sorted(reports, key=lambda r: r.started, reverse=True)
-    chosen: dict[str, Outcome] = {}
+    per_entry: dict[str, list[tuple[Outcome, VerifyReport]]] = {}
     for r in newest_first:
         for o in r.outcomes:
-            held = chosen.get(o.id)
-            if held is None or (held.status == COULD_NOT_RUN and o.status != COULD_NOT_RUN):
-                chosen[o.id] = o
+            per_entry.setdefault(o.id, []).append((o, r))
+    chosen = [newest_verdict(found)[0] for found in per_entry.values()]
     unfinished = any(r.finished is None for r in reports)
     return VerifyReport(
         newest_first[0].environment,
         newest_first[0].command,
         newest_first[0].started,
         max(r.timeout_s for r in reports),
-        sorted(chosen.values(), key=lambda o: o.id),
+        sorted(chosen, key=lambda o: o.id),
         None if unfinished else newest_first[0].finished,
         " + ".join(r.path for r in reports),
     )
