@@ -41,6 +41,22 @@ def dtype_decline(case: Case, backend: str) -> Optional[Support]:
     return None
 
 
+def sdpa_decline(case: Case, backend: str, sdpa: str, device: str, offered: tuple[str, ...]) -> Optional[Support]:
+    """What every SDPA adapter (per request, padded, nested) declines before asking torch: its device absent, its
+    `backend` not among those `offered` on `device`, cuDNN (`sdpa`, the SDPA kernel it forces) not in this build,
+    a soft cap, or dtypes torch takes no call with."""
+    dev = device_decline(device)
+    if dev is not None:
+        return dev
+    if backend not in offered:
+        return Support.no(skips.detail(skips.DEVICE_BACKEND, f"SDPA {backend} on {device}"))
+    if sdpa == "cudnn" and (_env.is_rocm() or not torch.backends.cudnn.is_available()):
+        return Support.no(skips.detail(skips.DEVICE_BACKEND, "cuDNN is not available in this torch build"))
+    if case.logits_soft_cap > 0:
+        return Support.no(skips.detail(skips.NO_SOFT_CAP, "SDPA has no score modification"))
+    return dtype_decline(case, backend)
+
+
 def check_inputs(inputs: Inputs, device: str) -> None:
     """Refuse inputs that contradict their case, or that live on another device than the adapter."""
     want = torch.device(device)

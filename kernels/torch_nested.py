@@ -39,10 +39,9 @@ from kernels._torch_common import (
     TARGET,
     KVSlots,
     check_inputs,
-    device_decline,
-    dtype_decline,
     kv_slots,
     same_inputs,
+    sdpa_decline,
     store_rows,
 )
 from kernels.errors import LibraryRefused, UnknownBackend, UnsupportedCase
@@ -155,18 +154,9 @@ class NestedSdpaKernel:
         return self._support[case]
 
     def _decide(self, case: Case) -> Support:
-        dev = device_decline(self.device)
-        if dev is not None:
-            return dev
-        if self.backend not in backends_for(self.device):
-            return Support.no(skips.detail(skips.DEVICE_BACKEND, f"SDPA {self.backend} on {self.device}"))
-        if self.sdpa == "cudnn" and (_env.is_rocm() or not torch.backends.cudnn.is_available()):
-            return Support.no(skips.detail(skips.DEVICE_BACKEND, "cuDNN is not available in this torch build"))
-        if case.logits_soft_cap > 0:
-            return Support.no(skips.detail(skips.NO_SOFT_CAP, "SDPA has no score modification"))
-        dt = dtype_decline(case, self.backend)
-        if dt is not None:
-            return dt
+        common = sdpa_decline(case, self.backend, self.sdpa, self.device, backends_for(self.device))
+        if common is not None:
+            return common
         unequal = [(q, k) for q, k in zip(case.qo_lens, case.kv_lens) if q and q != k]
         if case.causal and unequal:  # is_causal aligns top-left (module docstring)
             return Support.no(skips.detail(skips.CAUSAL_ALIGNMENT, f"requests (qo, kv) {unequal[:3]}"))

@@ -34,10 +34,9 @@ from kernels._torch_common import (
     TARGET,
     KVSlots,
     check_inputs,
-    device_decline,
-    dtype_decline,
     kv_slots,
     same_inputs,
+    sdpa_decline,
 )
 from kernels.errors import LibraryRefused, UnknownBackend, UnsupportedCase
 from kernels.protocol import NOT_REPORTED, KernelOutput, Support
@@ -112,18 +111,9 @@ class PaddedSdpaKernel:
         return self._support[case]
 
     def _decide(self, case: Case) -> Support:
-        dev = device_decline(self.device)
-        if dev is not None:
-            return dev
-        if self.backend not in backends_for(self.device):
-            return Support.no(skips.detail(skips.DEVICE_BACKEND, f"SDPA {self.backend} on {self.device}"))
-        if self.sdpa == "cudnn" and (_env.is_rocm() or not torch.backends.cudnn.is_available()):
-            return Support.no(skips.detail(skips.DEVICE_BACKEND, "cuDNN is not available in this torch build"))
-        if case.logits_soft_cap > 0:
-            return Support.no(skips.detail(skips.NO_SOFT_CAP, "SDPA has no score modification"))
-        dt = dtype_decline(case, self.backend)
-        if dt is not None:
-            return dt
+        common = sdpa_decline(case, self.backend, self.sdpa, self.device, backends_for(self.device))
+        if common is not None:
+            return common
         small = batch_decline(case, self.sdpa)
         if small is not None:
             return small

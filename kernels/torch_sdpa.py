@@ -49,11 +49,10 @@ from kernels._torch_common import (
     TARGET,
     KVSlots,
     check_inputs,
-    device_decline,
-    dtype_decline,
     kv_slots,
     physical_kv,
     same_inputs,
+    sdpa_decline,
     store_rows,
 )
 from kernels.errors import LibraryRefused, UnknownBackend, UnsupportedCase
@@ -243,18 +242,9 @@ class SdpaKernel:
         return self._support[case]
 
     def _decide(self, case: Case) -> Support:
-        dev = device_decline(self.device)
-        if dev is not None:
-            return dev
-        if self.backend not in backends_for(self.device):
-            return Support.no(skips.detail(skips.DEVICE_BACKEND, f"SDPA {self.backend} on {self.device}"))
-        if self.backend == "cudnn" and (_env.is_rocm() or not torch.backends.cudnn.is_available()):
-            return Support.no(skips.detail(skips.DEVICE_BACKEND, "cuDNN is not available in this torch build"))
-        if case.logits_soft_cap > 0:
-            return Support.no(skips.detail(skips.NO_SOFT_CAP, "SDPA has no score modification"))
-        dt = dtype_decline(case, self.backend)
-        if dt is not None:
-            return dt
+        common = sdpa_decline(case, self.backend, self.backend, self.device, backends_for(self.device))
+        if common is not None:
+            return common
         return self._probe(case)
 
     def _probe(self, case: Case) -> Support:

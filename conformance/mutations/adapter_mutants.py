@@ -46,10 +46,10 @@ TORCH_ADAPTER_MUTANTS: tuple[Mutant, ...] = (
     ),
     _adapter(
         "sdpa-soft-cap-not-declined",
-        _SDPA,
+        "kernels/_torch_common.py",
         (
-            "        if case.logits_soft_cap > 0:\n"
-            '            return Support.no(skips.detail(skips.NO_SOFT_CAP, "SDPA has no score modification"))\n'
+            "    if case.logits_soft_cap > 0:\n"
+            '        return Support.no(skips.detail(skips.NO_SOFT_CAP, "SDPA has no score modification"))\n'
         ),
         "",
         "SDPA claims soft-cap cases it cannot compute, and runs them without the cap",
