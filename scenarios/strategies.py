@@ -256,16 +256,40 @@ def with_lengths(case: Case, pairs: Sequence[tuple[int, int]]) -> Case:
     return case.replace(qo_lens=qo, kv_lens=tuple(k for _, k in pairs))
 
 
-def within_rows(case: Case, rows: int) -> Case:
-    """`case` with its query lengths cut, first request kept longest, to at most `rows` query rows in all.
+def within_rows(case: Case, rows: int, fill: bool = False) -> Case:
+    """`case` with its query lengths cut, first request kept longest, to at most `rows` query rows in all;
+    with `fill` (not decode) the last request takes what is left, so the re-plan holds exactly `rows`.
 
-    A CUDA-graph wrapper's buffers hold the rows of its first plan: a re-plan it serves fits in them.
+    A CUDA-graph wrapper's buffers hold the rows of its first plan: a re-plan it serves fits in them, and an
+    engine replaying a capture pads its batch to the captured size.
     """
     qo, left = [], rows
     for n in case.qo_lens:
         qo.append(min(n, left))
         left -= qo[-1]
+    if fill and case.layout != "decode" and qo:
+        qo[-1] += left
     return case.replace(qo_lens=tuple(qo))
+
+
+def in_model(case: Case, model: Case) -> Case:
+    """`case` as `model`'s engine serves it: the model's dtypes, fp8 descales, head dims and heads, and its KV
+    cache's page size where both are paged (a serving engine captures its graphs for one model and cache).
+    Every field copied is valid together, whatever the layout."""
+    if case.is_paged and model.is_paged:
+        case = case.replace(page_size=model.page_size)
+    return case.replace(
+        q_dtype=model.q_dtype,
+        kv_dtype=model.kv_dtype,
+        o_dtype=model.o_dtype,
+        q_scale=model.q_scale,
+        k_scale=model.k_scale,
+        v_scale=model.v_scale,
+        head_dim_qk=model.head_dim_qk,
+        head_dim_vo=model.head_dim_vo,
+        num_qo_heads=model.num_qo_heads,
+        num_kv_heads=model.num_kv_heads,
+    )
 
 
 def with_dtype(case: Case, dtype: str) -> Case:

@@ -401,6 +401,7 @@ class ScenarioMachine(RuleBasedStateMachine):
         self.plans: dict[tuple, list[Case]] = {}  # each wrapper's plans, beside its routing queries
         self.planned: dict[str, _Planned] = {}
         self.current: Optional[Case] = None
+        self.model: Optional[Case] = None  # graph machines: the first plan, whose model config later ones keep
         self.steps: list[Step] = []
         type(self).stats.examples += 1
         type(self).last_steps = self.steps
@@ -453,17 +454,23 @@ class ScenarioMachine(RuleBasedStateMachine):
             self._run(self.subject.backend, "capture_and_replay")
 
     @precondition(_graph_with_case)
-    @rule(lengths=S.relengths)
-    def replan_captured(self, lengths: list[tuple[int, int]]) -> None:
-        """Re-plan the captured shape (same batch size, mask, dtype, no more rows) with new lengths, then replay."""
+    @rule(lengths=S.relengths, fill=st.booleans())
+    def replan_captured(self, lengths: list[tuple[int, int]], fill: bool = False) -> None:
+        """Re-plan the captured shape (same batch size, mask, dtype, no more rows; with `fill` exactly as many,
+        the last request taking what is left, as an engine pads a replay) with new lengths, then replay."""
         assert self.current is not None
-        case = S.within_rows(S.with_lengths(self.current, lengths), self.current.total_qo)
+        case = S.within_rows(S.with_lengths(self.current, lengths), self.current.total_qo, fill)
         self._plan(self.subject.backend, case, PLAN_SEED, "replan_captured")
         if _has_plan(self):
             self._run(self.subject.backend, "replan_captured")
 
     # -- helpers the generated rules call --------------------------------------------------------------
     def plan_case(self, rule_name: str, case: Case, seed: int) -> None:
+        """Plan a drawn case. A graph machine is one serving engine: its first plan fixes the model (dtypes,
+        head dims, heads) that every later drawn plan is served in; only plan_other_dtype leaves it."""
+        if self.graph:
+            self.model = self.model or case
+            case = S.in_model(case, self.model)
         self._plan(self.subject.backend, case, seed, rule_name)
 
     def other_dtype(self, dtype: str) -> None:

@@ -56,6 +56,60 @@ def _harness(name: str, path: str, old: str, new: str, description: str, kills: 
 
 HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
+        "standin-segment-packbits-negative-total-packs",
+        "kernels/standins/_kernels.py",
+        "    if total < 0:  # upstream allocates its output as torch.empty(indptr_new[-1]) (packbits.py:128-132)\n",
+        "    if False:\n",
+        "the stand-ins pack a mask whose packed total is negative where upstream raises: a paged mask over a "
+        "request with no pages runs wrong instead of raising, and the ledger's entry for it does not match",
+        (_UPSTREAM + "test_segment_packbits_raises_where_upstreams_packed_total_is_negative",),
+    ),
+    _harness(
+        "graph-machine-plans-any-model",
+        "conformance/explore/machines.py",
+        "            case = S.in_model(case, self.model)\n",
+        "            pass\n",
+        "a graph machine plans whatever model it draws: a capture is re-planned for another dtype or head dim, "
+        "which no engine does, and the re-plans that do happen on one wrapper grow rare",
+        (_FI_SUBJ + "test_a_graph_machine_serves_one_model_and_an_eager_one_any",),
+    ),
+    _harness(
+        "engine-model-page-size-free",
+        "scenarios/strategies.py",
+        "        case = case.replace(page_size=model.page_size)\n",
+        "        pass\n",
+        "a graph machine's engine changes its KV cache's page size between plans of one captured wrapper",
+        (_FI_SUBJ + "test_a_graph_machine_serves_one_model_and_an_eager_one_any",),
+    ),
+    _harness(
+        "graph-machine-model-follows-each-plan",
+        "conformance/explore/machines.py",
+        "            self.model = self.model or case\n",
+        "            self.model = case\n",
+        "a graph machine's model is each drawn plan's own: the engine's model changes with every step",
+        (_FI_SUBJ + "test_a_graph_machine_serves_one_model_and_an_eager_one_any",),
+    ),
+    _harness(
+        "within-rows-fill-ignored",
+        "scenarios/strategies.py",
+        "        qo[-1] += left\n",
+        "        pass\n",
+        "a filled re-plan of a capture still cuts its rows: engines' padded replays (exactly the captured rows) "
+        "are never drawn",
+        (
+            "tests/scenarios/test_scenario_strategies.py::test_helpers_keep_a_case_valid",
+            _FI_SUBJ + "test_a_filled_re_plan_of_a_capture_keeps_its_query_rows_spread_otherwise",
+        ),
+    ),
+    _harness(
+        "replan-captured-fill-dropped",
+        "conformance/explore/machines.py",
+        "        case = S.within_rows(S.with_lengths(self.current, lengths), self.current.total_qo, fill)\n",
+        "        case = S.within_rows(S.with_lengths(self.current, lengths), self.current.total_qo)\n",
+        "replan_captured draws `fill` and drops it: every re-plan of a capture has fewer rows than it",
+        (_FI_SUBJ + "test_a_filled_re_plan_of_a_capture_keeps_its_query_rows_spread_otherwise",),
+    ),
+    _harness(
         "explore-profile-limits-ignored",
         "conformance/explore/machines.py",
         "    prof = replace(profile or S.probe_profile(probe), **subject.profile_limits)\n",

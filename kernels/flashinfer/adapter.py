@@ -92,11 +92,12 @@ class AdapterOptions:
 
 def graph_wrapper_key(case: Case, graph: bool, options: AdapterOptions) -> tuple:
     """Which library wrapper of an adapter serves `case`: per API and KV layout; in graph mode also per
-    batch size (fixed at construction) and, with graph_wrappers="per_mask", per mask kind."""
+    model config (dtypes and head dims: an engine captures per model, and the first plan pins the backend),
+    per batch size (fixed at construction) and, with graph_wrappers="per_mask", per mask kind."""
     key: tuple = (case.layout, case.kv_layout)
     if not graph:
         return key
-    key += (case.batch_size,)
+    key += (case.q_dtype, case.kv_dtype, case.head_dim_qk, case.head_dim_vo, case.batch_size)
     return key if options.graph_wrappers == "shared" else key + (case.mask,)
 
 
@@ -275,7 +276,7 @@ class _Capture:
 
 @dataclass
 class _GraphSlot:
-    key: tuple  # graph_wrapper_key: (api, kv_layout, batch_size[, mask kind])
+    key: tuple  # graph_wrapper_key: (api, kv_layout, dtypes, head dims, batch_size[, mask kind])
     wrapper: Any
     name: str  # as records name it (FlashInferKernel.last_wrapper)
     max_pages: int

@@ -46,6 +46,9 @@ def segment_pack_bits(
     new = torch.zeros(len(ip), dtype=indptr.dtype)
     if len(ip) > 1:
         new[1:] = torch.cumsum(sizes, 0).to(indptr.dtype)
+    total = int(new[-1])
+    if total < 0:  # upstream allocates its output as torch.empty(indptr_new[-1]) (packbits.py:128-132)
+        raise RuntimeError(f"Trying to create tensor with negative dimension {total}: [{total}]")
     return packed, new.to(indptr.device)
 
 

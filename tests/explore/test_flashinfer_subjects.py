@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 import kernels.flashinfer.adapter as fi
+from scenarios import strategies as S
 from scenarios.case import Case
 from conformance.explore.directed import GRAPH_ONLY, directed_for, run_directed
 from conformance.explore.loop import BUDGETS, explore_subject
@@ -310,6 +311,38 @@ def test_the_graph_toggles_re_plan_the_same_wrapper(fake: Any) -> None:
     assert [(c.window_left, c.causal) for c in cases] == [(-1, False), (7, False), (7, True), (-1, True)]
     assert [st.rule for st in m.steps] == ["plan", "toggle_window", "toggle_causal", "toggle_window"]
     assert len(m.histories) == 1 and [len(h) for h in m.histories.values()] == [4]
+
+
+def test_a_graph_machine_serves_one_model_and_an_eager_one_any(fake: Any) -> None:
+    """A graph machine is one serving engine: its first plan fixes the dtypes, head dims, heads and page size
+    every later drawn plan keeps (so a capture is never re-planned for another model, which no engine does); only
+    plan_other_dtype leaves the model. An eager machine plans what it draws."""
+    subs = _subjects()
+    first = Case("paged", (3,), (9,), 4, 1, head_dim_qk=64, head_dim_vo=64, page_size=16)
+    other = Case("paged", (2,), (5,), 2, 2, q_dtype="fp16", kv_dtype="fp16", o_dtype="fp16", page_size=5)
+    graph = machine_for(subs["flashinfer-sm90-paged-graph"])()
+    for c in (first, other):
+        graph.plan_case("plan", c, 0)
+    assert [st.case for st in graph.steps] == [first, first.replace(qo_lens=(2,), kv_lens=(5,))]
+    graph.other_dtype("fp16")
+    assert graph.steps[-1].case.q_dtype == "fp16"
+    eager = machine_for(subs["flashinfer-sm90-paged"])()
+    for c in (first, other):
+        eager.plan_case("plan", c, 0)
+    assert [st.case for st in eager.steps] == [first, other]
+
+
+def test_a_filled_re_plan_of_a_capture_keeps_its_query_rows_spread_otherwise(fake: Any) -> None:
+    """replan_captured draws `fill`: filled, the re-plan holds exactly the captured query rows (the last request
+    takes what is left, as an engine pads a replay); not filled, its rows are cut to fit, first request kept."""
+    m = machine_for(_subjects()["flashinfer-sm90-ragged-graph"])()
+    case = m.profile.probe("ragged").replace(qo_lens=(6, 6), kv_lens=(9, 9), causal=False)
+    m.plan_case("plan", case, 0)
+    lengths = [(2, 5), (1, 7)] + [(0, 1)] * (S.MAX_BATCH - 2)
+    m.replan_captured(lengths, fill=True)
+    m.replan_captured(lengths, fill=False)
+    replans = [st for st in m.steps if st.rule == "replan_captured" and st.call == "plan"]
+    assert [st.case.qo_lens for st in replans] == [(2, 10), (2, 1)] and all(st.outcome == "ok" for st in m.steps)
 
 
 def test_the_decode_subject_finds_runs_empty_batch_defect_and_holds_once_it_is_known(fake: Any, tmp_path: Path) -> None:

@@ -48,6 +48,7 @@ from fake_flashinfer import fake  # noqa: E402,F401  (the fixture)
 
 CPU = "cpu"
 H = dict(num_qo_heads=4, num_kv_heads=2, head_dim_qk=64, head_dim_vo=64)
+CONFIG = ("bf16", "bf16", 64, 64)  # H's model config as a graph wrapper's key holds it: dtypes, head dims
 PAGED = Case("paged", (3, 6), (11, 6), page_size=5, causal=True, **H)
 PAGED_MASK = Case(
     "paged",
@@ -712,11 +713,14 @@ def test_shared_graph_wrappers_are_one_per_batch_size_with_mask_buffers_up_front
     assert init["kwargs"]["custom_mask_buf"].shape == (16,) and init["kwargs"]["mask_indptr_buf"].shape == (3,)
     assert len(calls("paged", "plan")) == 3 and shared.graph_events[0].endswith("16 mask bytes")
     assert "custom_mask_buf" not in calls("decode", "__init__")[0]["kwargs"]
-    assert shared.wrapper_key(PAGED) == shared.wrapper_key(masked) == ("paged", "NHD", 2)
+    assert shared.wrapper_key(PAGED) == shared.wrapper_key(masked) == ("paged", "NHD", *CONFIG, 2)
     assert shared.mask_buffer_held(PAGED) and not shared.mask_buffer_held(DECODE)
     per_mask = adapter("fa2", graph=True)
-    assert per_mask.wrapper_key(PAGED) == ("paged", "NHD", 2, "none") != per_mask.wrapper_key(masked)
+    assert per_mask.wrapper_key(PAGED) == ("paged", "NHD", *CONFIG, 2, "none") != per_mask.wrapper_key(masked)
     assert not per_mask.mask_buffer_held(PAGED) and per_mask.mask_buffer_held(masked)
+    # One capture per model config: another dtype or head dim is another graph wrapper, never a re-plan.
+    for other in (PAGED.replace(q_dtype="fp16", kv_dtype="fp16", o_dtype="fp16"), PAGED.replace(head_dim_vo=128)):
+        assert shared.wrapper_key(other) != shared.wrapper_key(PAGED)
     assert adapter("fa2").wrapper_key(masked) == ("paged", "NHD") and not adapter("fa2").mask_buffer_held(masked)
 
 

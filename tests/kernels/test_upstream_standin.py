@@ -12,6 +12,7 @@ import pkgutil
 import sys
 
 import pytest
+import torch
 
 import kernels.flashinfer.adapter as fi
 import kernels.flashinfer.lib as fl
@@ -76,3 +77,16 @@ def test_the_fork_is_layered_on_the_model() -> None:
     assert prefill.batch_attention is decode.batch_attention is _run.batch_attention
     assert rocm_flashinfer.packbits is quantization.packbits
     assert rocm_flashinfer.segment_packbits is quantization.segment_packbits
+
+
+def test_segment_packbits_raises_where_upstreams_packed_total_is_negative() -> None:
+    """Upstream allocates the packed output as torch.empty(total bytes): a segment with a negative length (a
+    paged request with queries and no pages, flashinfer-paged-mask-zero-pages) that takes the total below zero
+    raises there, as the ledger's entry saw on the H200; a total of zero or more packs."""
+    from kernels.standins.upstream_flashinfer import quantization
+
+    x = torch.ones(8, dtype=torch.bool)
+    with pytest.raises(RuntimeError, match="negative dimension -1"):
+        quantization.segment_packbits(x, torch.tensor([0, 0, -20, -16]), "little")
+    packed, indptr = quantization.segment_packbits(x, torch.tensor([0, 4, 8]), "little")
+    assert packed.tolist() == [15, 15] and indptr.tolist() == [0, 1, 2]

@@ -100,4 +100,7 @@ def test_helpers_keep_a_case_valid() -> None:
     ragged = Case("ragged", (5, 9, 4), (9, 9, 9), 4, 1)
     assert S.within_rows(ragged, 10).qo_lens == (5, 5, 0), "a re-plan fits the captured rows, first request kept"
     assert S.within_rows(ragged, 30) == ragged
+    assert S.within_rows(ragged, 30, fill=True).qo_lens == (5, 9, 16), "a filled re-plan holds the rows exactly"
+    assert S.within_rows(ragged, 10, fill=True).qo_lens == (5, 5, 0)
+    assert S.within_rows(c, 5, fill=True) == c, "decode keeps one row a request"
     assert S.other_dtype(WIDE, "fp16", "fp16") == "bf16" and S.other_dtype(WIDE, "fp16", "fp32") == "fp32"
