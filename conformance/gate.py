@@ -94,9 +94,8 @@ class Ledger:
 def wrapper_of(case: Case, backend: str, options: Optional[dict[str, Any]] = None) -> tuple:
     """Which library wrapper of a long-lived adapter plans `case`: the backend, then the FlashInfer adapter's
     own keying (kernels/flashinfer/adapter.py graph_wrapper_key: per API and KV layout; under CUDA graphs also
-    per batch size and, unless the adapter shares one wrapper across mask kinds, per mask kind)."""
-    shared = (options or {}).get("graph_wrappers") == "shared"
-    keying = AdapterOptions(graph_wrappers="shared" if shared else "per_mask")
+    per model config and batch size and, unless the adapter shares one wrapper across mask kinds, per mask kind)."""
+    keying = AdapterOptions(graph_wrappers=(options or {}).get("graph_wrappers", "per_mask"))
     return (backend,) + graph_wrapper_key(case, backend.endswith("+graph"), keying)
 
 

@@ -6,7 +6,8 @@
     TARGET.make("fa2", "cuda", graph=True) is the same as "fa2+graph".
 
 Case.layout picks the API. An adapter keeps ONE long-lived wrapper per API and KV layout (in graph
-mode also per batch size, and per mask kind unless AdapterOptions.graph_wrappers is "shared") and plans
+mode also per model config and batch size, and per mask kind unless AdapterOptions.graph_wrappers is
+"shared") and plans
 it again for every case, since lifecycle defects only show under reuse; fresh() is the control.
 Library facts: lib.py; declines: support.py; JIT variants and timing: variants.py. The lifecycle, what
 the library chose, the arguments, poisoning and the LSE base: docs/flashinfer-adapter.md, section
@@ -53,7 +54,7 @@ LSE_BASES = ("log2", "ln")
 # "per_mask": per (API, KV layout, batch size, mask kind), mask buffers on the masked ones only, as SGLang
 #     keys its target-verify and draft-extend wrappers; "shared": per (API, KV layout, batch size), every
 #     paged/ragged wrapper built with custom_mask_buf/mask_indptr_buf and re-planned masked and unmasked.
-GRAPH_WRAPPERS = ("per_mask", "shared")
+GRAPH_WRAPPERS = ("per_mask", "shared", "any_model")
 MASK_BUFFER_APIS = ("paged", "ragged")  # the graph wrappers that take custom_mask_buf/mask_indptr_buf
 WORKSPACE_BYTES = 128 * 2**20  # the wrappers' recommended float workspace (their docstrings)
 
@@ -68,9 +69,11 @@ class AdapterOptions:
         whose decode path exists only with tensor cores (decode.py _plan_impl).
     graph_max_pages / graph_max_mask_bytes: initial size of the graph-mode fixed buffers
         paged_kv_indices_buf and custom_mask_buf; doubled (new wrapper) when a case needs more.
-    graph_wrappers: "per_mask" | "shared" -- how graph-mode wrappers are keyed (GRAPH_WRAPPERS). "shared"
-        drives what FlashInfer's docstring allows and engines avoid: FlashInfer runs MaskMode.CUSTOM on every
-        plan of a wrapper holding custom_mask_buf (0.7.2 prefill.py:4382, :6405), unmasked ones included.
+    graph_wrappers: "per_mask" | "shared" | "any_model" -- how graph-mode wrappers are keyed (GRAPH_WRAPPERS).
+        "shared" drives what FlashInfer's docstring allows and engines avoid: FlashInfer runs MaskMode.CUSTOM on
+        every plan of a wrapper holding custom_mask_buf (0.7.2 prefill.py:4382, :6405), unmasked ones included.
+        "any_model" keys as "per_mask" without the model config: one wrapper re-planned across dtypes and head
+        dims, which no engine does but the library's own graph lifecycle defines (routing spec tests).
     """
 
     mask_form: str = "bool"
@@ -92,12 +95,15 @@ class AdapterOptions:
 
 def graph_wrapper_key(case: Case, graph: bool, options: AdapterOptions) -> tuple:
     """Which library wrapper of an adapter serves `case`: per API and KV layout; in graph mode also per
-    model config (dtypes and head dims: an engine captures per model, and the first plan pins the backend),
-    per batch size (fixed at construction) and, with graph_wrappers="per_mask", per mask kind."""
+    model config (dtypes and head dims: an engine captures per model, and the first plan pins the backend;
+    not with graph_wrappers="any_model"), per batch size (fixed at construction) and, unless
+    graph_wrappers="shared", per mask kind."""
     key: tuple = (case.layout, case.kv_layout)
     if not graph:
         return key
-    key += (case.q_dtype, case.kv_dtype, case.head_dim_qk, case.head_dim_vo, case.batch_size)
+    if options.graph_wrappers != "any_model":
+        key += (case.q_dtype, case.kv_dtype, case.head_dim_qk, case.head_dim_vo)
+    key += (case.batch_size,)
     return key if options.graph_wrappers == "shared" else key + (case.mask,)
 
 

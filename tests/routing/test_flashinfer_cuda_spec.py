@@ -144,13 +144,14 @@ def _install_fake(mp: pytest.MonkeyPatch, arch: str, version: str, cudnn: bool =
 
 
 def _adapter(*, tensor_cores: bool = False, graph: bool = False, backend: str = "auto") -> fi.FlashInferKernel:
-    # A small workspace: the fake never reads it, and 128 MiB zeroed per adapter would dominate the test.
+    # A small workspace: the fake never reads it, and 128 MiB zeroed per adapter would dominate the test. One
+    # graph wrapper across model configs ("any_model"): the library's own lifecycle, which the spec models.
     return fi.FlashInferKernel(
         backend,
         "cpu",
         graph=graph,
         graphs=ff.FakeGraphs(),
-        options=fi.AdapterOptions(decode_tensor_cores=tensor_cores, workspace_bytes=1024),
+        options=fi.AdapterOptions(decode_tensor_cores=tensor_cores, workspace_bytes=1024, graph_wrappers="any_model"),
     )
 
 
@@ -343,7 +344,7 @@ def _sequence(version: str, arch: str, cases: list[Case], **adapter: Any) -> tup
 _P = Case("paged", (3, 6), (11, 6), head_dim_qk=64, head_dim_vo=64, page_size=5, causal=True, **_H)
 _PL = _P.replace(qo_lens=(65,), kv_lens=(70,))  # longer than 0.7.4's paged short-query demotion
 _R = Case("ragged", (5, 9), (12, 9), head_dim_qk=64, head_dim_vo=64, **_H)
-# One graph wrapper (the adapter keys it by API, KV layout, batch size and mask kind) whose later plans
+# One graph wrapper (keyed by API, KV layout, batch size and mask kind: "any_model") whose later plans
 # need no more query rows than its first: the adapter would make a new wrapper for more.
 _G64 = Case("paged", (64, 64), (70, 70), head_dim_qk=64, head_dim_vo=64, page_size=5, causal=True, **_H)
 _G65 = _G64.replace(qo_lens=(65, 63))
