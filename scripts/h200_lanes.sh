@@ -57,5 +57,5 @@ lane 0.7.4 > "$A/lane-0.7.4.log" 2>&1 &
 while [ $SECONDS -lt $DEADLINE ] && [ -n "$(jobs -r)" ]; do sleep 3; done
 kill $(jobs -p) 2>/dev/null; sleep 2
 cp "$A/steps.txt" "$OUT/steps.txt"
-tar -C "$A" --exclude='hypothesis-db' -czf - R lane-*.log | split -b 15m -d - "$OUT/results.tgz."
+tar -C "$A" --exclude='hypothesis-db' -czf - R $(cd "$A" && ls lane-*.log) | split -b 15m -d - "$OUT/results.tgz."
 echo "== steps"; sort "$A/steps.txt"
