@@ -276,9 +276,8 @@ def in_model(case: Case, model: Case) -> Case:
     """`case` as `model`'s engine serves it: the model's dtypes, fp8 descales, head dims and heads, and its KV
     cache's page size where both are paged (a serving engine captures its graphs for one model and cache).
     Every field copied is valid together, whatever the layout."""
-    if case.is_paged and model.is_paged:
-        case = case.replace(page_size=model.page_size)
     return case.replace(
+        page_size=model.page_size if case.is_paged and model.is_paged else case.page_size,
         q_dtype=model.q_dtype,
         kv_dtype=model.kv_dtype,
         o_dtype=model.o_dtype,

@@ -49,7 +49,6 @@ torch_lane() {
 }
 
 rm -rf "$A"; mkdir -p "$A/R" "$OUT"; : > "$A/steps.txt"
-echo "# commit $(git rev-parse HEAD 2>/dev/null || echo unknown) $(git status --short 2>/dev/null | wc -l) changed" > "$A/R/commit.txt"
 install_sites "$A" || exit 2
 lane 0.7.2.post1 > "$A/lane-0.7.2.post1.log" 2>&1 &
 lane 0.7.4 > "$A/lane-0.7.4.log" 2>&1 &

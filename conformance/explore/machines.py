@@ -466,8 +466,9 @@ class ScenarioMachine(RuleBasedStateMachine):
 
     # -- helpers the generated rules call --------------------------------------------------------------
     def plan_case(self, rule_name: str, case: Case, seed: int) -> None:
-        """Plan a drawn case. A graph machine is one serving engine: its first plan fixes the model (dtypes,
-        head dims, heads) that every later drawn plan is served in; only plan_other_dtype leaves it."""
+        """Plan a drawn case. A graph machine is one serving engine: its first plan fixes the model (S.in_model:
+        dtypes, descales, head dims, heads, page size) every later drawn plan is served in; only plan_other_dtype
+        leaves it."""
         if self.graph:
             self.model = self.model or case
             case = S.in_model(case, self.model)

@@ -76,8 +76,8 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "engine-model-page-size-free",
         "scenarios/strategies.py",
-        "        case = case.replace(page_size=model.page_size)\n",
-        "        pass\n",
+        "        page_size=model.page_size if case.is_paged and model.is_paged else case.page_size,\n",
+        "        page_size=case.page_size,\n",
         "a graph machine's engine changes its KV cache's page size between plans of one captured wrapper",
         (_FI_SUBJ + "test_a_graph_machine_serves_one_model_and_an_eager_one_any",),
     ),

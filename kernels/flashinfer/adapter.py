@@ -7,8 +7,7 @@
 
 Case.layout picks the API. An adapter keeps ONE long-lived wrapper per API and KV layout (in graph
 mode also per model config and batch size, and per mask kind unless AdapterOptions.graph_wrappers is
-"shared") and plans
-it again for every case, since lifecycle defects only show under reuse; fresh() is the control.
+"shared") and plans it again for every case, since lifecycle defects only show under reuse; fresh() is the control.
 Library facts: lib.py; declines: support.py; JIT variants and timing: variants.py. The lifecycle, what
 the library chose, the arguments, poisoning and the LSE base: docs/flashinfer-adapter.md, section
 "`kernels/flashinfer/adapter.py`: lifecycle, observation, arguments"; graph-wrapper keying: its section
@@ -51,9 +50,10 @@ GRAPH_BACKENDS = ("fa2", "fa3", "aiter", "auto")  # listed with "+graph" where t
 MASK_FORMS = ("bool", "packed", "packed_flat")
 LSE_BASES = ("log2", "ln")
 # CUDA-graph wrapper keying (docs/flashinfer-adapter.md, "Graph wrappers as engines allocate them"):
-# "per_mask": per (API, KV layout, batch size, mask kind), mask buffers on the masked ones only, as SGLang
-#     keys its target-verify and draft-extend wrappers; "shared": per (API, KV layout, batch size), every
-#     paged/ragged wrapper built with custom_mask_buf/mask_indptr_buf and re-planned masked and unmasked.
+# "per_mask": per (API, KV layout, model config, batch size, mask kind), mask buffers on the masked ones only,
+#     as SGLang keys its target-verify and draft-extend wrappers; "shared": per (API, KV layout, model config,
+#     batch size), every paged/ragged wrapper built with custom_mask_buf/mask_indptr_buf and re-planned masked
+#     and unmasked; "any_model": "per_mask" without the model config (the library's own lifecycle across models).
 GRAPH_WRAPPERS = ("per_mask", "shared", "any_model")
 MASK_BUFFER_APIS = ("paged", "ragged")  # the graph wrappers that take custom_mask_buf/mask_indptr_buf
 WORKSPACE_BYTES = 128 * 2**20  # the wrappers' recommended float workspace (their docstrings)
