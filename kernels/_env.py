@@ -125,6 +125,28 @@ def out_of_memory(e: BaseException) -> bool:
     return isinstance(e, RuntimeError) and ("out of memory" in text or "cudaerrormemoryallocation" in text)
 
 
+# A GPU process that holds more than this (the allocator's reserve) collects its garbage and hands its
+# cached blocks back: sixteen explorations at once then stay within an H200's 140 GiB. Below it, nothing
+# is collected: a full collection costs about 0.14 s in an exploring process, more than an example's calls.
+RECLAIM_ABOVE_BYTES = 4 << 30
+
+
+def reclaim_memory(device: str) -> bool:
+    """On a GPU, collect garbage and empty the allocator's cache when this process holds more than
+    RECLAIM_ABOVE_BYTES; whether it did."""
+    if device.split(":")[0] != "cuda":
+        return False
+    import gc
+
+    import torch
+
+    if torch.cuda.memory_reserved(device) <= RECLAIM_ABOVE_BYTES:
+        return False
+    gc.collect()
+    torch.cuda.empty_cache()
+    return True
+
+
 def memory_report(device: str) -> str:
     """What device memory looked like when it ran out: free of total, and what this process holds."""
     if device.split(":")[0] != "cuda":

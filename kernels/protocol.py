@@ -111,6 +111,15 @@ def wrapper_of_last_plan(adapter: AttentionKernel) -> Optional[str]:
     return name if isinstance(name, str) else None
 
 
+def release(adapter: AttentionKernel) -> None:
+    """Drop what the adapter holds on its device now, where it can (`close`: FlashInfer's wrappers, workspaces
+    and captured graphs). A failure's traceback keeps the adapter object alive while Hypothesis shrinks, and
+    with it every buffer it holds, example after example, unless they are dropped when the example ends."""
+    close = getattr(adapter, "close", None)
+    if callable(close):
+        close()
+
+
 def route_of_failed_run(adapter: AttentionKernel, inputs: Inputs) -> Optional[tuple[str, Reason]]:
     """What plan() chose for `inputs` when run() then raised, from an adapter that can say
     (`route_after_failed_run`, FlashInfer upstream); None from any other, or when it cannot."""

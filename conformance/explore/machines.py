@@ -31,7 +31,6 @@ shrinks, that is the shrunk sequence, which conformance/explore/repro.py turns i
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import os
 from pathlib import Path
@@ -44,9 +43,9 @@ from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
 from conformance.evaluate import TruthCache
 from conformance.explore.defects import DefectBook, Signature, failure_class, signature_of
-from kernels._env import context_after_error, device_type, memory_report, out_of_memory
+from kernels._env import context_after_error, device_type, memory_report, out_of_memory, reclaim_memory
 from kernels.errors import LibraryRefused
-from kernels.protocol import AttentionKernel, KernelOutput, Reason, route_of_failed_run
+from kernels.protocol import AttentionKernel, KernelOutput, Reason, release, route_of_failed_run
 from scenarios.poison import unwritten_mask
 from oracle.judge import Truth, judge
 from routing.check import ObservedRoute, check
@@ -397,6 +396,7 @@ class ScenarioMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.adapters: dict[str, AttentionKernel] = {}
+        self.retired: list[AttentionKernel] = []  # adapters replaced after a known violation, released at teardown
         self.histories: dict[tuple, list[RoutingQuery]] = {}
         self.plans: dict[tuple, list[Case]] = {}  # each wrapper's plans, beside its routing queries
         self.planned: dict[str, _Planned] = {}
@@ -407,15 +407,16 @@ class ScenarioMachine(RuleBasedStateMachine):
         type(self).last_steps = self.steps
 
     def teardown(self) -> None:
-        """Drop this example's adapters; on a GPU collect them at once: their workspaces and captured graphs
-        hold device memory that reference cycles keep until the collector runs (on the H200 one subject
-        process of a shared-graph exploration held 113 GiB, and the subjects beside it ran out of memory)."""
+        """Release this example's adapters (protocol.release: a failure's traceback keeps them alive while
+        Hypothesis shrinks, and with them their workspaces and captured graphs) and drop them; a GPU process
+        holding more than it should collects what reference cycles still keep (_env.reclaim_memory)."""
         type(self).stats.add_example(self.steps)
+        for adapter in [*self.adapters.values(), *self.retired]:
+            release(adapter)
         self.adapters.clear()
+        self.retired.clear()
         self.planned.clear()
-        if device_type(self.subject.device) == "cuda":
-            gc.collect()
-            torch.cuda.empty_cache()
+        reclaim_memory(self.subject.device)
 
     # -- rules without profile-dependent arguments -----------------------------------------------------
     @precondition(_has_plan)
@@ -712,7 +713,9 @@ class ScenarioMachine(RuleBasedStateMachine):
         reset = Step(len(self.steps) + 1, "known", "reset", backend, last.case, last.seed, outcome="known")
         reset.note = note.split(":", 1)[0] + ": the wrapper's history is the known defect's; a new adapter"
         self._log(reset)
-        self.adapters.pop(backend, None)
+        replaced = self.adapters.pop(backend, None)
+        if replaced is not None:
+            self.retired.append(replaced)
         self.planned.pop(backend, None)
         for key in [k for k in self.histories if k[0] == backend]:
             del self.histories[key]
@@ -758,8 +761,8 @@ class ScenarioMachine(RuleBasedStateMachine):
     ) -> list[Violation]:
         """The run against a fresh adapter's plan and run of the same inputs. A control that raises where the
         ledger expects that case to raise is no evidence about this wrapper's history: noted, not judged."""
+        control = adapter.fresh()
         try:
-            control = adapter.fresh()
             control.plan(inputs)
             ref = control.run(inputs)
         except Exception as e:  # noqa: BLE001
@@ -775,6 +778,8 @@ class ScenarioMachine(RuleBasedStateMachine):
             return [
                 Violation("history_independent", f"a fresh adapter raised {type(e).__name__}: {e} on the same plan")
             ]
+        finally:
+            release(control)  # its output is all the comparison needs
         diffs = []
 
         def max_diff() -> float:

@@ -56,6 +56,51 @@ def _harness(name: str, path: str, old: str, new: str, description: str, kills: 
 
 HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
+        "teardown-keeps-adapters-buffers",
+        "conformance/explore/machines.py",
+        "            release(adapter)\n",
+        "            pass\n",
+        "an example's teardown drops its adapters without releasing them: one a failure's traceback keeps holds "
+        "its workspaces and captured graphs through the shrink (a GPU process grew to 38 GiB)",
+        (_OOM + "test_an_example_leaves_no_adapter_holding_its_buffers",),
+    ),
+    _harness(
+        "replaced-adapter-not-retired",
+        "conformance/explore/machines.py",
+        "            self.retired.append(replaced)\n",
+        "            pass\n",
+        "an adapter replaced after a known violation is dropped unreleased: its buffers live as long as a "
+        "traceback keeps it",
+        (_OOM + "test_an_example_leaves_no_adapter_holding_its_buffers",),
+    ),
+    _harness(
+        "fresh-control-keeps-buffers",
+        "conformance/explore/machines.py",
+        "            release(control)  # its output is all the comparison needs\n",
+        "            pass\n",
+        "a fresh control keeps its wrapper, workspace and capture after the comparison",
+        (_OOM + "test_an_example_leaves_no_adapter_holding_its_buffers",),
+    ),
+    _harness(
+        "adapter-close-keeps-workspaces",
+        "kernels/flashinfer/adapter.py",
+        "        self._workspaces.clear()\n",
+        "        pass\n",
+        "closing a FlashInfer adapter keeps its 128 MiB workspaces",
+        (_OOM + "test_an_example_leaves_no_adapter_holding_its_buffers",),
+    ),
+    _harness(
+        "reclaim-below-the-threshold",
+        "kernels/_env.py",
+        "    if torch.cuda.memory_reserved(device) <= RECLAIM_ABOVE_BYTES:\n",
+        "    if torch.cuda.memory_reserved(device) > RECLAIM_ABOVE_BYTES:\n",
+        "a GPU exploration collects after every small example (0.14 s each) and never when it holds too much",
+        (
+            _OOM + "test_a_gpu_process_collects_only_when_it_holds_too_much[cuda-5-True]",
+            _OOM + "test_a_gpu_process_collects_only_when_it_holds_too_much[cuda-3-False]",
+        ),
+    ),
+    _harness(
         "standin-segment-packbits-negative-total-packs",
         "kernels/standins/_kernels.py",
         "    if total < 0:  # upstream allocates its output as torch.empty(indptr_new[-1]) (packbits.py:128-132)\n",

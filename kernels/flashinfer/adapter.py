@@ -371,6 +371,14 @@ class FlashInferKernel:
             self.library_backend, self.device, graph=self.graph, options=self.options, graphs=self._graphs
         )
 
+    def close(self) -> None:
+        """Drop every library wrapper, captured graph and workspace at once (protocol.release); a later plan
+        builds new ones, as a fresh adapter would."""
+        self._wrappers.clear()
+        self._slots.clear()
+        self._workspaces.clear()
+        self._planned = None
+
     @property
     def last_timing(self) -> Optional[RunTiming]:
         return self.timings[-1] if self.timings else None

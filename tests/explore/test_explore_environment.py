@@ -19,6 +19,7 @@ import torch
 from conformance.explore.loop import SUMMARY_NAME, Summary, _budget, _merge, explore_subject
 from conformance.explore.subjects import torch_subjects
 from kernels._env import out_of_memory
+from scenarios.case import Case
 
 
 class _RunsOutOfMemory:
@@ -133,3 +134,59 @@ def test_a_fresh_control_that_raises_where_the_ledger_says_so_is_not_judged(ledg
         assert r.failure is None, r.failure
     else:
         assert r.failure is not None and "a fresh adapter raised RuntimeError" in str(r.failure["details"])
+
+
+# ---- device memory: what an example leaves behind ---------------------------------------------------------
+def _decode_graph_subject() -> Any:
+    from conformance.explore.subjects import lifecycle_clean_subjects
+
+    return next(x for x in lifecycle_clean_subjects("cpu") if x.name == "lifecycle-clean-decode-graph")
+
+
+DECODE = Case("decode", (1, 1), (12, 7), 4, 1, page_size=5)
+
+
+def test_an_example_leaves_no_adapter_holding_its_buffers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failure's traceback keeps the example's adapters alive while Hypothesis shrinks (on the H200 a decode
+    graph subject's process grew to 38 GiB so): teardown releases each one, the adapter the example used,
+    the fresh controls its runs were checked against, and one replaced after a known violation."""
+    from kernels.flashinfer.adapter import FlashInferKernel
+
+    controls: list[FlashInferKernel] = []
+    fresh = FlashInferKernel.fresh
+    monkeypatch.setattr(FlashInferKernel, "fresh", lambda self: controls.append(fresh(self)) or controls[-1])
+    from conformance.explore.machines import machine_for
+
+    subject = _decode_graph_subject()
+    with subject.context():  # upstream's CPU model installed as flashinfer
+        m = machine_for(subject)()
+        m.plan_case("plan", DECODE, 0)
+        m.run()
+        replaced = m.adapters["fa2"]  # as a known violation replaces it
+        m._known_violation("fa2", "some-entry: output_matches_oracle: a note")
+        m.plan_case("plan", DECODE, 0)
+        m.run()
+        kept = m.adapters["fa2"]  # as a failure's traceback keeps it
+        assert kept._workspaces and replaced._workspaces
+        m.teardown()
+    assert controls and all(not c._workspaces and not c._slots for c in controls), "a fresh control kept its buffers"
+    for a in (kept, replaced):
+        assert not a._workspaces and not a._slots and not a._wrappers, "teardown left an adapter holding buffers"
+
+
+@pytest.mark.parametrize(("device", "held_gib", "reclaimed"), [("cuda", 5, True), ("cuda", 3, False), ("cpu", 5, False)])
+def test_a_gpu_process_collects_only_when_it_holds_too_much(
+    device: str, held_gib: int, reclaimed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full collection after every example cost more than the example's calls; above RECLAIM_ABOVE_BYTES
+    (4 GiB) the process collects and hands its cached blocks back, so subjects beside it can allocate."""
+    import gc
+
+    from kernels import _env
+
+    done: list[str] = []
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda d=None: held_gib << 30)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: done.append("empty_cache"))
+    monkeypatch.setattr(gc, "collect", lambda *a: done.append("collect") or 0)
+    assert _env.reclaim_memory(device) is reclaimed
+    assert done == (["collect", "empty_cache"] if reclaimed else [])
