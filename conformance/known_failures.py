@@ -221,20 +221,36 @@ def _fa3_paged_192_128(c: dict[str, Any], backend: str) -> bool:
     )
 
 
-def _fa3_softcap_lse_after_empty_rows(c: dict[str, Any], backend: str) -> bool:
-    """fa3 paged, fp16 with a soft cap, causal, LSE asked for: a request with more query rows than keys
-    (its top rows see nothing) followed by a request with rows — the batch the probe fails and its parts pass."""
+FA3_CTA_Q = 128  # fa3's query tile at head dim 128 (hopper/kernel_traits.cuh); 2 * CTA_Q MMA threads
+
+
+def _fa3_lse_after_empty_tile(c: dict[str, Any], backend: str) -> bool:
+    """fa3 paged or ragged, fp16 or bf16, head dim 128, causal, LSE asked for, any soft cap: a request with a
+    query tile that sees no key (store_zero's LSE loop then reaches the next tile's rows) whose next tile has
+    rows that do, followed by another request (alone, the probe never saw it)."""
     if not (
-        c["layout"] == "paged"
-        and c["q_dtype"] == "fp16"
-        and c["logits_soft_cap"] > 0
-        and c["causal"]
-        and c["return_lse"]
+        c["layout"] in ("paged", "ragged")
+        and c["q_dtype"] in ("fp16", "bf16")
+        and (c.get("head_dim_qk"), c.get("head_dim_vo")) == (128, 128)  # where fa3's CTA_Q is 128
+        and c.get("causal")
+        and c.get("return_lse")
+        and c.get("mask", "none") == "none"
         and _runs_on_in_both(c, backend, "fa3")
     ):
         return False
     q, k = c["qo_lens"], c["kv_lens"]
-    return any(q[i] > k[i] > 0 and sum(q[i + 1 :]) > 0 for i in range(len(q)))
+    return any(_rows_past_an_empty_tile(q[i], k[i]) and sum(q[i + 1 :]) > 0 for i in range(len(q)))
+
+
+def _rows_past_an_empty_tile(qo: int, kv: int) -> bool:
+    """Whether a tile of `qo` query rows over `kv` keys sees no key (causal, bottom-right: its last row r has
+    r + kv - qo < 0) and the tile after it, in the same request, has a row that sees one."""
+    for t in range((qo + FA3_CTA_Q - 1) // FA3_CTA_Q):
+        last = min(qo, (t + 1) * FA3_CTA_Q) - 1
+        nxt_last = min(qo, (t + 2) * FA3_CTA_Q) - 1
+        if last + kv - qo < 0 and nxt_last > last and nxt_last + kv - qo >= 0:
+            return True
+    return False
 
 
 # torch's batched backends: one SDPA call on the batch padded, or on jagged nested tensors.
@@ -563,22 +579,24 @@ LEDGER: tuple[KnownFailure, ...] = (
         archs=("sm90",),
     ),
     KnownFailure(
-        "flashinfer-fa3-softcap-lse-after-empty-rows",
+        "flashinfer-fa3-lse-after-empty-tile",
         "flashinfer",
         ("0.7.2.post1", "0.7.4"),
-        "fa3 paged prefill, fp16 with a logits soft cap, causal: in a batch whose request 0 has more query rows "
-        "than keys (its top rows see nothing) followed by another request, LSE entries of request 0's rows that "
-        "do see keys are written as -inf; the output is right and each request alone passes",
+        "fa3 prefill (paged or ragged), causal, LSE asked for: where a request's query tile of 128 rows sees no key "
+        "(more query rows than keys), the LSE of rows of its next tile that do see keys is written as -inf (the "
+        "epilogue's store_zero writes past its tile); bf16 or fp16, with a soft cap or without. The output is "
+        "right, fa2 gives the right LSE, a request of one tile never shows it",
         "fail",
-        "docs/evidence/probe_flashinfer_fa3_softcap_lse.py",
+        "docs/evidence/probe_flashinfer_fa3_lse_store_zero.py",
         confirmed=True,
-        seen="2026-12-01 H200, the probe (probe_flashinfer_fa3_softcap_lse.h200.txt): qo [300, 64] over kv [33, "
-        "1031], 64/8 heads, head dim 128: 33 LSE entries -inf (rows 267-299) in HND and NHD, page 1 and 16, "
-        "inputs N(0, 1) or N(0, 16^2), cap 50 or 1e4; fa2 and either request alone give none. Not measured: "
-        "bf16 and an fa3 module without the soft cap (the matrix's bf16 and fp8 batches of that shape pass); "
-        "2026-12-02 H200, `attncheck ledger verify` on 0.7.4: the probe reproduces "
-        "(docs/evidence/2026-12-02-h200-explore-2/)",
-        applies=_fa3_softcap_lse_after_empty_rows,
+        seen="2026-12-01 H200, probe_flashinfer_fa3_softcap_lse.py (its .h200.txt): fp16, soft cap 50 or 1e4, qo "
+        "[300, 64] over kv [33, 1031], 64/8 heads, head dim 128: 33 LSE entries -inf (rows 267-299) in HND and "
+        "NHD, page 1 and 16; fa2 and either request alone give none. 2026-12-02 H200, "
+        "probe_flashinfer_fa3_lse_store_zero.py on 0.7.2.post1 and 0.7.4: bf16 without a soft cap, the same 33 "
+        "rows 3 of 3 runs (paged HND page 1, NHD page 16, ragged), rows 167-199 for qo [200, 64], 367-383 for "
+        "[400, 64]: exactly the rows store_zero reaches; fa2 and a one-tile request give none, request 0 alone "
+        "none in 3 runs (docs/evidence/2026-12-02-h200-sitting-5/)",
+        applies=_fa3_lse_after_empty_tile,
         archs=("sm90",),
     ),
     KnownFailure(

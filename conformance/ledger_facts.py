@@ -688,17 +688,18 @@ FACTS: dict[str, Facts] = {
             "A graph-mode run of a batch whose requests have no query rows writes nothing and leaves no error.",
         ),
         Facts(
-            "flashinfer-fa3-softcap-lse-after-empty-rows",
+            "flashinfer-fa3-lse-after-empty-tile",
             "fa3-lse-store-zero",
-            PROBABLE,
+            LOCATED,
             "A query tile with no key to attend to (causal, qo_len > kv_len) exits through the epilogue's "
             "store_zero, whose LSE loop lets every MMA thread with thread_idx < qo_len - tile * CTA_Q write "
             "gLSE(thread_idx) = -inf. There are 2 * CTA_Q MMA threads (two warpgroups at CTA_Q 128), so the "
             "threads past CTA_Q write -inf into the next tile's rows; where that tile has rows that see keys and "
             "finishes first, their LSE is lost (qo 300 over kv 33: tile 1 overwrites rows 256-299, of which rows "
-            "267-299 see keys, the 33 rows the probe found). Nothing there is specific to the soft cap or fp16: "
-            "docs/evidence/probe_flashinfer_fa3_lse_store_zero.py tests it in bf16 without a soft cap. The "
-            "fp8 epilogue has the same loop.",
+            "267-299 see keys, the 33 rows the probe found). Nothing there is specific to the soft cap or fp16, and "
+            "on the H200 (both versions) docs/evidence/probe_flashinfer_fa3_lse_store_zero.py lost exactly the rows "
+            "it predicts in bf16 without a soft cap, for three query lengths, paged and ragged. The fp8 epilogue "
+            "has the same loop (not run).",
             _both(
                 (
                     "flashinfer/data/include/flashinfer/attention/hopper/epilogue.cuh:247-251 store_zero: "

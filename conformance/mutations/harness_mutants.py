@@ -591,9 +591,9 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "an entry names as its evidence a file that is not its script and has no output from the hardware",
         (
             _LEDGER + "test_a_confirmed_entry_keeps_what_its_script_printed_on_the_hardware"
-            "[flashinfer-fa3-softcap-lse-after-empty-rows]",
+            "[flashinfer-fa3-lse-after-empty-tile]",
             _LEDGER + "test_each_entry_has_a_standalone_script_of_plain_library_calls"
-            "[flashinfer-fa3-softcap-lse-after-empty-rows]",
+            "[flashinfer-fa3-lse-after-empty-tile]",
         ),
     ),
     _harness(

@@ -174,7 +174,9 @@ def test_an_example_leaves_no_adapter_holding_its_buffers(monkeypatch: pytest.Mo
         assert not a._workspaces and not a._slots and not a._wrappers, "teardown left an adapter holding buffers"
 
 
-@pytest.mark.parametrize(("device", "held_gib", "reclaimed"), [("cuda", 5, True), ("cuda", 3, False), ("cpu", 5, False)])
+@pytest.mark.parametrize(
+    ("device", "held_gib", "reclaimed"), [("cuda", 5, True), ("cuda", 3, False), ("cpu", 5, False)]
+)
 def test_a_gpu_process_collects_only_when_it_holds_too_much(
     device: str, held_gib: int, reclaimed: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -270,8 +270,8 @@ def test_every_failure_of_the_recorded_fa3_and_auto_matrix_is_an_entry_or_a_life
         "flashinfer-empty-batch-plan",
         "flashinfer-fa2-window-noncausal-split-kv",  # auto's sticky fa2: what ran
         "flashinfer-fa3-hnd-kv-heads-wrong",
+        "flashinfer-fa3-lse-after-empty-tile",
         "flashinfer-fa3-paged-192-128",
-        "flashinfer-fa3-softcap-lse-after-empty-rows",
         "flashinfer-graph-no-query-rows",
         "flashinfer-paged-mask-zero-pages",
         "flashinfer-paged-mask-zero-pages-graph-wrong",
@@ -321,16 +321,20 @@ def test_the_fa3_lse_fa3_192_and_empty_decode_entries_match_only_what_was_shown(
         "kv_layout": "HND",
         "num_qo_heads": 64,
     }
-    lse = "flashinfer-fa3-softcap-lse-after-empty-rows"
+    lse = "flashinfer-fa3-lse-after-empty-tile"
     for backend in ("fa3", "auto", "fa3+graph"):
         assert known_for("flashinfer", base, backend, "0.7.2.post1", "sm90") == lse
+    # What the store_zero probe showed on both versions: bf16 without a soft cap, ragged, other query lengths.
+    bf16 = dict(base, q_dtype="bf16", kv_dtype="bf16", logits_soft_cap=0.0)
+    for case in (bf16, dict(bf16, layout="ragged", kv_layout="NHD"), dict(bf16, qo_lens=[200, 64])):
+        assert known_for("flashinfer", case, "fa3", "0.7.4", "sm90") == lse, case
     for case, backend in (
         (base, "fa2"),
-        (dict(base, qo_lens=[300], kv_lens=[33]), "fa3"),
-        (dict(base, q_dtype="bf16", kv_dtype="bf16"), "fa3"),
-        (dict(base, logits_soft_cap=0.0), "fa3"),
+        (dict(base, qo_lens=[300], kv_lens=[33]), "fa3"),  # alone: never seen
+        (dict(base, qo_lens=[100, 64]), "fa3"),  # one tile: store_zero reaches no row that sees keys
+        (dict(base, qo_lens=[64, 300], kv_lens=[1031, 33]), "fa3"),  # no request after the empty tile's
+        (dict(bf16, q_dtype="e4m3", kv_dtype="e4m3", o_dtype="bf16"), "fa3"),  # the fp8 epilogue: not measured
         (dict(base, return_lse=False), "fa3"),
-        (dict(base, layout="ragged", kv_layout="NHD"), "fa3"),
         (dict(base, mask="custom"), "auto"),
     ):
         assert known_for("flashinfer", case, backend, "0.7.2.post1", "sm90") is None, (case, backend)

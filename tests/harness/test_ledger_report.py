@@ -81,7 +81,11 @@ REPORTS = [
     ),
     pytest.param(
         ["flashinfer-fa3-hnd-kv-heads-wrong"],
-        ("`flashinfer-fa3-hnd-kv-heads-sigfpe`", "by an earlier version of the script", "single_prefill_sm90.cu:75-79"),
+        (
+            "`flashinfer-fa3-hnd-kv-heads-sigfpe`",
+            "printed by the script as it is today",
+            "single_prefill_sm90.cu:75-79",
+        ),
         (),
         id="entry-selects-its-family",
     ),
@@ -98,8 +102,8 @@ REPORTS = [
         id="versions-from-verify-runs",
     ),
     pytest.param(
-        ["flashinfer-fa3-softcap-lse-after-empty-rows"],
-        ("`flashinfer/data/include/flashinfer/attention/hopper/epilogue.cuh:247-251`", "(probable:", lf.NONE_FOUND),
+        ["flashinfer-graph-no-query-rows"],
+        ("`flashinfer/data/include/flashinfer/attention/cascade.cuh:715-717`", "(probable:", lf.NONE_FOUND),
         (),
         id="probable-cause",
     ),
