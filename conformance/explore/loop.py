@@ -455,6 +455,20 @@ class Summary:
         }
 
 
+@contextlib.contextmanager
+def hypothesis_home(out: Path) -> Iterator[None]:
+    """Hypothesis keeps its files (a cache of the constants it reads from loaded source) under its home
+    directory, `.hypothesis/` of the working directory by default: an exploration keeps them in its --out."""
+    from hypothesis import configuration
+
+    before = getattr(configuration, "__hypothesis_home_directory")
+    configuration.set_hypothesis_home_dir(out / ".hypothesis")
+    try:
+        yield
+    finally:
+        configuration.set_hypothesis_home_dir(before)
+
+
 def explore(
     target: str,
     *,
@@ -493,9 +507,10 @@ def explore(
 
     for s in chosen:
         on_start(s, len(chosen))
-        summary.results.append(
-            explore_subject(s, b, out, seed, hunt=target in HUNT_TARGETS, on_directed=save_partial, verify=verify)
-        )
+        with hypothesis_home(out):
+            summary.results.append(
+                explore_subject(s, b, out, seed, hunt=target in HUNT_TARGETS, on_directed=save_partial, verify=verify)
+            )
         on_result(summary.results[-1])
         (out / summary_name).write_text(json.dumps(summary.to_json(), indent=2) + "\n")
     if not chosen:
@@ -780,51 +795,51 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m conformanc
     p.add_argument("--flight", default=None, help=argparse.SUPPRESS)  # a child's flight record
     p.add_argument("--partial", default=None, help=argparse.SUPPRESS)  # a child's directed results, early
     a = p.parse_args(argv)
-    try:
+    try:  # usage errors only, each before anything is written: a ValueError raised later is no usage error
         if a.jobs < 1:
             raise InvalidValue("--jobs", a.jobs, "a positive number of subject processes at once", "pass e.g. --jobs 4")
         checked_device(a.device)
         usable_out_dir("--out", a.out)  # a file, or a path under one: refused before anything is written
         beat = Heartbeat(heartbeat_seconds(a.heartbeat))
-        if a.prebuild:
-            _budget(a.budget, a.examples, a.steps)  # usage errors before the build
-            _prebuild(_chosen(a.target, a.device, a.subject), a.device)
-        if not a.in_process and device_type(a.device) == "cuda":
-            _budget(a.budget, a.examples, a.steps)  # usage errors before any child starts
-            names = [s.name for s in _chosen(a.target, a.device, a.subject)]
-            with beat:
-                return explore_in_children(a, names, Tally(len(names), "subjects done", beat))
-        if a.flight:
-            machines.FLIGHT_RECORDER = Path(a.flight)
-        tally = Tally(0, "subjects done", beat)
-
-        def started(s: Subject, n: int) -> None:
-            tally.total = n
-            tally.start(f"subject {s.name}")
-
-        def ended(r: SubjectResult) -> None:
-            print_result(r)
-            tally.end(f"subject {r.subject.name}")
-
-        with beat:
-            summary = explore(
-                a.target,
-                budget=a.budget,
-                out=a.out,
-                device=a.device,
-                seed=a.seed,
-                subjects=a.subject,
-                examples=a.examples,
-                steps=a.steps,
-                on_result=ended,
-                summary_name=a.summary,
-                partial_name=a.partial,
-                verify=not a.no_verify,
-                on_start=started,
-            )
+        _budget(a.budget, a.examples, a.steps)
+        chosen = _chosen(a.target, a.device, a.subject)  # an unknown subject; a device the target cannot use
     except ValueError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
+    if a.prebuild:
+        _prebuild(chosen, a.device)
+    if not a.in_process and device_type(a.device) == "cuda":
+        names = [s.name for s in chosen]
+        with beat:
+            return explore_in_children(a, names, Tally(len(names), "subjects done", beat))
+    if a.flight:
+        machines.FLIGHT_RECORDER = Path(a.flight)
+    tally = Tally(0, "subjects done", beat)
+
+    def started(s: Subject, n: int) -> None:
+        tally.total = n
+        tally.start(f"subject {s.name}")
+
+    def ended(r: SubjectResult) -> None:
+        print_result(r)
+        tally.end(f"subject {r.subject.name}")
+
+    with beat:
+        summary = explore(
+            a.target,
+            budget=a.budget,
+            out=a.out,
+            device=a.device,
+            seed=a.seed,
+            subjects=a.subject,
+            examples=a.examples,
+            steps=a.steps,
+            on_result=ended,
+            summary_name=a.summary,
+            partial_name=a.partial,
+            verify=not a.no_verify,
+            on_start=started,
+        )
     _print(summary)
     return summary.exit_status
 

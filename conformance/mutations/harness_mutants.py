@@ -56,6 +56,22 @@ def _harness(name: str, path: str, old: str, new: str, description: str, kills: 
 
 HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
+        "explore-main-subject-unchecked",
+        "conformance/explore/loop.py",
+        "        chosen = _chosen(a.target, a.device, a.subject)  # an unknown subject; a device the target cannot use\n",
+        "        chosen = []\n",
+        "explore's command line checks no --subject before the run: an unknown one ends in a traceback, not exit 2",
+        (_OOM + "test_only_bad_arguments_exit_2_a_value_error_mid_run_is_no_usage_error",),
+    ),
+    _harness(
+        "explore-hypothesis-home-in-cwd",
+        "conformance/explore/loop.py",
+        '    configuration.set_hypothesis_home_dir(out / ".hypothesis")\n',
+        "    pass\n",
+        "an exploration leaves Hypothesis's .hypothesis/ (its constants cache) in the working directory",
+        (_OOM + "test_an_exploration_leaves_nothing_in_the_working_directory",),
+    ),
+    _harness(
         "teardown-keeps-adapters-buffers",
         "conformance/explore/machines.py",
         "            release(adapter)\n",

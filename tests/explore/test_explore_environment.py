@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -192,3 +195,36 @@ def test_a_gpu_process_collects_only_when_it_holds_too_much(
     monkeypatch.setattr(gc, "collect", lambda *a: done.append("collect") or 0)
     assert _env.reclaim_memory(device) is reclaimed
     assert done == (["collect", "empty_cache"] if reclaimed else [])
+
+
+def test_an_exploration_leaves_nothing_in_the_working_directory(tmp_path: Path) -> None:
+    """Hypothesis caches the constants it reads from source under its home directory, `.hypothesis/` of the
+    working directory unless told otherwise: a new user's checkout (or CI's) gained one per run."""
+    cwd, out = tmp_path / "cwd", tmp_path / "out"
+    cwd.mkdir()
+    root = str(Path(__file__).resolve().parents[2])
+    cmd = [sys.executable, "-m", "conformance", "explore", "--target", "torch", "--subject", "torch-auto-cpu"]
+    cmd += ["--examples", "1", "--steps", "2", "--no-verify", "--out", str(out)]
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert list(cwd.iterdir()) == [], "the exploration wrote into the working directory"
+    assert (out / ".hypothesis").is_dir() and (out / "scenario-summary.json").is_file()
+
+
+def test_only_bad_arguments_exit_2_a_value_error_mid_run_is_no_usage_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """explore's command line read any ValueError as bad input ("error: ...", exit 2), one a library raised in
+    the middle of the run too: CI then blamed the arguments for a crash."""
+    from conformance.explore import loop
+
+    def crash(*a: Any, **k: Any) -> Any:
+        raise ValueError("a library's own ValueError")
+
+    monkeypatch.setattr(loop, "explore", crash)
+    args = ["--target", "torch", "--out", str(tmp_path / "o"), "--subject"]
+    with pytest.raises(ValueError, match="library's own"):
+        loop.main([*args, "torch-auto-cpu"])
+    assert loop.main([*args, "no-such-subject"]) == 2
+    assert not (tmp_path / "o").exists(), "a usage error wrote something"
