@@ -461,7 +461,7 @@ def hypothesis_home(out: Path) -> Iterator[None]:
     directory, `.hypothesis/` of the working directory by default: an exploration keeps them in its --out."""
     from hypothesis import configuration
 
-    before = getattr(configuration, "__hypothesis_home_directory")
+    before = getattr(configuration, "__hypothesis_home_directory", None)  # None: the default again
     configuration.set_hypothesis_home_dir(out / ".hypothesis")
     try:
         yield

@@ -145,16 +145,23 @@ def test_a_version_shown_only_by_the_output_kept_beside_the_script_says_so(tmp_p
     assert f"| `torch-sdpa-empty-rows` | {lr.SHOWN_BESIDE}; listed; {lr.NOT_READ} |" in text, text
 
 
-def test_a_run_cut_short_says_nothing_against_an_earlier_verdict() -> None:
-    """fa3-hnd-kv-heads-wrong: reproduced (by an earlier script) on 2026-12-02's second sitting, then timed out on
-    the third: the version cell keeps the verdict."""
-    runs = lr.verify_runs(ROOT)
-    [entry] = [e for e in LEDGER if e.id == "flashinfer-fa3-hnd-kv-heads-wrong"]
-    for version in ("0.7.2.post1", "0.7.4"):
-        statuses = [o.status for r in runs[version] for o in r.outcomes if o.id == entry.id]
-        assert files.COULD_NOT_RUN in statuses and files.REPRODUCES in statuses, statuses
-        run = lr.newest_run(entry, version, runs, ROOT)
-        assert run is not None and run.outcome.status == files.REPRODUCES, run
+def test_a_run_cut_short_says_nothing_against_an_earlier_verdict(tmp_path: Any) -> None:
+    """An entry reproduced in one verify run and timed out in a later one (fa3-hnd-kv-heads-wrong on 2026-12-02's
+    second and third sittings): the version cell keeps the verdict, not the newest run's silence."""
+    real = json.loads(
+        open(os.path.join(ROOT, "docs/evidence/2026-12-02-h200-explore/0.7.4/verify/ledger-verify.json")).read()
+    )
+    [outcome] = [o for o in real["entries"] if o["id"] == "flashinfer-empty-batch-plan"]
+    cut = {**outcome, "status": files.COULD_NOT_RUN, "reason": "timed out after 120 s", "exit_code": None}
+    for name, started, o in (("early", "2026-12-02T01:00:00Z", outcome), ("late", "2026-12-02T02:00:00Z", cut)):
+        d = tmp_path / "docs" / "evidence" / name / "verify"
+        d.mkdir(parents=True)
+        (d / files.VERIFY_JSON).write_text(json.dumps({**real, "started": started, "entries": [o]}))
+    runs = lr.verify_runs(str(tmp_path))
+    assert [o.status for r in runs["0.7.4"] for o in r.outcomes] == [files.COULD_NOT_RUN, files.REPRODUCES]
+    [entry] = [e for e in LEDGER if e.id == "flashinfer-empty-batch-plan"]
+    run = lr.newest_run(entry, "0.7.4", runs, str(tmp_path))
+    assert run is not None and run.outcome.status == files.REPRODUCES, run
 
 
 def _evidence(tmp: Any, script_text: str, printed_by: str) -> KnownFailure:
