@@ -2,7 +2,9 @@
 
 On the H200 one subject process holding most of the device made its neighbours' kernels fail with
 OutOfMemoryError; those were recorded as defects whose scripts did not reproduce. Here an adapter
-that runs out of memory at its Nth run stands in for the crowded device.
+that runs out of memory at its Nth run stands in for the crowded device. Beside it, what an exploration
+leaves behind: no adapter holding its buffers after an example, nothing in the working directory, and a
+crash mid-run told apart from bad arguments.
 """
 
 from __future__ import annotations
@@ -153,13 +155,12 @@ def test_an_example_leaves_no_adapter_holding_its_buffers(monkeypatch: pytest.Mo
     """A failure's traceback keeps the example's adapters alive while Hypothesis shrinks (on the H200 a decode
     graph subject's process grew to 38 GiB so): teardown releases each one, the adapter the example used,
     the fresh controls its runs were checked against, and one replaced after a known violation."""
+    from conformance.explore.machines import machine_for
     from kernels.flashinfer.adapter import FlashInferKernel
 
     controls: list[FlashInferKernel] = []
     fresh = FlashInferKernel.fresh
     monkeypatch.setattr(FlashInferKernel, "fresh", lambda self: controls.append(fresh(self)) or controls[-1])
-    from conformance.explore.machines import machine_for
-
     subject = _decode_graph_subject()
     with subject.context():  # upstream's CPU model installed as flashinfer
         m = machine_for(subject)()
