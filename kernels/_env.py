@@ -126,8 +126,8 @@ def out_of_memory(e: BaseException) -> bool:
 
 
 # A GPU process that holds more than this (the allocator's reserve) collects its garbage and hands its
-# cached blocks back: sixteen explorations at once then stay within an H200's 140 GiB. Below it, nothing
-# is collected: a full collection costs about 0.14 s in an exploring process, more than an example's calls.
+# cached blocks back, so sixteen subject processes can share one GPU. Below it, nothing is collected: a
+# full collection costs more than an example's calls (docs/scenario-machines.md, "device memory").
 RECLAIM_ABOVE_BYTES = 4 << 30
 
 

@@ -12,10 +12,10 @@ Three parts, each an `attncheck run` in this process (conformance.parity_run), r
               SDPA ones through the math backend (the fault replaces SDPA whatever is forced), the
               LSE one through flex; "honest" is the faultless loop, the control;
   flashinfer  honest-flashinfer/: every FlashInfer backend over FlashInfer's own matrix, when
-              flashinfer imports. Its modules are built first, outside its time limit (on a cold JIT
-              cache the quick matrix's took the whole 330 s on the H200, 2026-12-02, and no pair ran);
-              --prebuild-only builds them and stops, for a sitting that builds in one call and runs in
-              the next with the same --jit-cache.
+              flashinfer imports. Its modules are built first (`attncheck prebuild`, all at once),
+              outside its time limit: on a cold JIT cache the builds alone can spend it
+              (docs/h200-runner.md). To build in one step and run in the next, run `attncheck prebuild
+              --budget B` first with the same --jit-cache.
 Then DIR/summary.json (every err/bound ratio, per group: count, median, p90, max; per fault whether
 and where its run caught it), DIR/distributions.svg (scripts/plot_precision_baseline.py), and a
 table printed last. A failing record the known-failure ledger explains (`known`) is a library
@@ -41,8 +41,8 @@ from typing import Any, Optional
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from conformance.parity_run import matrix_of, run_parity  # noqa: E402
-from kernels import get_target  # noqa: E402
+from conformance.commands import prebuild as prebuild_command  # noqa: E402
+from conformance.parity_run import run_parity  # noqa: E402
 from kernels.torch_precision_faults import FAULTS, HONEST, SDPA, injected  # noqa: E402
 from oracle.tolerances import governing_dtype  # noqa: E402
 from plot_precision_baseline import write_svg  # noqa: E402
@@ -115,20 +115,6 @@ def run_one(label: str, out_dir: str, **kw: Any) -> tuple[list[ParityRecord], fl
     return recs, took
 
 
-def prebuild_untimed(target_name: str, budget: str, seed: int, device: str) -> float:
-    """Run each of the target's stage preparations (FlashInfer: the JIT modules of every backend over the
-    budget's matrix, all cores on them) before any clock starts; the seconds they took."""
-    target = get_target(target_name)
-    staged = getattr(target, "stages", None)
-    if not callable(staged):
-        return 0.0
-    t0 = time.perf_counter()
-    for stage in staged(matrix_of(target_name, budget, seed, device), list(target.backends(device)), device, {}):
-        if stage.prepare is not None:
-            print(f"  prebuild {stage.name}: {json.dumps(stage.prepare())[:300]}", flush=True)
-    return time.perf_counter() - t0
-
-
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cuda")
@@ -140,7 +126,6 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
     ap.add_argument("--jit-cache", default=None, help="FlashInfer's JIT cache (FLASHINFER_WORKSPACE_BASE)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--prebuild-only", action="store_true", help="build FlashInfer's modules, then stop")
     a = ap.parse_args(argv)
     parts = [p for p in a.parts.split(",") if p]
     if not parts or set(parts) - set(PARTS):
@@ -208,10 +193,9 @@ def main(argv: list[str]) -> int:
 
     if "flashinfer" in parts and importlib.util.find_spec("flashinfer") is not None:
         print(f"honest FlashInfer backends, {a.budget} matrix; its modules built first", flush=True)
-        timings["flashinfer prebuild (untimed)"] = prebuild_untimed("flashinfer", a.budget, a.seed, a.device)
-        if a.prebuild_only:
-            print(f"  built in {timings['flashinfer prebuild (untimed)']:.0f} s; --prebuild-only: stopping", flush=True)
-            return 0
+        t0 = time.perf_counter()
+        prebuild_command.forward(["--budget", a.budget, "--device", a.device])  # before the clock starts
+        timings["flashinfer prebuild (untimed)"] = time.perf_counter() - t0
         recs, timings["honest-flashinfer"] = run_one(
             "flashinfer",
             os.path.join(a.out, "honest-flashinfer"),
