@@ -9,7 +9,7 @@
 #
 # A steps file holds a step a line, `NAME LIMIT COMMAND...` (# starts a comment): run in the checkout, in
 # order, each under the smaller of its LIMIT and what is left of the deadline; $R is the lane's result
-# folder. Logs: $R/NAME.log, headed by the command, the time and the environment.
+# folder. A step named NAME@VERSION runs in that version's lane only. Logs: $R/NAME.log, headed by the command, the time and the environment.
 set -u
 DEADLINE=$((SECONDS + ${1:?seconds} - 20))  # 20 s kept for packing
 VSTEPS=${2:?version steps file}
@@ -24,6 +24,7 @@ steps() {  # steps FILE: run each step of FILE in this lane
   local name limit cmd left t0 rc
   while read -r name limit cmd; do
     [ -z "$name" ] || [ "${name#\#}" != "$name" ] && continue
+    case $name in *@*) [ "${name#*@}" = "$LANE" ] || continue; name=${name%@*} ;; esac  # NAME@VERSION: that lane only
     left=$((DEADLINE - SECONDS)); [ "$left" -gt 5 ] || { echo "$LANE $name rc=skipped 0 s" >> "$A/steps.txt"; continue; }
     [ "$limit" -lt "$left" ] && left=$limit
     t0=$SECONDS
@@ -48,7 +49,10 @@ torch_lane() {
   export R; steps "$TSTEPS"
 }
 
-rm -rf "$A"; mkdir -p "$A/R" "$OUT"; : > "$A/steps.txt"
+# A warm machine (the next call within its idle release) keeps the sites and the JIT caches of the last call:
+# only its results go.
+rm -rf "$A/R" "$A"/lane-*.log; mkdir -p "$A/R" "$OUT"; : > "$A/steps.txt"
+[ -d "$A/jit-0.7.4" ] && echo "# warm: the last call's JIT caches kept ($(du -sh "$A"/jit-* 2>/dev/null | tr '\n' ' '))"
 install_sites "$A" || exit 2
 lane 0.7.2.post1 > "$A/lane-0.7.2.post1.log" 2>&1 &
 lane 0.7.4 > "$A/lane-0.7.4.log" 2>&1 &

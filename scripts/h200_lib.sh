@@ -48,7 +48,7 @@ install_sites() {  # install_sites DIR: DIR/site-common (apache-tvm-ffi, nvidia-
   common=$(ls .whlx/*.whl .whl/apache_tvm_ffi-*.whl .whl/nvidia_cudnn_frontend-*.whl 2>/dev/null \
     | awk -F/ '!seen[$NF]++')
   # shellcheck disable=SC2086 # the wheels are words
-  [ -n "$common" ] && site_for "$dir/site-common" $common || return 2
+  [ -d "$dir/site-common" ] || { [ -n "$common" ] && site_for "$dir/site-common" $common; } || return 2
   for a in .whlx/flashinfer-*-site.tar.xz .whl074x/flashinfer-*-site.tar.xz; do
     [ -f "$a" ] || continue
     v=$(basename "$a" -site.tar.xz); v=${v#flashinfer-}
