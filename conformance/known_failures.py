@@ -595,7 +595,9 @@ LEDGER: tuple[KnownFailure, ...] = (
         "probe_flashinfer_fa3_lse_store_zero.py on 0.7.2.post1 and 0.7.4: bf16 without a soft cap, the same 33 "
         "rows 3 of 3 runs (paged HND page 1, NHD page 16, ragged), rows 167-199 for qo [200, 64], 367-383 for "
         "[400, 64]: exactly the rows store_zero reaches; fa2 and a one-tile request give none, request 0 alone "
-        "none in 3 runs (docs/evidence/2026-12-02-h200-sitting-5/)",
+        "none in 3 runs (docs/evidence/2026-12-02-h200-sitting-5/). 2026-12-03 H200, `attncheck ledger verify` on "
+        "0.7.2.post1 and 0.7.4: reproduces on both, the same rows, the controls clean "
+        "(docs/evidence/2026-12-03-h200/callA/<version>/verify/)",
         applies=_fa3_lse_after_empty_tile,
         archs=("sm90",),
     ),

@@ -14,6 +14,7 @@ from conformance.mutations.kinds import Mutant, check_unique
 
 _FI_SUBJ = "tests/explore/test_flashinfer_subjects.py::"
 _ISO = "tests/explore/test_explore_isolation.py::"
+_SOURCE = "tests/kernels/test_flashinfer_source_faults.py::"
 _OOM = "tests/explore/test_explore_environment.py::"
 _LEDGER = "tests/harness/test_known_failures.py::"
 _PREBUILD = "tests/kernels/test_flashinfer_prebuild.py::"
@@ -2708,6 +2709,80 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "    shown = text[:80]  # a file is named whole: its name ends the path\n",
         "a --case @file that is not JSON is named by its path's first 80 characters: a long path loses the file name",
         (_BAD + "test_every_bad_input_exits_2_in_one_line_and_writes_nothing[run-case-file-long-name]",),
+    ),
+    _harness(
+        "source-fault-edit-count-unchecked",
+        "kernels/flashinfer/source_faults.py",
+        "        if n != 1:\n",
+        "        if n == 0:\n",
+        "a FlashInfer source fault whose text occurs twice in the header edits both places (or the wrong one) "
+        "instead of saying it does not apply",
+        (_SOURCE + "test_an_edit_whose_text_is_not_there_once_does_not_apply_and_says_how_often[2]",),
+    ),
+    _harness(
+        "source-fault-header-left-linked",
+        "kernels/flashinfer/source_faults.py",
+        "        target.unlink()\n        target.write_text(text)\n",
+        "        pass\n",
+        "the fault's copy links the installed header instead of writing the edited one: it builds an honest kernel "
+        "under the fault's name",
+        (_SOURCE + "test_a_copy_links_what_it_does_not_edit_and_writes_the_edited_header",),
+    ),
+    _harness(
+        "source-fault-python-linked",
+        "kernels/flashinfer/source_faults.py",
+        '            if fn.endswith(".py"):\n',
+        "            if False:\n",
+        "the copy links the package's Python files too: flashinfer.jit.env resolves its path to the installed "
+        "package and builds from its unedited headers",
+        (
+            _SOURCE + "test_a_copy_links_what_it_does_not_edit_and_writes_the_edited_header",
+            _SOURCE + "test_the_installed_copy_is_what_imports_with_its_own_jit_cache_and_label",
+        ),
+    ),
+    _harness(
+        "source-fault-copy-reused-across-faults",
+        "kernels/flashinfer/source_faults.py",
+        '    stamp = f"{f.name} {src}"\n',
+        '    stamp = f"{src}"\n',
+        "a copy made for one fault is reused for another: the second fault's runs build the first one's kernels",
+        (_SOURCE + "test_a_copy_is_reused_for_its_own_fault_and_source_only",),
+    ),
+    _harness(
+        "source-fault-half-written-copy",
+        "kernels/flashinfer/source_faults.py",
+        "    texts = {h: edited((src / INCLUDE / h).read_text(), f.edits, h) for h in headers}  # fails before writing\n",
+        '    texts = {}\n    (root_p / "flashinfer").mkdir(parents=True, exist_ok=True)\n'
+        "    texts = {h: edited((src / INCLUDE / h).read_text(), f.edits, h) for h in headers}\n",
+        "a fault that does not apply to the installed version leaves a half-made copy behind",
+        (_SOURCE + "test_a_fault_that_does_not_apply_writes_nothing",),
+    ),
+    _harness(
+        "source-fault-shared-jit-cache",
+        "kernels/flashinfer/source_faults.py",
+        '    os.environ["FLASHINFER_WORKSPACE_BASE"] = str(root_p / "jit")\n',
+        "",
+        "a fault's copy builds into the JIT cache the honest runs use: an honest run can load a faulty kernel",
+        (_SOURCE + "test_the_installed_copy_is_what_imports_with_its_own_jit_cache_and_label",),
+    ),
+    _harness(
+        "source-fault-unlabelled",
+        "kernels/flashinfer/source_faults.py",
+        "    setattr(flashinfer, FAULT_MARKER, name)\n",
+        "",
+        "records of a run with a source fault carry the plain FlashInfer version: they pass for honest ones",
+        (_SOURCE + "test_the_installed_copy_is_what_imports_with_its_own_jit_cache_and_label",),
+    ),
+    _harness(
+        "source-fault-no-rescale-noop",
+        "kernels/flashinfer/source_faults.py",
+        "            (Edit(FA2, _FA2_RESCALE_LINES + _FA2_RESCALE_TAIL, _FA2_RESCALE_TAIL),),\n",
+        "            (Edit(FA2, _FA2_RESCALE_LINES + _FA2_RESCALE_TAIL, _FA2_RESCALE_LINES + _FA2_RESCALE_TAIL),),\n",
+        "the fa2_no_rescale fault edits the header into itself: the kernel it builds is honest",
+        (
+            _SOURCE + "test_each_edit_lands_once_in_both_versions_and_changes_the_kernel[fa2_no_rescale-0.7.4]",
+            _SOURCE + "test_each_fault_makes_its_own_mistake[0.7.4]",
+        ),
     ),
 )
 
