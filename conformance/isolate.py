@@ -13,12 +13,15 @@ The child is `python -m conformance.isolate CONFIG_JSON`; its stdout is the prot
 library's own prints are moved to stderr), one request per line on stdin.
 
 FAULT_ENV is fault injection for the harness's own tests: `backend:case_id` (either may be `*`)
-makes the child abort when it is asked for that pair, as a crashing kernel would.
+makes the child abort when it is asked for that pair, as a crashing kernel would. INJECTED_ENV carries
+a fault of attncheck's catalogues (scripts/run_with_*_fault.py) into the child.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+import contextlib
+import importlib
 import json
 import os
 import select
@@ -26,7 +29,7 @@ import signal
 import subprocess
 import sys
 from dataclasses import asdict
-from typing import IO, Any, Optional
+from typing import IO, Any, ContextManager, Optional
 
 from conformance.evaluate import CONTEXT_LOST, evaluate_with_control, make_adapter
 from conformance.gate import crashed
@@ -34,6 +37,9 @@ from reports.records import ParityRecord
 from scenarios.case import Case
 
 FAULT_ENV = "ATTNCHECK_FAULT_ABORT"
+# "module:NAME": a fault of one of attncheck's catalogues the parent runs under (scripts/fault_command.py sets it);
+# the child injects it again with module.injected(NAME), or its records would be the library without it.
+INJECTED_ENV = "ATTNCHECK_INJECTED"
 # The child imports attncheck from the same tree as the parent, whatever its working directory.
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -182,10 +188,20 @@ def _serve(config: dict[str, Any], requests: IO[str], answers: IO[str]) -> None:
             return
 
 
+def injected_from_environment() -> ContextManager[Any]:
+    """The fault INJECTED_ENV names, injected for the block (its catalogue's `injected`); nothing without one."""
+    spec = os.environ.get(INJECTED_ENV, "")
+    if not spec:
+        return contextlib.nullcontext()
+    module, _, name = spec.partition(":")
+    return importlib.import_module(module).injected(name)
+
+
 def main(argv: list[str]) -> int:
     answers = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # whatever the library prints goes to stderr, never into the protocol
-    _serve(json.loads(argv[0]), sys.stdin, answers)
+    with injected_from_environment():
+        _serve(json.loads(argv[0]), sys.stdin, answers)
     return 0
 
 

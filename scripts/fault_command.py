@@ -3,6 +3,7 @@ of scripts/run_with_batch_fault.py and scripts/run_with_precision_fault.py, whic
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any, Callable, ContextManager, Mapping
 
@@ -17,6 +18,7 @@ def run_with_fault(
     """`--list` prints `line(fault)` for each fault; `FAULT CMD...` runs the attncheck command CMD with FAULT on
     and returns its exit status; 2 for an unknown fault."""
     from conformance.cli import main
+    from conformance.isolate import INJECTED_ENV
 
     if argv[:1] == ["--list"]:
         for f in faults.values():
@@ -26,5 +28,7 @@ def run_with_fault(
         given = argv[0] if argv else "nothing"
         print(f"{kind}: got {given!r}; pass one of {', '.join(faults)} (or --list)", file=sys.stderr)
         return 2
+    # `--isolate` children inject it again (conformance/isolate.py INJECTED_ENV): a child is a fresh interpreter
+    os.environ[INJECTED_ENV] = f"{injected.__module__}:{argv[0]}"
     with injected(argv[0]):
         return main(argv[1:])

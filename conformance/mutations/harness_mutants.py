@@ -2711,6 +2711,40 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         (_BAD + "test_every_bad_input_exits_2_in_one_line_and_writes_nothing[run-case-file-long-name]",),
     ),
     _harness(
+        "precision-lse-rounding-compiled",
+        "kernels/torch_precision_faults.py",
+        "@torch.compiler.disable\ndef _round_in_place(",
+        "def _round_in_place(",
+        "the LSE fault's rounding is traced into the compiled flex_attention on CUDA, where inductor drops it: "
+        "the fault injected is no fault",
+        ("tests/kernels/test_torch_precision_faults.py::test_the_lse_fault_rounds_outside_a_compiled_graph",),
+    ),
+    _harness(
+        "isolate-fault-not-passed-on",
+        "scripts/fault_command.py",
+        '    os.environ[INJECTED_ENV] = f"{injected.__module__}:{argv[0]}"\n',
+        "",
+        "a fault script run with --isolate names no fault to its children: they evaluate the library without it",
+        ("tests/kernels/test_torch_precision_faults.py::test_an_isolated_run_injects_the_fault_in_its_children_too",),
+    ),
+    _harness(
+        "isolate-child-ignores-fault",
+        "conformance/isolate.py",
+        "    with injected_from_environment():\n        _serve(",
+        "    with contextlib.nullcontext():\n        _serve(",
+        "an --isolate child ignores the fault its parent runs under: records say +fault:NAME of a library without it",
+        ("tests/kernels/test_torch_precision_faults.py::test_an_isolated_run_injects_the_fault_in_its_children_too",),
+    ),
+    _harness(
+        "ledger-faulted-version-unknown",
+        "conformance/known_failures.py",
+        "        and (version is None or version.split(FAULT_SUFFIX)[0] in e.versions)\n",
+        "        and (version is None or version in e.versions)\n",
+        "a library with one of attncheck's faults injected loses its ledger: its known defects read as the fault's "
+        "catches",
+        ("tests/harness/test_known_failures.py::test_a_library_with_a_fault_injected_keeps_its_known_defects",),
+    ),
+    _harness(
         "source-fault-edit-count-unchecked",
         "kernels/flashinfer/source_faults.py",
         "        if n != 1:\n",

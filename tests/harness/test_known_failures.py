@@ -61,6 +61,15 @@ def test_an_entry_does_not_explain_other_versions_targets_or_passing_shapes() ->
     assert known_for("flashinfer", dict(empty, qo_lens=[3], kv_lens=[5]), "fa2", "0.7.2.post1") is None
 
 
+def test_a_library_with_a_fault_injected_keeps_its_known_defects() -> None:
+    """Under one of attncheck's faults the library's versions read "0.7.4+fault:NAME": its known defects are
+    still the library's (the H200's honest source-fault copy raised on the empty batch as 0.7.4 does), and a
+    failure they explain is no catch of the fault."""
+    empty = {"layout": "ragged", "qo_lens": [], "kv_lens": [], "mask": "none"}
+    assert known_for("flashinfer", empty, "fa2", "0.7.4+fault:honest") == "flashinfer-empty-batch-plan"
+    assert known_for("flashinfer", empty, "fa2", "0.7.1+fault:honest") is None
+
+
 def test_the_fa3_hnd_entries_split_on_the_group_size_the_kernel_computes() -> None:
     """num_qo_heads // kv_len (K's token axis read as heads): 0 kills the process (crash), more runs wrongly."""
     ragged = {

@@ -9,6 +9,10 @@ looser bound nor a disarmed fault goes unnoticed. The full runs are in the evide
 from __future__ import annotations
 
 import functools
+import io
+import os
+from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -94,3 +98,57 @@ def test_a_16_bit_accumulator_fails_the_standard_long_context_and_the_faultless_
     inputs, t = _truth("standard", LONG_BF16)
     assert not _passes(name, "math", inputs, t), f"{name} passes over 8192 keys"
     assert _passes(HONEST, "math", inputs, t), "the faultless loop fails over 8192 keys"
+
+
+def test_the_lse_fault_rounds_outside_a_compiled_graph() -> None:
+    """On CUDA the flex adapter compiles flex_attention with the LSE fault wrapped inside; traced into the graph,
+    the rounding is gone once inductor compiles it (it keeps an upcast's fp32 value), and the H200's lse_in_half
+    run passed every case it reached. The fault's rounding runs outside any graph dynamo captures."""
+    from kernels.torch_precision_faults import _round_in_place
+
+    graphs: list[torch.fx.GraphModule] = []
+
+    def capture(gm: torch.fx.GraphModule, _inputs: list) -> Any:
+        graphs.append(gm)
+        return gm.forward
+
+    def caller(x: torch.Tensor) -> torch.Tensor:
+        y = x * 3.0
+        _round_in_place(y, torch.bfloat16)
+        return y + 1.0
+
+    x = torch.linspace(-7.3, 9.1, 257)
+    torch._dynamo.reset()
+    got = torch.compile(caller, backend=capture)(x)
+    assert torch.equal(got, (x * 3.0).to(torch.bfloat16).float() + 1.0)
+    traced = [str(n.target) for g in graphs for n in g.graph.nodes if n.op in ("call_method", "call_function")]
+    assert graphs and not any("copy_" in t or t == "to" for t in traced), traced
+
+
+def test_an_isolated_run_injects_the_fault_in_its_children_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--isolate` evaluates cases in fresh interpreters (python -m conformance.isolate): the script's fault must
+    be there too, or the records say "+fault:NAME" of a library that never had it (the fault passes every case).
+    The script names it in the environment the children inherit; a child injects what it names."""
+    import conformance.cli
+    from conformance import isolate
+    from conformance.isolate import INJECTED_ENV
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "scripts"))
+    from fault_command import run_with_fault
+
+    monkeypatch.delenv(INJECTED_ENV, raising=False)  # restored absent, whatever the script sets
+    seen: list[tuple[str, ...]] = []
+    monkeypatch.setattr(conformance.cli, "main", lambda argv: seen.append((os.environ[INJECTED_ENV], *argv)) or 0)
+    assert run_with_fault(["no_rescale", "run"], "precision fault", FAULTS, injected, str) == 0
+    assert seen == [("kernels.torch_precision_faults:no_rescale", "run")]
+    # the child, python -m conformance.isolate, with the environment the parent left: its protocol served with
+    # the fault in (the stdout juggling for the protocol channel left out)
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    monkeypatch.setattr(isolate, "_serve", lambda *args: seen.append((library_versions()["torch"],)))
+    for name, stub in (("dup", lambda fd: fd), ("dup2", lambda a, b: None), ("fdopen", lambda *a, **k: io.StringIO())):
+        monkeypatch.setattr(isolate.os, name, stub)
+    assert isolate.main(["{}"]) == 0
+    assert seen[-1][0].endswith("+fault:no_rescale")
+    assert torch.nn.functional.scaled_dot_product_attention is sdpa
+    monkeypatch.delenv(INJECTED_ENV)
+    assert isolate.main(["{}"]) == 0 and "+fault" not in seen[-1][0]
