@@ -2756,23 +2756,32 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "source-fault-header-left-linked",
         "kernels/flashinfer/source_faults.py",
-        "        target.unlink()\n        target.write_text(text)\n",
+        "        (pkg / INCLUDE / h).write_text(text)\n",
         "        pass\n",
-        "the fault's copy links the installed header instead of writing the edited one: it builds an honest kernel "
+        "the fault's copy keeps the installed header instead of writing the edited one: it builds an honest kernel "
         "under the fault's name",
         (_SOURCE + "test_a_copy_links_what_it_does_not_edit_and_writes_the_edited_header",),
     ),
     _harness(
         "source-fault-python-linked",
         "kernels/flashinfer/source_faults.py",
-        '            if fn.endswith(".py"):\n',
-        "            if False:\n",
+        '            if fn.endswith(".py") or rel.parts[:2] == INCLUDE.parts:\n',
+        "            if rel.parts[:2] == INCLUDE.parts:\n",
         "the copy links the package's Python files too: flashinfer.jit.env resolves its path to the installed "
         "package and builds from its unedited headers",
         (
             _SOURCE + "test_a_copy_links_what_it_does_not_edit_and_writes_the_edited_header",
             _SOURCE + "test_the_installed_copy_is_what_imports_with_its_own_jit_cache_and_label",
         ),
+    ),
+    _harness(
+        "source-fault-headers-linked",
+        "kernels/flashinfer/source_faults.py",
+        '            if fn.endswith(".py") or rel.parts[:2] == INCLUDE.parts:\n',
+        '            if fn.endswith(".py"):\n',
+        "the copy links the headers it does not edit: gcc reads a linked header under its real path, so its relative "
+        "includes reach the installed headers and an edit included that way (fa3's) is never built",
+        (_SOURCE + "test_a_copy_links_what_it_does_not_edit_and_writes_the_edited_header",),
     ),
     _harness(
         "source-fault-copy-reused-across-faults",

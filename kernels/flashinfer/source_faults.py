@@ -8,8 +8,11 @@ ones in torch), applied to a copy of the installed package:
     install("fa2_no_rescale", "/tmp/faults")   # before flashinfer is imported: the edited copy is
     import flashinfer                          # what imports, its modules build into its own cache
 
-The copy (`prepare`) links every file of the installed package except its Python files (copied:
-flashinfer.jit.env finds the headers from its own resolved path) and the edited header (written).
+The copy (`prepare`) links every file of the installed package but its Python files (copied:
+flashinfer.jit.env finds the headers from its own resolved path) and its headers under data/include
+(copied, the edited ones written): a linked header is found by the compiler under its real path (gcc
+shortens a system header's path to it), and its own relative includes then read the installed headers,
+so an edit of a header included that way (fa3's attention_updater.cuh) never reached the build.
 Each fault's copy has its own JIT cache, so a module built from an edited source is never loaded by
 an honest run, nor the reverse; HONEST is the copy with no edit, the control. An edit names the
 text it replaces, which must occur exactly once in the installed version's header: otherwise the
@@ -251,14 +254,12 @@ def prepare(name: str, root: str | os.PathLike[str], source: Optional[Path] = No
         (pkg / rel).mkdir(parents=True, exist_ok=True)
         for fn in files:
             s, t = Path(d) / fn, pkg / rel / fn
-            if fn.endswith(".py"):
+            if fn.endswith(".py") or rel.parts[:2] == INCLUDE.parts:
                 shutil.copy2(s, t)
             else:
                 t.symlink_to(s)
     for h, text in texts.items():
-        target = pkg / INCLUDE / h
-        target.unlink()
-        target.write_text(text)
+        (pkg / INCLUDE / h).write_text(text)
     (pkg / STAMP).write_text(stamp)
     return root_p
 
