@@ -280,6 +280,18 @@ def _torch_rows_without_keys(c: dict[str, Any], backend: str) -> bool:
     return ("cudnn" in kernels and (masked_rows or causal_short)) or ("efficient" in kernels and lower_right)
 
 
+def _torch_flex_compiled_no_choices(c: dict[str, Any], backend: str) -> bool:
+    """Compiled FlexAttention (the flex backend on CUDA; one call over the batch's query rows as one sequence)
+    raising NoValidChoicesError where eager runs: with GQA, bf16 head dims 64 and 128 at 64-127 query rows, fp32
+    head dims (192, 128) at 31-129 (the H200 sweep of the evidence script; without GQA the same lengths ran)."""
+    if backend != "flex" or c["num_qo_heads"] == c["num_kv_heads"]:
+        return False
+    rows, dims = sum(c["qo_lens"]), (c["head_dim_qk"], c["head_dim_vo"])
+    if c["q_dtype"] == "bf16" and dims in ((64, 64), (128, 128)):
+        return 64 <= rows <= 127
+    return c["q_dtype"] == "fp32" and dims == (192, 128) and 31 <= rows <= 129
+
+
 def _torch_nested_scores_in_half(c: dict[str, Any], backend: str) -> bool:
     """Jagged SDPA math in bf16 where its bf16 scores move the softmax past the bound: input_scale >= 4, head
     dims up to 128, and a request with at least NESTED_LONG_KV keys and either 3 query rows or logits below
@@ -743,6 +755,23 @@ LEDGER: tuple[KnownFailure, ...] = (
         "the CPU (nested-math and nested-auto): every failing record; 2026-12-02 H200, torch 2.11.0+cu130, "
         "`attncheck ledger verify --target torch`: reproduces (docs/evidence/2026-12-02-h200-sitting-3/torch/)",
         applies=_torch_nested_scores_in_half,
+    ),
+    KnownFailure(
+        "torch-flex-compiled-no-valid-choices",
+        "torch",
+        ("2.11.0+cu130",),
+        "compiled flex_attention raises InductorError (NoValidChoicesError: no choices exist for backend) on "
+        "GQA calls of some query lengths that eager flex_attention, and the compiled one with 32x32 tiles, run",
+        "error",
+        "docs/evidence/repro_torch_flex_compiled_no_valid_choices.py",
+        confirmed=True,
+        seen="2026-12-03 H200, torch 2.11.0+cu130: the quick matrix's flex records on CUDA (3 errors, a fresh "
+        "adapter too: docs/evidence/2026-12-03-h200/callA/torch/honest/); the probe (callB/torch/flex-probe.txt): "
+        "each raised again in a fresh process on a fresh compile, ran eagerly and with 32x32 tiles; the script "
+        "(its .h200.txt): bf16 (8/2 heads, dims 64 and 128) raised at 64, 65, 98 and 127 query rows, not at 31, "
+        "128, 129; fp32 (8/1, dims 192/128) at every length tried, 31 to 129",
+        applies=_torch_flex_compiled_no_choices,
+        archs=("sm90",),
     ),
     KnownFailure(
         "torch-sdpa-empty-rows",

@@ -151,6 +151,13 @@ FAMILIES: dict[str, Family] = {
             "the softmax of a bf16 batch is off by far more than dense math's own rounding.",
         ),
         Family(
+            "torch-flex-compiled-no-valid-choices",
+            "compiled flex_attention raises NoValidChoicesError on GQA calls of some query lengths",
+            "torch.compile(flex_attention) on an H200 raises InductorError (LoweringException: NoValidChoicesError: "
+            "No choices exist for backend) for GQA calls with, e.g., 64-127 query rows in bf16, where eager "
+            "flex_attention runs the same call, and the compiled one runs it with kernel_options of 32x32 tiles.",
+        ),
+        Family(
             "torch-sdpa-empty-rows",
             "cuDNN and memory-efficient SDPA write non-zero rows where the mask allows no key",
             "torch's math backend returns 0 for a query row whose mask allows no key (torch >= 2.5); the cuDNN "
@@ -810,6 +817,56 @@ FACTS: dict[str, Facts] = {
                     "Fix scaled_dot_product_attention reference implementation to match MATH backend",
                     "closed",
                     "documents that dense MATH upcasts fp16/bf16 to fp32",
+                ),
+            ),
+        ),
+        Facts(
+            "torch-flex-compiled-no-valid-choices",
+            "torch-flex-compiled-no-valid-choices",
+            NOT_LOCATED,
+            "Inductor's flex_attention lowering builds one Triton template choice per candidate tile config; for "
+            "these shapes every candidate fails to become a choice, and autotuning is left with none to select. "
+            "Why each candidate fails for them was not found.",
+            (
+                Cause(
+                    "2.11.0+cu130",
+                    (
+                        "torch 2.11's inductor sources were not read (the runner's build; only 2.13's are unpacked)",
+                    ),
+                ),
+                Cause(
+                    "2.13.0+cpu",
+                    (
+                        "torch/_inductor/kernel/flex/flex_attention.py:418-492 one maybe_append_choice per config of "
+                        "get_flex_attention_fwd_configs, an error raised only when there is a single config",
+                        "torch/_inductor/select_algorithm.py:3890-3891 `if len(choices) == 0: raise "
+                        'self.create_no_valid_choices(name, "No choices exist for backend.")`',
+                    ),
+                    "a CPU build: flex runs eagerly here, the CUDA configs are not used",
+                ),
+            ),
+            (
+                "Eager flex_attention runs each failing call (the script's control), and so does the compiled one "
+                "given kernel_options BLOCK_M = BLOCK_N = 32: the library runs the call it refuses to compile.",
+                "Without GQA the same query lengths compile (the quick matrix's records on the H200).",
+            ),
+            "Compiled flex_attention runs every call eager flex_attention runs, falling back to a smaller tile "
+            "where the default ones do not fit.",
+            (
+                Related(
+                    "pytorch/pytorch#133562",
+                    "issue",
+                    "FlexAttention with BLOCK_SIZE!=128",
+                    "closed",
+                    "the same NoValidChoicesError from flex_attention's lowering, for a block mask of another block "
+                    "size",
+                ),
+                Related(
+                    "pytorch/pytorch#146260",
+                    "issue",
+                    "flex attention NoValidChoicesError with torch 2.6",
+                    "closed",
+                    "the same error in the backward lowering, a regression in 2.6",
                 ),
             ),
         ),

@@ -627,3 +627,31 @@ def test_entries_of_both_versions_ask_auto_only_where_both_versions_pick_alike()
     assert kf._runs_on_in_both(short_paged, "fa2", "fa2")
     ragged = {**short_paged, "layout": "ragged"}
     assert kf._runs_on_in_both(ragged, "auto", "fa3") and not kf._runs_on_in_both(ragged, "auto", "fa2")
+
+
+def test_the_compiled_flex_entry_claims_the_h200_errors_and_no_record_that_ran() -> None:
+    """torch's flex backend over the quick matrix on the H200 (2026-12-03 call A): the three errors compiled flex
+    raised are the entry's; every record that ran, among them GQA-free ones of the same query lengths, is not."""
+    import json
+    import lzma
+
+    runs = os.path.join(ROOT, "docs", "evidence", "2026-12-03-h200", "callA", "torch")
+    recs = [
+        json.loads(line)
+        for run in ("honest", "lse")
+        for line in lzma.open(os.path.join(runs, run, "results.jsonl.xz"), "rt")
+        if '"case_id"' in line
+    ]
+    claimed = {
+        (r["status"], r["case_id"]): known_for("torch", r["case"], r["backend"], "2.11.0+cu130", "sm90")
+        for r in recs
+        if r["status"] in ("pass", "fail", "error")
+    }
+    entry = "torch-flex-compiled-no-valid-choices"
+    assert sorted(k for k, v in claimed.items() if v == entry) == [
+        ("error", "paged-b2-h8x1-d192v128-fp32-p5HND-causal-1c55ff7128"),
+        ("error", "ragged-b1-h8x1-d192v128-fp32-zero_len-97f158a34c"),
+        ("error", "ragged-b3-h8x2-d64-bf16-causal-a6f4fe9026"),
+    ]
+    assert len(claimed) > 60 and all(v is None for (s, _), v in claimed.items() if s != "error")
+    assert known_for("torch", recs[0]["case"], "flex", "2.13.0+cpu", "x86_64") is None  # eager on the CPU

@@ -9,9 +9,9 @@ looser bound nor a disarmed fault goes unnoticed. The full runs are in the evide
 from __future__ import annotations
 
 import functools
+import importlib.util
 import io
 import os
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -133,8 +133,12 @@ def test_an_isolated_run_injects_the_fault_in_its_children_too(monkeypatch: pyte
     from conformance import isolate
     from conformance.isolate import INJECTED_ENV
 
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "scripts"))
-    from fault_command import run_with_fault
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    spec = importlib.util.spec_from_file_location("fault_command", os.path.join(root, "scripts", "fault_command.py"))
+    assert spec is not None and spec.loader is not None
+    fault_command = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fault_command)
+    run_with_fault = fault_command.run_with_fault
 
     monkeypatch.delenv(INJECTED_ENV, raising=False)  # restored absent, whatever the script sets
     seen: list[tuple[str, ...]] = []
