@@ -19,8 +19,14 @@ from scenarios.matrix import BUDGETS
 
 def pytest_configure(config: pytest.Config) -> None:
     """Every pytest process (xdist workers and mutation children too) warms oneMKL before a test computes;
-    an xdist worker takes its share of the cores for torch's intra-op threads."""
+    `-n N` steals work between workers unless --dist says otherwise; an xdist worker takes its share of the
+    cores for torch's intra-op threads."""
     warm_mkl_vml()  # oneMKL picks its VML kernels in this one thread before any attention is computed
+    given = any(str(a).startswith(("--dist", "-d")) for a in config.invocation_params.args)
+    if getattr(config.option, "dist", "no") == "load" and not given:
+        # `-n N` alone: xdist's "load" hands out the tests in fixed batches, and a worker left with a few long
+        # ones runs on alone at the end; "worksteal" hands the rest of its batch to whoever is idle.
+        config.option.dist = "worksteal"
     workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
     if workers:
         share_cores(int(workers))

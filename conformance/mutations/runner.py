@@ -50,7 +50,8 @@ COPIED = (
     "conftest.py",
     "pyproject.toml",
     "docs",
-)  # docs: the ledger tests read the H200 runs' records in docs/evidence
+    "scripts",
+)  # docs: the ledger tests read the H200 runs' records in docs/evidence; scripts: the fault scripts' tests
 # What a copy leaves out (deps.py's listings and tree hash leave out the same).
 IGNORED = ("__pycache__", "*.pyc", ".hypothesis", ".pytest_cache", "*.egg-info", "*.png", "*.html")
 _IGNORED = shutil.ignore_patterns(*IGNORED)
