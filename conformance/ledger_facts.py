@@ -830,9 +830,7 @@ FACTS: dict[str, Facts] = {
             (
                 Cause(
                     "2.11.0+cu130",
-                    (
-                        "torch 2.11's inductor sources were not read (the runner's build; only 2.13's are unpacked)",
-                    ),
+                    ("torch 2.11's inductor sources were not read (the runner's build; only 2.13's are unpacked)",),
                 ),
                 Cause(
                     "2.13.0+cpu",
