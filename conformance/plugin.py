@@ -22,14 +22,19 @@ def pytest_configure(config: pytest.Config) -> None:
     `-n N` steals work between workers unless --dist says otherwise; an xdist worker takes its share of the
     cores for torch's intra-op threads."""
     warm_mkl_vml()  # oneMKL picks its VML kernels in this one thread before any attention is computed
+    if config is not None:
+        _steal_work(config)
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if workers:
+        share_cores(int(workers))
+
+
+def _steal_work(config: pytest.Config) -> None:
     given = any(str(a).startswith(("--dist", "-d")) for a in config.invocation_params.args)
     if getattr(config.option, "dist", "no") == "load" and not given:
         # `-n N` alone: xdist's "load" hands out the tests in fixed batches, and a worker left with a few long
         # ones runs on alone at the end; "worksteal" hands the rest of its batch to whoever is idle.
         config.option.dist = "worksteal"
-    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
-    if workers:
-        share_cores(int(workers))
 
 
 def share_cores(workers: int) -> None:

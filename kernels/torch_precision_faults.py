@@ -201,8 +201,8 @@ def _flex(f: Fault, original: Callable[..., Any]) -> Callable[..., Any]:
 @torch.compiler.disable
 def _round_in_place(x: torch.Tensor, dtype: torch.dtype) -> None:
     """x rounded to `dtype` in place, outside any compiled graph: compiled, inductor keeps the upcast's
-    fp32 value (torch._inductor.config.emulate_precision_casts is off) and the rounding vanishes, so
-    the LSE fault wrapped in CUDA's compiled flex_attention was no fault at all."""
+    fp32 value (torch._inductor.config.emulate_precision_casts is off) and the rounding vanishes: the LSE
+    fault wrapped in CUDA's compiled flex_attention would be no fault at all."""
     x.copy_(x.to(dtype))
 
 

@@ -9,7 +9,8 @@
 #
 # A steps file holds a step a line, `NAME LIMIT COMMAND...` (# starts a comment): run in the checkout, in
 # order, each under the smaller of its LIMIT and what is left of the deadline; $R is the lane's result
-# folder. A step named NAME@VERSION runs in that version's lane only. Logs: $R/NAME.log, headed by the command, the time and the environment.
+# folder. A step named NAME@VERSION runs in that version's lane only. Logs: $R/NAME.log, headed by the
+# command, the time and the environment.
 set -u
 DEADLINE=$((SECONDS + ${1:?seconds} - 20))  # 20 s kept for packing
 VSTEPS=${2:?version steps file}

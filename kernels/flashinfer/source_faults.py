@@ -11,8 +11,8 @@ ones in torch), applied to a copy of the installed package:
 The copy (`prepare`) links every file of the installed package but its Python files (copied:
 flashinfer.jit.env finds the headers from its own resolved path) and its headers under data/include
 (copied, the edited ones written): a linked header is found by the compiler under its real path (gcc
-shortens a system header's path to it), and its own relative includes then read the installed headers,
-so an edit of a header included that way (fa3's attention_updater.cuh) never reached the build.
+shortens a system header's path to it), and its own relative includes then read the installed headers:
+an edit of a header included that way (fa3's attention_updater.cuh) would never reach the build.
 Each fault's copy has its own JIT cache, so a module built from an edited source is never loaded by
 an honest run, nor the reverse; HONEST is the copy with no edit, the control. An edit names the
 text it replaces, which must occur exactly once in the installed version's header: otherwise the
@@ -21,7 +21,7 @@ the flashinfer module carries the fault's name (FAULT_MARKER), so versions() say
 
 Where they round: fa2's 16-bit accumulators round after every 16-key MMA step, as the torch
 catalogue's do; fa3's row sum after every key tile. "The input dtype" is the query's (bf16 for an
-fp8 query). `FAULTS` is the catalogue; docs/evidence/2026-12-03-flashinfer-source-faults/ its runs.
+fp8 query). `FAULTS` is the catalogue; docs/evidence/2026-12-03-h200/README.md holds its runs.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ FA2 = "flashinfer/attention/prefill.cuh"  # fa2's prefill kernels (paged, ragged
 FA3 = "flashinfer/attention/hopper/attention_updater.cuh"  # fa3's online softmax (sm90)
 INCLUDE = Path("data") / "include"  # the headers, under the package directory
 ROOT_ENV = "ATTNCHECK_FAULT_ROOT"  # where the copies go (default: the temporary directory)
-STAMP = ".attncheck-fault"  # in a prepared copy: "NAME SOURCE", written last (a copy without it is unfinished)
+# In a prepared copy: "NAME SOURCE", written last (a copy without it is unfinished, or of an earlier layout).
+STAMP = ".attncheck-fault-2"
 
 # Rounding helpers the edits inline (device lambdas; fa2's DTypeQ is half or __nv_bfloat16).
 _ROUND_Q = (
