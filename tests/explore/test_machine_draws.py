@@ -53,7 +53,7 @@ def test_flexattention_is_explored_on_its_own_profile_with_soft_caps() -> None:
 
 
 def _digests(entry: list[str], out: Path) -> dict[str, str]:
-    args = ["--target", "torch", "--budget", "ci", "--examples", "3", "--no-verify", "--out", str(out)]
+    args = ["--target", "torch", "--budget", "ci", "--examples", "6", "--no-verify", "--out", str(out)]
     subprocess.run([sys.executable, "-m", *entry, *args], cwd=REPO, check=True, capture_output=True)
     summary = json.loads((out / "scenario-summary.json").read_text())
     return {s["subject"]: s["digest"] for s in summary["subjects"]}
