@@ -3,7 +3,7 @@
 
     python scripts/precision_baseline.py --device cuda --budget standard --out DIR
         [--parts torch,faults,flashinfer] [--time-budget 330] [--flashinfer-time-budget 540]
-        [--faults-budget B] [--jit-cache DIR]
+        [--faults-budget B] [--jit-cache DIR] [--flashinfer-backends fa2,cudnn]
 
 Three parts, each an `attncheck run` in this process (conformance.parity_run), records kept:
   torch       honest-torch/: every backend of the torch target on the device (cuda: math, flash,
@@ -123,6 +123,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--time-budget", type=float, default=330.0, help="seconds for all torch runs together")
     ap.add_argument("--flashinfer-time-budget", type=float, default=540.0)
+    ap.add_argument(
+        "--flashinfer-backends",
+        default="",
+        help="comma-separated FlashInfer backends to run (default: all); their modules alone are built",
+    )
     ap.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
     ap.add_argument("--jit-cache", default=None, help="FlashInfer's JIT cache (FLASHINFER_WORKSPACE_BASE)")
     ap.add_argument("--seed", type=int, default=0)
@@ -194,13 +199,16 @@ def main(argv: list[str]) -> int:
     if "flashinfer" in parts and importlib.util.find_spec("flashinfer") is not None:
         print(f"honest FlashInfer backends, {a.budget} matrix; its modules built first", flush=True)
         t0 = time.perf_counter()
-        prebuild_command.forward(["--budget", a.budget, "--device", a.device])  # before the clock starts
+        chosen = [b for b in a.flashinfer_backends.split(",") if b]
+        argv = ["--budget", a.budget, "--device", a.device] + [x for b in chosen for x in ("--backend", b)]
+        prebuild_command.forward(argv)  # before the clock starts
         timings["flashinfer prebuild (untimed)"] = time.perf_counter() - t0
         recs, timings["honest-flashinfer"] = run_one(
             "flashinfer",
             os.path.join(a.out, "honest-flashinfer"),
             target_name="flashinfer",
             budget=a.budget,
+            backends=chosen or None,
             time_budget_s=a.flashinfer_time_budget,
             **common,
         )

@@ -28,7 +28,7 @@ _NUMBER = re.compile(r"(?<![A-Za-z_\d.])[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?") 
 KIND_CHARS = 160
 
 
-_FRESH_ANSWER = re.compile(r"""a fresh adapter's (None|'[^']*'|"[^"]*")""")
+_FRESH_ANSWER = re.compile(r"""a fresh adapter's( in a pristine process)? (None|'[^']*'|"[^"]*")""")
 
 
 def blank_numbers(text: str) -> str:
@@ -77,7 +77,7 @@ def kind_of(invariant: str, detail: str) -> str:
         if off:
             return "+".join(off)
     if invariant == "history_independent":
-        detail = _FRESH_ANSWER.sub("a fresh adapter's other", detail)
+        detail = _FRESH_ANSWER.sub(r"a fresh adapter's\1 other", detail)
     return blank_numbers(detail)
 
 

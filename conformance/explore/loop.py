@@ -51,6 +51,7 @@ from conformance.explore import machines
 from conformance.explore.constants import pinned_constants
 from conformance.explore.defects import Found, signature_of
 from conformance.explore.directed import directed_for, run_directed
+from conformance.explore.pristine import PristineControl
 from conformance.explore.machines import (
     ContextLost,
     EnvironmentFailure,
@@ -245,12 +246,15 @@ def explore_subject(
     hunt: bool = False,
     on_directed: Callable[[SubjectResult], None] = lambda r: None,
     verify: bool = False,
+    pristine: Optional[PristineControl] = None,
 ) -> SubjectResult:
     """Directed sequences, then the exploration; `hunt` gives a subject expected to fail the larger budget
     and ends it at its first new defect, where a subject that must hold explores past every defect it
     finds until its budget is spent (`explore_rounds`). `on_directed` sees the result once the directed
     sequences are done (a child saves them there, so a process killed in the exploration still reports
-    them). `verify`: every script written is run in a fresh process at once (`_record`).
+    them). `verify`: every script written is run in a fresh process at once (`_record`). `pristine`: the
+    control from untouched library state (explore() starts one before its first subject); without one, a
+    server is forked here, inside the subject's context, before its first call.
 
     A lost device context (machines.ContextLost) ends the subject where it happened: its calls so far
     are the failure, unshrunk, with their script (verified in a fresh process, whose context is its own);
@@ -260,9 +264,18 @@ def explore_subject(
     t0 = time.perf_counter()
     result = SubjectResult(subject)
     machine, phase = None, "warm-up"
-    with single_thread(), pinned_constants(), subject.context() if subject.context else contextlib.nullcontext():
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(single_thread())
+        stack.enter_context(pinned_constants())
+        if subject.context:
+            stack.enter_context(subject.context())
+        if pristine is None:
+            pristine = stack.enter_context(
+                PristineControl(lambda name: contextlib.nullcontext((subject.make, subject.device)), subject.device)
+            )
         try:
             machine = machine_for(subject)
+            machine.pristine = pristine
             try:
                 warm_up(machine)
             except Exception as e:  # noqa: BLE001 - the library failed on its plainest case: that is the finding
@@ -496,8 +509,52 @@ def explore(
         raise ValueError(f"budget={budget!r}: expected one of {', '.join(BUDGETS)}")
     warm_mkl_vml()  # oneMKL picks its VML kernels in this one thread before any attention is computed
     b = _budget(budget, examples, steps)
+    # Forked before any subject is made (on CUDA: before the context): its controls start from untouched state.
+    with PristineControl(_subject_opener(target, device), device) as pristine:
+        return _explore(
+            target,
+            budget,
+            b,
+            Path(out),
+            device,
+            seed,
+            subjects,
+            on_result,
+            summary_name,
+            partial_name,
+            verify,
+            on_start,
+            pristine,
+        )
+
+
+@contextlib.contextmanager
+def _opened(subject: Subject) -> Iterator[tuple[Callable[[str], Any], str]]:
+    with single_thread(), subject.context() if subject.context else contextlib.nullcontext():
+        yield subject.make, subject.device
+
+
+def _subject_opener(target: str, device: str) -> Callable[[str], Any]:
+    """For the pristine control's children: subject `name` of `target`, made there, its context entered."""
+    return lambda name: _opened(next(s for s in subjects_for(target, device) if s.name == name))
+
+
+def _explore(
+    target: str,
+    budget: str,
+    b: MachineBudget,
+    out: Path,
+    device: str,
+    seed: int,
+    subjects: Optional[Sequence[str]],
+    on_result: Callable[[SubjectResult], None],
+    summary_name: str,
+    partial_name: Optional[str],
+    verify: bool,
+    on_start: Callable[[Subject, int], None],
+    pristine: PristineControl,
+) -> Summary:
     chosen = _chosen(target, device, subjects)
-    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     summary = Summary(target, budget, seed, device, [])
 
@@ -509,7 +566,16 @@ def explore(
         on_start(s, len(chosen))
         with hypothesis_home(out):
             summary.results.append(
-                explore_subject(s, b, out, seed, hunt=target in HUNT_TARGETS, on_directed=save_partial, verify=verify)
+                explore_subject(
+                    s,
+                    b,
+                    out,
+                    seed,
+                    hunt=target in HUNT_TARGETS,
+                    on_directed=save_partial,
+                    verify=verify,
+                    pristine=pristine,
+                )
             )
         on_result(summary.results[-1])
         (out / summary_name).write_text(json.dumps(summary.to_json(), indent=2) + "\n")

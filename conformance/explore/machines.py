@@ -43,6 +43,7 @@ from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
 from conformance.evaluate import TruthCache
 from conformance.explore.defects import DefectBook, Signature, failure_class, signature_of
+from conformance.explore.pristine import PristineControl
 from kernels._env import context_after_error, device_type, memory_report, out_of_memory, reclaim_memory
 from kernels.errors import LibraryRefused
 from kernels.protocol import AttentionKernel, KernelOutput, Reason, release, route_of_failed_run
@@ -392,6 +393,9 @@ class ScenarioMachine(RuleBasedStateMachine):
     # what a Flaky outcome is replayed from in a fresh process (conformance/explore/loop.py).
     first_raised: ClassVar[Optional[ScenarioFailure]]
     last_steps: ClassVar[list[Step]]
+    # The control from untouched library state (conformance/explore/pristine.py), asked where a run failed and
+    # the in-process fresh adapter agreed with it; None where the runner started none.
+    pristine: ClassVar[Optional[PristineControl]]
 
     def __init__(self) -> None:
         super().__init__()
@@ -752,7 +756,10 @@ class ScenarioMachine(RuleBasedStateMachine):
                     "output_matches_oracle", "; ".join(c.summary() for c in (oc, lc) if c is not None and not c.passed)
                 )
             )
-        v += self._history(adapter, inputs, out, oc.bound, backend, step)
+        history = self._history(adapter, inputs, out, oc.bound, backend, step)
+        if v and not history:
+            history = self._pristine(inputs, out, oc.bound, backend, step)
+        v += history
         v += self._routing(backend, out, step)
         return v
 
@@ -780,6 +787,29 @@ class ScenarioMachine(RuleBasedStateMachine):
             ]
         finally:
             release(control)  # its output is all the comparison needs
+        diffs = self._differences(out, ref, bound, "a fresh adapter's")
+        return [Violation("history_independent", "; ".join(diffs))] if diffs else []
+
+    def _pristine(self, inputs: Inputs, out: KernelOutput, bound: float, backend: str, step: Step) -> list[Violation]:
+        """A failed run that the in-process control repeated, asked of a control from untouched library state:
+        where that one answers otherwise, state the library kept outside its wrappers is what failed (history).
+        A case the ledger explains is not asked (its failure is the case's); a control that could not run is
+        noted on the step, no evidence either way."""
+        pristine = type(self).pristine
+        if pristine is None or self._ledger(inputs.case, backend) is not None:
+            return []
+        answer = pristine.ask(self.subject.name, backend, inputs.case, inputs.seed)
+        if answer.raised:
+            return [Violation("history_independent", f"a fresh adapter in a pristine process raised {answer.error}")]
+        if answer.output is None:
+            step.note += f" [{answer.error[:300]}]"
+            return []
+        diffs = self._differences(out, answer.output, bound, "a fresh adapter's in a pristine process")
+        return [Violation("history_independent", "; ".join(diffs))] if diffs else []
+
+    def _differences(self, out: KernelOutput, ref: KernelOutput, bound: float, whose: str) -> list[str]:
+        """How `out` differs from the control's `ref`: the output bit for bit (exact_history) or within `bound`,
+        and, outside graph mode, the backend and reason."""
         diffs = []
 
         def max_diff() -> float:
@@ -787,17 +817,17 @@ class ScenarioMachine(RuleBasedStateMachine):
 
         if self.subject.exact_history:
             if not _same(out.out, ref.out):
-                diffs.append(f"output differs from a fresh adapter's (max |diff| {max_diff():.3g})")
+                diffs.append(f"output differs from {whose} (max |diff| {max_diff():.3g})")
         elif out.out.shape != ref.out.shape:
-            diffs.append(f"output of shape {tuple(out.out.shape)}, a fresh adapter's {tuple(ref.out.shape)}")
+            diffs.append(f"output of shape {tuple(out.out.shape)}, {whose} {tuple(ref.out.shape)}")
         elif out.out.numel() and (d := max_diff()) > bound:
-            diffs.append(f"output differs from a fresh adapter's by {d:.3g}, more than the bound {bound:.3g}")
+            diffs.append(f"output differs from {whose} by {d:.3g}, more than the bound {bound:.3g}")
         if not self.graph:
             if out.resolved_backend != ref.resolved_backend:
-                diffs.append(f"backend {out.resolved_backend!r}, a fresh adapter's {ref.resolved_backend!r}")
+                diffs.append(f"backend {out.resolved_backend!r}, {whose} {ref.resolved_backend!r}")
             if out.fallback_reason != ref.fallback_reason:
-                diffs.append(f"reason {out.fallback_reason!r}, a fresh adapter's {ref.fallback_reason!r}")
-        return [Violation("history_independent", "; ".join(diffs))] if diffs else []
+                diffs.append(f"reason {out.fallback_reason!r}, {whose} {ref.fallback_reason!r}")
+        return diffs
 
     def _routing(self, backend: str, out: KernelOutput, step: Step) -> list[Violation]:
         if step.expected is None:
@@ -841,6 +871,7 @@ def machine_for(subject: Subject, profile: Optional[S.Profile] = None) -> type[S
         "book": DefectBook(),
         "first_raised": None,
         "last_steps": [],
+        "pristine": None,
     }
     for kind, cases in S.plans(prof).items():
         r = _plan_rule(kind, cases)

@@ -23,6 +23,7 @@ Three kinds, by the subject's Recipe:
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import subprocess
 import sys
@@ -36,6 +37,7 @@ from kernels._torch_common import kv_slots, physical_kv
 from kernels.torch_sdpa import call_form, explicit_mask
 from scenarios.case import Case
 from conformance.explore.machines import ScenarioFailure, Subject, case_expr
+from conformance.isolate import INJECTED_ENV
 from conformance.explore.repro_flashinfer import flashinfer_script
 from conformance.explore.script_parts import SCRIPT_CHECKS, expected_route, script_header, reference_data
 from scenarios.tensors import materialize
@@ -55,14 +57,28 @@ def script_name(failure: ScenarioFailure, phase: str) -> str:
 VERIFY_SECONDS = {"cpu": 120.0, "cuda": 600.0}
 
 
+# A script run with the fault the exploring process runs under (conformance/isolate.py INJECTED_ENV) injected first.
+_UNDER_FAULT = (
+    "import runpy, sys\n"
+    "from conformance.isolate import injected_from_environment\n"
+    "sys.argv = sys.argv[1:]\n"
+    "with injected_from_environment():\n"
+    "    runpy.run_path(sys.argv[0], run_name='__main__')\n"
+)
+
+
 def verify_script(script: Path, device: str = "cpu") -> tuple[str, str]:
     """Run `python script` in a fresh process: ("reproduces" (exit 1) | "does not reproduce" (exit 0) |
-    "could not run: why", the last lines it printed)."""
+    "could not run: why", the last lines it printed). Where this process runs under one of attncheck's faults
+    (INJECTED_ENV), the fresh process injects it before the script runs: the library as the exploration saw it."""
     limit = VERIFY_SECONDS["cuda" if device.startswith("cuda") else "cpu"]
+    argv, env = [sys.executable, str(script)], None
+    if os.environ.get(INJECTED_ENV):
+        root = str(Path(__file__).resolve().parents[2])
+        argv[1:1] = ["-c", _UNDER_FAULT]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
     try:
-        done = subprocess.run(
-            [sys.executable, str(script)], capture_output=True, text=True, timeout=limit, cwd=script.parent
-        )
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=limit, cwd=script.parent, env=env)
     except subprocess.TimeoutExpired:
         return f"could not run: no end within {limit:.0f} s", ""
     tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-6:])

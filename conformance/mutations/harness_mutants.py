@@ -33,6 +33,7 @@ _LIFECYCLE = "tests/explore/test_lifecycle_faults.py::"
 _CAUGHT = _LIFECYCLE + "test_each_fault_is_caught_in_a_few_calls_and_the_same_calls_hold_without_it"
 _WORKERS = "tests/harness/test_pytest_workers.py::"
 _PRECISION = "tests/kernels/test_torch_precision_faults.py::"
+_PRISTINE = "tests/explore/test_pristine_control.py::"
 _DEFECT_CAUGHT = _PRECISION + "test_a_defect_fails_where_its_run_caught_it_and_the_faultless_loop_passes"
 _PF = "kernels/torch_precision_faults.py"
 _BF = "kernels/torch_batch_faults.py"
@@ -2182,7 +2183,7 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "signature-keeps-fresh-answer",
         "conformance/explore/defects.py",
-        '        detail = _FRESH_ANSWER.sub("a fresh adapter\'s other", detail)\n',
+        '        detail = _FRESH_ANSWER.sub(r"a fresh adapter\'s\\1 other", detail)\n',
         "        pass\n",
         "a history defect's signature keeps what the fresh wrapper answered, which follows the case: one stale "
         "flag counts as a new defect for every case's reason",
@@ -2466,8 +2467,8 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "explore-constants-not-pinned",
         "conformance/explore/loop.py",
-        "    with single_thread(), pinned_constants(), subject.context() if subject.context else contextlib.nullcontext():\n",
-        "    with single_thread(), subject.context() if subject.context else contextlib.nullcontext():\n",
+        "        stack.enter_context(pinned_constants())\n",
+        "        pass\n",
         "Hypothesis draws constants from whatever source is loaded: attncheck explore and python -m "
         "conformance.explore.loop draw different sequences for the same arguments",
         (_DRAWS + "test_both_entry_points_draw_the_same_sequences_for_the_same_arguments",),
@@ -2836,6 +2837,79 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         (
             _SOURCE + "test_each_edit_lands_once_in_both_versions_and_changes_the_kernel[fa2_no_rescale-0.7.4]",
             _SOURCE + "test_each_fault_makes_its_own_mistake[0.7.4]",
+        ),
+    ),
+    # The control from untouched library state (conformance/explore/pristine.py, docs/scenario-machines.md).
+    _harness(
+        "pristine-control-not-asked",
+        "conformance/explore/machines.py",
+        "        if v and not history:\n",
+        "        if False:\n",
+        "a failure kept in library state outside the wrappers is judged the case's: the in-process control shares "
+        "the state, and nothing else is asked",
+        (
+            _PRISTINE + "test_a_defect_kept_in_library_state_is_the_historys_not_the_cases",
+            _PRISTINE + "test_the_pristine_control_is_asked_after_a_failure_the_ledger_does_not_explain",
+        ),
+    ),
+    _harness(
+        "pristine-control-asked-on-known-cases",
+        "conformance/explore/machines.py",
+        "        if pristine is None or self._ledger(inputs.case, backend) is not None:\n",
+        "        if pristine is None:\n",
+        "a case the ledger explains still pays a process for its control on every failed run",
+        (_PRISTINE + "test_the_pristine_control_is_asked_after_a_failure_the_ledger_does_not_explain",),
+    ),
+    _harness(
+        "pristine-control-in-the-server",
+        "conformance/explore/pristine.py",
+        "        r, w = os.pipe()\n        pid = os.fork()\n",
+        "        r, w = os.pipe()\n        pid = 0\n",
+        "the server computes its first control itself, so it is gone after one answer (and a second would start "
+        "from the state the first left)",
+        (_PRISTINE + "test_the_control_answers_from_the_state_the_server_was_forked_in",),
+    ),
+    _harness(
+        "pristine-death-read-as-raise",
+        "conformance/explore/pristine.py",
+        "            return Answer(error=f\"the pristine control could not run: {reply['failed']}\")\n",
+        "            return Answer(error=f\"the pristine control could not run: {reply['failed']}\", raised=True)\n",
+        "a control whose process died is taken for the library raising: a history violation with no evidence",
+        (_PRISTINE + "test_a_raise_is_an_observation_and_a_death_is_no_answer",),
+    ),
+    _harness(
+        "pristine-forked-after-cuda",
+        "conformance/explore/pristine.py",
+        '        if device.startswith("cuda") and torch.cuda.is_initialized():\n',
+        "        if False:\n",
+        "the server is forked from a process with a CUDA context: every control's child fails to create its own",
+        (_PRISTINE + "test_no_server_where_cuda_was_initialised_first",),
+    ),
+    _harness(
+        "signature-keeps-pristine-answer",
+        "conformance/explore/defects.py",
+        '(r"""a fresh adapter\'s( in a pristine process)? (None|',
+        '(r"""a fresh adapter\'s()? (None|',
+        "a history defect seen by the pristine control keeps the control's answer in its signature: one defect per case",
+        (_DEFECTS + "test_a_signature_is_the_same_for_the_same_defect_and_apart_for_another",),
+    ),
+    _harness(
+        "verify-ignores-injected-fault",
+        "conformance/explore/repro.py",
+        "    if os.environ.get(INJECTED_ENV):\n",
+        "    if False:\n",
+        "a script written under one of attncheck's faults is verified in a process without it: it never reproduces",
+        (_PRISTINE + "test_a_script_is_verified_under_the_fault_the_exploration_ran_under",),
+    ),
+    _harness(
+        "state-mask-kept-disarmed",
+        "kernels/torch_state_faults.py",
+        '            elif not kw.get("is_causal") and shape in kept:\n',
+        "            elif False:\n",
+        "the kept-mask fault keeps nothing: the tests of the pristine control would pass with no defect to see",
+        (
+            _PRISTINE + "test_a_defect_kept_in_library_state_is_the_historys_not_the_cases",
+            _PRISTINE + "test_a_script_is_verified_under_the_fault_the_exploration_ran_under",
         ),
     ),
 )

@@ -250,7 +250,7 @@ def prepare(name: str, root: str | os.PathLike[str], source: Optional[Path] = No
         shutil.rmtree(pkg)
     for d, _dirs, files in os.walk(src):
         rel = Path(d).relative_to(src)
-        if rel.parts[:1] == ("__pycache__",) or "__pycache__" in rel.parts:
+        if "__pycache__" in rel.parts:
             continue
         (pkg / rel).mkdir(parents=True, exist_ok=True)
         for fn in files:

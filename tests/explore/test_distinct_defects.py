@@ -101,6 +101,10 @@ def test_a_signature_is_the_same_for_the_same_defect_and_apart_for_another() -> 
     ]
     keys = [signature_of(plain, "auto", False, [masked, plain], "history_independent", d).key for d in stale]
     assert keys[0] == keys[1] != keys[2]
+    # the same from the control in a pristine process (conformance/explore/pristine.py): one defect too
+    pristine = [d.replace("a fresh adapter's", "a fresh adapter's in a pristine process") for d in stale[:2]]
+    pkeys = [signature_of(plain, "auto", False, [masked, plain], "history_independent", d).key for d in pristine]
+    assert pkeys[0] == pkeys[1] != keys[0]
     book = DefectBook()
     assert book.add(Found(a, {}, 1, 0.0)) and not book.add(Found(b, {}, 2, 1.0))
     assert book.match(b) is book.found[0] and book.found[0].hits == 1
