@@ -34,6 +34,7 @@ from routing.check import Coverage, ObservedRoute, RoutingVerdict, check, covera
 from routing.per_request import routes_for, rows_of
 from routing.spec import ExpectedRoute, RoutingEnv, RoutingQuery, RoutingSpec, query_from_case
 from routing.specs import NAMES, is_versioned, library_of, modelled_versions, spec_for, unmodelled_note
+from routing.specs.torch_sdpa import FORCED_BATCHED, NESTED_AUTO, PADDED_AUTO
 from scenarios.case import Case
 from conformance.usage import Parser
 from scenarios.errors import InvalidValue
@@ -47,6 +48,9 @@ SPEC_TARGETS = {"flashinfer-cuda": "flashinfer", "flashinfer-rocm": "flashinfer"
 # Specs with rows for explicit requests (FlashInfer's: an explicit backend runs as asked, or the fork's
 # reasons); the torch spec models SDPA's own choice only, so its explicit backends' records are left out.
 EXPLICIT_ROWS = frozenset({"flashinfer-cuda", "flashinfer-rocm"})
+# Backends besides auto whose requests a spec has rows for, where not every backend has: torch's batched ones
+# (routing/specs/torch_sdpa.py BATCHED_RULES: padded-auto and nested-auto choose, the forced ones must run as asked).
+ROWED_BACKENDS: dict[str, frozenset[str]] = {"torch": frozenset(FORCED_BATCHED + (PADDED_AUTO, NESTED_AUTO))}
 # Specs whose CPU rows read no per-architecture table (torch's CPU rule does not vary by arch): a run
 # whose every record ran on the CPU needs no --arch there.
 ARCH_FREE_ON_CPU = frozenset({"torch"})
@@ -201,6 +205,13 @@ def _observe(rec: ParityRecord, expected: ExpectedRoute) -> tuple[Optional[Obser
     return None, f"{rec.status} before a backend was reported"
 
 
+def has_rows(library: str, backend: str) -> bool:
+    """Whether spec `library` has rows for a record of `backend`: auto, a FlashInfer explicit backend, or one
+    of ROWED_BACKENDS."""
+    requested = split_backend(backend)[0]
+    return library in EXPLICIT_ROWS or requested == AUTO or requested in ROWED_BACKENDS.get(library, ())
+
+
 def check_records(
     records: Sequence[Any],
     spec: RoutingSpec,
@@ -215,7 +226,7 @@ def check_records(
     options = options if options is not None else adapter_options_of(header)
     parity = [r for r in records if isinstance(r, ParityRecord)]
     auto = [r for r in parity if split_backend(r.backend)[0] == AUTO]
-    checked = parity if spec.library in EXPLICIT_ROWS else auto
+    checked = [r for r in parity if has_rows(spec.library, r.backend)]
     planned = [r for r in checked if r.status in PLANNED]
     cases = [Case.from_json(r.case) for r in planned]
     seqs = sequences_of(planned, options, header.target if header is not None else None)
@@ -490,8 +501,9 @@ def _check_input(records: list[Any], library: str, path: str) -> None:
             f"pass --spec {' or '.join(fits)}, or results of target {want!r}",
         )
     explicit_too = library in EXPLICIT_ROWS
-    if not any(explicit_too or split_backend(r.backend)[0] == AUTO for r in parity):
-        wanted = "records of backend auto or auto+graph" + (" or any other" if explicit_too else "")
+    if not any(has_rows(library, r.backend) for r in parity):
+        others = " or any other" if explicit_too else "".join(f", {b}" for b in sorted(ROWED_BACKENDS.get(library, ())))
+        wanted = "records of backend auto or auto+graph" + others
         raise BadInput("RESULTS", path, wanted, "run attncheck with --backend auto (and/or auto+graph)")
     for r in parity:
         if explicit_too or split_backend(r.backend)[0] == AUTO:

@@ -14,6 +14,25 @@ from routing.spec import ExpectedRoute, RoutingQuery, RoutingSpec, expected_rout
 
 # Per-request libraries and the name their adapter reports for a batch in which no request ran a backend.
 PER_REQUEST = {"torch": "empty"}
+# Their backends that make one call for the whole batch (torch's padded, jagged and FlexAttention batches:
+# routing/specs/torch_sdpa.py FORCED_BATCHED, PADDED_AUTO, NESTED_AUTO): their rows read the batch, not a request.
+WHOLE_BATCH = {
+    "torch": frozenset(
+        {
+            "padded-math",
+            "padded-flash",
+            "padded-efficient",
+            "padded-cudnn",
+            "padded-auto",
+            "nested-math",
+            "nested-flash",
+            "nested-efficient",
+            "nested-cudnn",
+            "nested-auto",
+            "flex-padded",
+        }
+    )
+}
 JOIN = "+"
 
 
@@ -28,7 +47,10 @@ def request_queries(query: RoutingQuery) -> list[RoutingQuery]:
 def batch_route(spec: RoutingSpec, query: RoutingQuery) -> ExpectedRoute:
     """What a per-request library reports for `query`'s batch: its requests' backends, sorted and joined
     with '+' (PER_REQUEST's name when none ran one); `rule` names the rows that decided, in spec order,
-    joined the same way. A request's gap or expected raise is the batch's."""
+    joined the same way. A request's gap or expected raise is the batch's. A WHOLE_BATCH backend's batch is
+    one call: its own row."""
+    if query.requested in WHOLE_BATCH.get(spec.library, ()):
+        return expected_route(spec, query)  # one call for the batch: its rows read the batch as that call
     none_ran = PER_REQUEST[spec.library]
     parts = [expected_route(spec, r) for r in request_queries(query)]
     for p in parts:

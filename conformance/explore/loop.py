@@ -172,6 +172,9 @@ class SubjectResult:
     # The subject ended because the machine ran out of memory (machines.EnvironmentFailure): the phase,
     # the error with the memory figures, and the calls so far. Not a defect; the run is incomplete.
     environment: Optional[dict[str, Any]] = None
+    # The control from untouched library state over this subject (pristine.PristineControl.account): asked,
+    # answered, the first errors, and why there was none ("unavailable").
+    pristine: dict[str, Any] = field(default_factory=dict)
 
     @property
     def directed_failures(self) -> list[dict[str, Any]]:
@@ -194,6 +197,7 @@ class SubjectResult:
             "failure": self.failure,
             "defects": [d.to_json() for d in self.defects],
             "environment": self.environment,
+            "pristine_control": self.pristine,
         }
 
 
@@ -273,6 +277,7 @@ def explore_subject(
             pristine = stack.enter_context(
                 PristineControl(lambda name: contextlib.nullcontext((subject.make, subject.device)), subject.device)
             )
+        before = pristine.account()
         try:
             machine = machine_for(subject)
             machine.pristine = pristine
@@ -312,6 +317,13 @@ def explore_subject(
             result.exception = lost.failure
         except EnvironmentFailure as env:
             result.environment = {"phase": phase, **env.to_json()}
+        after = pristine.account()
+        result.pristine = {
+            "asked": after["asked"] - before["asked"],
+            "answered": after["answered"] - before["answered"],
+            "errors": after["errors"][len(before["errors"]) :],
+            "unavailable": after["unavailable"],
+        }
     if machine is not None:
         result.stats = machine.stats
         result.ledger_hits = dict(machine.book.ledger_hits)
@@ -628,6 +640,10 @@ def print_result(r: SubjectResult) -> None:
         print("  checked runs: " + ", ".join(f"{k} {n}" for k, n in sorted(r.stats.checked.items())), flush=True)
     for entry, n in sorted(r.ledger_hits.items()):
         print(f"  known (ledger): {entry}, met {n} time(s)")
+    p = r.pristine
+    if p.get("asked"):
+        why = f"; not answered: {p['errors'][0]}" if p["errors"] else ""
+        print(f"  pristine control: asked {p['asked']}, answered {p['answered']}{why}", flush=True)
     if r.environment is not None:
         print(f"  environment: {r.environment['error']}")
         print("    " + "\n    ".join(r.environment["sequence"] or ["(before any call)"]), flush=True)

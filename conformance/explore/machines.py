@@ -643,7 +643,7 @@ class ScenarioMachine(RuleBasedStateMachine):
         for kind in checked_kinds(case, p.rule):
             checked[kind] = checked.get(kind, 0) + 1
         if violations:
-            self._fail(violations, backend, case, self.plans.get(p.history, [])[: p.tried])
+            self._fail(violations, backend, case, self.plans.get(p.history, [])[: p.tried], out.resolved_backend)
 
     def _environment(self, e: Exception, during: str, step: Optional[Step] = None) -> None:
         """End the subject on running out of memory (EnvironmentFailure), with what memory looked like and
@@ -672,6 +672,13 @@ class ScenarioMachine(RuleBasedStateMachine):
             return None
         return self.subject.known(case, f"{backend}+graph" if self.graph and "+" not in backend else backend)
 
+    def _case_ledger(self, case: Case, backend: str, resolved: Optional[str]) -> Optional[tuple[str, str]]:
+        """The ledger's answer for `case` on the backend asked for, else on the kernel the run reported."""
+        entry = self._ledger(case, backend)
+        if entry is None and resolved and resolved != backend:
+            entry = self._ledger(case, resolved)
+        return entry
+
     def _known(self, step: Step, case: Case, backend: str, e: Exception, resolved: Optional[str] = None) -> bool:
         """Log a raise the ledger already explains as "known" (True); False for anything else. `resolved`: the
         kernel a failed run meant (an auto wrapper's held choice), which the ledger is then asked about."""
@@ -682,14 +689,23 @@ class ScenarioMachine(RuleBasedStateMachine):
         self._log(step)
         return True
 
-    def _fail(self, violations: Sequence[Violation], backend: str, case: Case, plans: Sequence[Case]) -> None:
+    def _fail(
+        self,
+        violations: Sequence[Violation],
+        backend: str,
+        case: Case,
+        plans: Sequence[Case],
+        resolved: Optional[str] = None,
+    ) -> None:
         """Raise the violations as a failure, unless the ledger's lifecycle entries or an earlier finding
-        explain them: then the step is marked known, the adapter is replaced, and the example goes on."""
+        explain them: then the step is marked known, the adapter is replaced, and the example goes on.
+        `resolved`: the kernel the failed run reported, which the ledger is asked about too (an auto
+        wrapper's case-level defect is the kernel's that ran: torch's cuDNN empty rows)."""
         first = sorted(violations, key=lambda v: INVARIANTS.index(v.invariant))[0]
         graph_backend = f"{backend}+graph" if self.graph and "+" not in backend else backend
         entry = self.subject.known_history(plans, graph_backend) if self.subject.known_history else None
         if entry is None:  # a case-level entry explains a wrong output of this case alone, whatever came before
-            case_entry = self._ledger(case, backend)
+            case_entry = self._case_ledger(case, backend, resolved)
             entry = case_entry[0] if case_entry is not None and case_entry[1] == "fail" else None
         sig = signature_of(
             case, backend, self.graph, plans, first.invariant, first.detail, [v.invariant for v in violations]
@@ -796,7 +812,7 @@ class ScenarioMachine(RuleBasedStateMachine):
         A case the ledger explains is not asked (its failure is the case's); a control that could not run is
         noted on the step, no evidence either way."""
         pristine = type(self).pristine
-        if pristine is None or self._ledger(inputs.case, backend) is not None:
+        if pristine is None or self._case_ledger(inputs.case, backend, out.resolved_backend) is not None:
             return []
         answer = pristine.ask(self.subject.name, backend, inputs.case, inputs.seed)
         if answer.raised:

@@ -39,6 +39,7 @@ from scenarios.tensors import materialize
 # about a second on a CPU; a JIT module loads from its cache).
 TIMEOUT_S = 300.0
 _HEADER = struct.Struct("<Q")
+ERRORS_KEPT = 5
 
 # name of a subject -> a context manager yielding (what makes its adapter for a backend, its device)
 SubjectOpener = Callable[[str], ContextManager[tuple[Callable[[str], Any], str]]]
@@ -164,7 +165,9 @@ class PristineControl:
         self.timeout_s = timeout_s
         self.unavailable = ""
         self.pid = 0
-        self.asked = 0
+        self.asked = 0  # controls asked for
+        self.answered = 0  # of those, answered by a child that ran (its output, or the library's raise)
+        self.errors: list[str] = []  # why the others had none, the first ERRORS_KEPT
         if device.startswith("cuda") and torch.cuda.is_initialized():
             self.unavailable = "CUDA was initialised in this process before the server could fork"
             return
@@ -189,9 +192,26 @@ class PristineControl:
 
     def ask(self, subject: str, backend: str, case: Case, seed: int) -> Answer:
         """The control's answer for one plan and run; an Answer with `error` where none could be had."""
+        self.asked += 1
+        answer = self._ask(subject, backend, case, seed)
+        if answer.output is not None or answer.raised:
+            self.answered += 1
+        elif len(self.errors) < ERRORS_KEPT:
+            self.errors.append(answer.error[:500])
+        return answer
+
+    def account(self) -> dict[str, Any]:
+        """What the summary keeps of it: controls asked and answered, the first errors, why none could run."""
+        return {
+            "asked": self.asked,
+            "answered": self.answered,
+            "errors": list(self.errors),
+            "unavailable": self.unavailable,
+        }
+
+    def _ask(self, subject: str, backend: str, case: Case, seed: int) -> Answer:
         if self.unavailable:
             return Answer(error=f"no pristine control: {self.unavailable}")
-        self.asked += 1
         try:
             _send(self._req_w, (subject, backend, case.to_json(), seed))
             reply = _recv(self._ans_r, time.monotonic() + self.timeout_s)

@@ -22,6 +22,8 @@ import contextlib
 from dataclasses import replace
 from typing import Any, Callable, Iterator, Optional
 
+import torch
+
 from conformance.known_failures import entry_for, history_entry_for
 from conformance.markers import arch_here
 from kernels import _env, get_target
@@ -43,12 +45,25 @@ HUNT_TARGETS = frozenset({"faults", "lifecycle", "lifecycle-clean"})
 FAULT_TARGETS = frozenset({"faults", "lifecycle"})
 
 
+def _torch_ledger(arch: str) -> Callable[[Any, str], Optional[tuple[str, str]]]:
+    """A torch subject's `known`: the ledger's (id, status) for a case on a backend (or the kernel an auto run
+    reported) at the installed torch on `arch`."""
+    version = str(torch.__version__)
+
+    def known(case: Any, backend: str) -> Optional[tuple[str, str]]:
+        e = entry_for("torch", case.to_json(), backend, version, arch)
+        return (e.id, e.status) if e is not None else None
+
+    return known
+
+
 def torch_subjects(device: str) -> list[Subject]:
     target = get_target("torch")
     here = target.available(device)
     if not here.ok:
         raise InvalidValue("--device", device, "a device the target runs on", f"{here.reason}: pass another --device")
     kind = _env.device_type(device)
+    arch = "unknown" if kind == "cpu" else arch_here(device)
     return [
         Subject(
             name=f"torch-auto-{_env.device_type(device)}",
@@ -61,13 +76,11 @@ def torch_subjects(device: str) -> list[Subject]:
             directed_backend="flash",
             # torch's CPU rule reads no arch; on CUDA its rows are per arch (sm90 written)
             specs={"auto": TORCH_SDPA},
-            env=RoutingEnv(
-                arch="unknown" if _env.device_type(device) == "cpu" else arch_here(device),
-                device=_env.device_type(device),
-            ),
+            env=RoutingEnv(arch=arch, device=kind),
             device=device,
             recipe=Recipe("torch"),
-            exact_history=_env.device_type(device) == "cpu",
+            exact_history=kind == "cpu",
+            known=_torch_ledger(arch),
         ),
         # FlexAttention takes a soft cap (a score_mod): under test on its own, its profile is its own. No
         # spec: each run must be flex itself.
@@ -76,10 +89,11 @@ def torch_subjects(device: str) -> list[Subject]:
             target="torch",
             backend="flex",
             make=lambda b: target.make(b, device),
-            env=RoutingEnv(arch="unknown" if kind == "cpu" else arch_here(device), device=kind),
+            env=RoutingEnv(arch=arch, device=kind),
             device=device,
             recipe=Recipe("torch"),
             exact_history=kind == "cpu",
+            known=_torch_ledger(arch),
         ),
     ]
 

@@ -658,8 +658,8 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "from-records-explicit-left-out",
         "conformance/route_records.py",
-        "    checked = parity if spec.library in EXPLICIT_ROWS else auto\n",
-        "    checked = auto\n",
+        "    return library in EXPLICIT_ROWS or requested == AUTO or requested in ROWED_BACKENDS.get(library, ())\n",
+        "    return requested == AUTO or requested in ROWED_BACKENDS.get(library, ())\n",
         "the records check leaves explicit backends out: their rows are never observed, a redirect never seen",
         (
             "tests/gate/test_route_records.py::"
@@ -2855,7 +2855,7 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "pristine-control-asked-on-known-cases",
         "conformance/explore/machines.py",
-        "        if pristine is None or self._ledger(inputs.case, backend) is not None:\n",
+        "        if pristine is None or self._case_ledger(inputs.case, backend, out.resolved_backend) is not None:\n",
         "        if pristine is None:\n",
         "a case the ledger explains still pays a process for its control on every failed run",
         (_PRISTINE + "test_the_pristine_control_is_asked_after_a_failure_the_ledger_does_not_explain",),
@@ -2911,6 +2911,54 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
             _PRISTINE + "test_a_defect_kept_in_library_state_is_the_historys_not_the_cases",
             _PRISTINE + "test_a_script_is_verified_under_the_fault_the_exploration_ran_under",
         ),
+    ),
+    # The batched torch backends' rows, checked from records (attncheck routes).
+    _harness(
+        "route-records-batched-unchecked",
+        "conformance/route_records.py",
+        "    return library in EXPLICIT_ROWS or requested == AUTO or requested in ROWED_BACKENDS.get(library, ())\n",
+        "    return library in EXPLICIT_ROWS or requested == AUTO\n",
+        "attncheck routes checks torch's auto records only: the padded, jagged and flex batches' rows are never met",
+        (
+            "tests/routing/test_torch_batched_spec.py::test_the_recorded_h200_batched_calls_pass_their_rows_through_attncheck_routes",
+        ),
+    ),
+    _harness(
+        "per-request-batched-split",
+        "routing/per_request.py",
+        "    if query.requested in WHOLE_BATCH.get(spec.library, ()):\n",
+        "    if False:\n",
+        "a padded or jagged batch, one SDPA call, is expected to route as its requests would one by one",
+        (
+            "tests/routing/test_torch_batched_spec.py::test_the_recorded_h200_batched_calls_pass_their_rows_through_attncheck_routes",
+        ),
+    ),
+    # The torch subjects' ledger (conformance/explore/subjects.py) and the kernel a failed run reported.
+    _harness(
+        "ledger-resolved-kernel-not-asked",
+        "conformance/explore/machines.py",
+        "        if entry is None and resolved and resolved != backend:\n",
+        "        if False:\n",
+        "a failed auto run is asked about auto only: a defect of the kernel it ran, in the ledger, is a new finding",
+        (
+            "tests/explore/test_torch_subject_ledger.py::test_a_failed_auto_run_is_explained_by_the_entry_of_the_kernel_it_ran",
+        ),
+    ),
+    _harness(
+        "torch-subjects-without-ledger",
+        "conformance/explore/subjects.py",
+        '        e = entry_for("torch", case.to_json(), backend, version, arch)\n',
+        "        e = None\n",
+        "the torch subjects know no ledger entry: torch's own known defects come back as findings on every run",
+        ("tests/explore/test_torch_subject_ledger.py::test_a_torch_subject_knows_the_ledger_at_the_installed_torch",),
+    ),
+    _harness(
+        "pristine-errors-not-kept",
+        "conformance/explore/pristine.py",
+        "        elif len(self.errors) < ERRORS_KEPT:\n            self.errors.append(answer.error[:500])\n",
+        "        elif False:\n            pass\n",
+        "the summary says nothing of controls that could not run: a CUDA run without a working control reads as checked",
+        (_PRISTINE + "test_a_raise_is_an_observation_and_a_death_is_no_answer",),
     ),
 )
 

@@ -82,6 +82,7 @@ def test_a_raise_is_an_observation_and_a_death_is_no_answer(state: dict[str, Any
         a = control.ask("fake", "math", CASE, 0)
         assert not a.raised and a.output is None and "signal 9" in a.error
         assert control.ask("fake", "math", CASE, 0).error == a.error  # the server lives on
+    assert control.account() == {"asked": 2, "answered": 0, "errors": [a.error, a.error], "unavailable": ""}
 
 
 def test_no_server_where_cuda_was_initialised_first(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -100,6 +101,8 @@ def test_a_defect_kept_in_library_state_is_the_historys_not_the_cases(tmp_path: 
         r = explore_subject(subject, MachineBudget("directed", examples=0, steps=1, hunt=0, hunt_steps=1), tmp_path)
     failed = {d["name"]: d for d in r.directed if d["status"] == "failed"}
     assert "ragged: masked then unmasked" in failed, r.directed
+    p = r.to_json()["pristine_control"]
+    assert p["asked"] == p["answered"] >= len(failed) and p["errors"] == [] and p["unavailable"] == "", p
     for d in failed.values():
         details = d["failure"]["details"]
         assert "output_matches_oracle" in details

@@ -4,16 +4,21 @@ On the CPU, both ways, on the real adapters: every CPU batched backend over the 
 supports plus CRAFTED (FlexAttention on a padded batch over CRAFTED only: its name never varies, and its
 eager calls are slow), each observation explained by a passing row gated on that backend, and every
 batched row a CPU can reach reached. On CUDA the padded rows are the per-request CUDA rows read for the
-padded call (derived, not yet observed); jagged SDPA's CUDA choice is a named gap.
+padded call (derived; two of them met by the H200 records below); jagged SDPA's CUDA choice is a named gap.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+
+from conformance import route_records as from_records
 
 from kernels import get_target
 from kernels.torch_target import batched_backends
 from routing.check import ObservedRoute, check, coverage
+from routing.per_request import WHOLE_BATCH
 from routing.spec import RoutingEnv, expected_route, query_from_case
 from routing.specs.torch_sdpa import BATCHED_GAP_ROWS, BATCHED_RULES, FORCED_BATCHED, NESTED_AUTO, PADDED_AUTO, SPEC
 from scenarios.case import Case
@@ -84,3 +89,29 @@ def test_cuda_nested_auto_is_a_named_gap() -> None:
     case = Case("ragged", (3, 2), (5, 7), **_H)
     e = expected_route(SPEC, query_from_case(case, SM90, requested=NESTED_AUTO))
     assert e.gap is not None and e.gap.table == "nested_cuda_rows"
+
+
+H200_RECORDS = Path(__file__).parent / "data" / "torch_batched_cuda_h200_records.jsonl"
+
+
+def test_the_recorded_h200_batched_calls_pass_their_rows_through_attncheck_routes() -> None:
+    """Records of the batched backends from an H200 run (torch 2.11.0+cu130, cuDNN 91900; run
+    20261203T051959Z-5a9566, docs/evidence/2026-12-03-h200-2/), one per (backend, row, backend run), checked as
+    `attncheck routes --spec torch --arch sm90` checks them: every batched record is checked, each batch as the
+    one call it is (split per request, padded-auto's zero-length batch would expect math where cuDNN ran), every
+    observation passes its row, and jagged SDPA's CUDA choice is the one named gap."""
+    records = from_records.load_records(str(H200_RECORDS))
+    assert records[0].versions["torch"] == "2.11.0+cu130"
+    report = from_records.check_records(records, SPEC, "sm90")
+    by = {(rv.record.backend, rv.record.case_id): rv.verdict for rv in report.verdicts}
+    assert len(by) == 12 and all(v is not None for v in by.values())
+    gap = by.pop(("nested-auto", "single-b1-h8x8-d192v128-bf16-31e3488666"))
+    assert gap is not None and gap.status == "spec_gap" and gap.expected.gap.table == "nested_cuda_rows"
+    bad = [f"{k}: {v.status} ({v.detail}); rule {v.expected.rule}" for k, v in by.items() if v is None or not v.passed]
+    assert not bad, "\n".join(bad)
+    rules = {v.expected.rule for v in by.values() if v is not None}
+    assert {"padded_cuda_cudnn", "padded_cuda_math", "forced_flex_padded", "nested_no_requests"} <= rules
+
+
+def test_the_whole_batch_backends_are_the_batched_backends() -> None:
+    assert WHOLE_BATCH["torch"] == set(FORCED_BATCHED) | {PADDED_AUTO, NESTED_AUTO}
