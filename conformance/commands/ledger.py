@@ -13,9 +13,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from typing import Any, Sequence
 
 from conformance.commands.common import EXIT_OK, PROG, out_dir, writable_file
+from conformance.progress import pace
 from conformance.usage import usable_out_dir
 from scenarios.errors import InvalidValue
 
@@ -63,8 +65,15 @@ def handle_verify(args: argparse.Namespace, argv: Sequence[str]) -> int:
     env = ledger_env.probe(python)
     out_dir("--out", args.out)
 
+    started, done = time.monotonic(), [0]
+
     def said(o: Any) -> None:
-        print(f"{o.id}: {o.status} ({o.reason}){' [fails]' if o.fails else ''}", flush=True)
+        done[0] += 1
+        print(
+            f"[{done[0]}/{len(entries)}] {o.id}: {o.status} ({o.reason}){' [fails]' if o.fails else ''}; "
+            f"{pace(done[0], len(entries), time.monotonic() - started)}",
+            flush=True,
+        )
 
     report = lv.verify(entries, env, args.out, args.timeout, [PROG, *argv], on_outcome=said)
     print(f"{args.out}/{VERIFY_MD}: exit {report.exit_status}")

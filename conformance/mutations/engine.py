@@ -37,6 +37,7 @@ from conformance.mutations.launcher import ExecLauncher, Exit, ForkServerLaunche
 from conformance.mutations.runner import apply_mutant, imported_outside_copy, make_copy, repo_root
 from conformance.mutations.targets import catalogue, conformance_options, conformance_rows
 from conformance.mutations.verdicts import FILE_NAME, Keyer, Verdicts
+from conformance.progress import pace
 
 CHILD = "conformance/mutations/child.py"
 DEFAULT_TIMEOUT_S = 900.0
@@ -421,12 +422,13 @@ class Mutation:
                             results[m.name] = _cached(m, valid[m.name])
                             sink.write(results[m.name].to_json())
                     todo = [m for m in runnable if m.name not in valid]
-                    for r in self._each([(m, self.select(m, rows, cov), "", first) for m in todo]):
+                    for done, r in enumerate(self._each([(m, self.select(m, rows, cov), "", first) for m in todo]), 1):
                         results[r.name] = r
                         sink.write(r.to_json())
                         self.progress(
                             f"  {r.status:9s} {r.name} ({len(r.selected)} tests, {r.duration_s:.1f} s)"
                             + (f": {r.detail.splitlines()[0][:160]}" if r.status != "killed" else "")
+                            + f"  [{done}/{len(todo)}, {pace(done, len(todo), time.monotonic() - t1)}]"
                         )
                     if first:
                         self._cover(runnable, rows, cov, results, sink)

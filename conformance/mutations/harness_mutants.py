@@ -34,6 +34,7 @@ _CAUGHT = _LIFECYCLE + "test_each_fault_is_caught_in_a_few_calls_and_the_same_ca
 _WORKERS = "tests/harness/test_pytest_workers.py::"
 _PRECISION = "tests/kernels/test_torch_precision_faults.py::"
 _PRISTINE = "tests/explore/test_pristine_control.py::"
+_LEDGER_VERIFY = "tests/harness/test_ledger_verify.py::"
 _DEFECT_CAUGHT = _PRECISION + "test_a_defect_fails_where_its_run_caught_it_and_the_faultless_loop_passes"
 _PF = "kernels/torch_precision_faults.py"
 _BF = "kernels/torch_batch_faults.py"
@@ -2959,6 +2960,23 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "        elif False:\n            pass\n",
         "the summary says nothing of controls that could not run: a CUDA run without a working control reads as checked",
         (_PRISTINE + "test_a_raise_is_an_observation_and_a_death_is_no_answer",),
+    ),
+    # Progress lines with the time spent and left (issue 20, item 7).
+    _harness(
+        "mutate-progress-without-pace",
+        "conformance/mutations/engine.py",
+        '                            + f"  [{done}/{len(todo)}, {pace(done, len(todo), time.monotonic() - t1)}]"\n',
+        '                            + ""\n',
+        "attncheck mutate's line per mutant says neither how far it is nor how long is left (a 25-minute run)",
+        (_MUTATION + "test_the_cli_runs_mutate_and_exits_1_on_a_survivor",),
+    ),
+    _harness(
+        "ledger-verify-progress-without-pace",
+        "conformance/commands/ledger.py",
+        '            f"{pace(done[0], len(entries), time.monotonic() - started)}",\n',
+        '            "",\n',
+        "attncheck ledger verify's line per entry says nothing of the time spent and left (minutes per entry)",
+        (_LEDGER_VERIFY + "test_the_exit_status_is_1_only_where_the_ledger_is_contradicted_or_a_script_broke",),
     ),
 )
 

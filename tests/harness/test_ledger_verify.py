@@ -143,6 +143,9 @@ def test_the_exit_status_is_1_only_where_the_ledger_is_contradicted_or_a_script_
     notes = {e["id"]: e["note"] + " / " + e["reason"] for e in rep["entries"]}
     assert "add it to `versions`" in notes["shows"] and "sm100" in notes["arch"] and "torch" in notes["torchy"]
     assert not (tmp_path / "a" / "arch.txt").exists()  # not run at all
+    # a line per entry as it ends: its place, and the time spent and left (issue 20: progress with time left)
+    assert "[1/5] holds: reproduces" in out and "[4/5] arch: could-not-run" in out, out
+    assert "elapsed, about" in out and "[5/5] torchy" in out, out
 
     listed_gone = _entry(tmp_path, "fixed", SCRIPTS["exit-0"])
     code, _, _ = _run_cli(monkeypatch, capsys, (*ok, listed_gone), no_torch, "--out", str(tmp_path / "b"))

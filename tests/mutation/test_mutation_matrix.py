@@ -365,7 +365,9 @@ def test_the_cli_runs_mutate_and_exits_1_on_a_survivor(
     monkeypatch.setattr(engine, "catalogue", lambda target: (blind,))
     monkeypatch.setattr(engine, "conformance_rows", lambda *a: [])
     assert cli.main(["mutate", "--target", "torch", "--out", str(tmp_path)]) == 1
-    assert "survived: blind" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "survived: blind" in out
+    assert "  survived  blind (1 tests, " in out and "[1/1, " in out and " elapsed]" in out, out  # place and time
     assert json.loads((tmp_path / JSON).read_text())["not_killed"] == ["blind"]
 
 
