@@ -76,6 +76,7 @@ def run_parity(
     isolate: bool = False,
     on_pair: Callable[[Case, str], None] = lambda c, b: None,
     on_ready: Callable[[], None] = lambda: None,
+    on_wait: Callable[[str], None] = lambda what: None,
 ) -> RunOutcome:
     """Run the matrix (or the given cases, or one captured batch); usage errors raise before writing.
 
@@ -89,7 +90,7 @@ def run_parity(
     evaluates every case in a child process (conformance/isolate.py): one that kills it is an
     error naming the crash, and the run goes on in a fresh child. `on_pair(case, backend)` is called as each
     (case, backend) starts, `progress(record, done, total)` as it ends; `on_ready()` once every usage check
-    has passed, before anything is written.
+    has passed, before anything is written; `on_wait(what)` as the run starts waiting on a stage's preparation.
     """
     warm_mkl_vml()  # oneMKL picks its VML kernels in this one thread before any attention is computed
     if time_budget_s is not None and not time_budget_s > 0:
@@ -175,6 +176,8 @@ def run_parity(
             start_prepare(0)
             for si, stage in enumerate(stages):
                 t_wait = time.perf_counter()
+                if si in prepared:
+                    on_wait(f"stage {stage.name}'s preparation")  # a JIT build can take minutes before any case
                 summary = prepared[si].result(remaining()) if si in prepared else None
                 if len(stages) > 1 or summary is not None:
                     st = StageRecord(

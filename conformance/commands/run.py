@@ -173,6 +173,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
             progress=_progress(Pace(heartbeat_s), beat),
             on_stage=_stage,
             on_pair=lambda case, backend: beat.begin(f"case {case.id} on {backend}"),
+            on_wait=beat.begin,
             on_ready=lambda: print(header, flush=True),  # once the usage checks have passed
             isolate=args.isolate,
         )

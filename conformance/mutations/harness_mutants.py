@@ -2978,6 +2978,14 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "attncheck ledger verify's line per entry says nothing of the time spent and left (minutes per entry)",
         (_LEDGER_VERIFY + "test_the_exit_status_is_1_only_where_the_ledger_is_contradicted_or_a_script_broke",),
     ),
+    _harness(
+        "run-prepare-without-heartbeat",
+        "conformance/commands/run.py",
+        "            on_wait=beat.begin,\n",
+        "            on_wait=lambda what: None,\n",
+        "attncheck run sits silent while its first stage's JIT modules build (minutes on a cold cache)",
+        ("tests/harness/test_progress.py::test_a_stage_whose_preparation_runs_long_gets_the_heartbeat",),
+    ),
 )
 
 check_unique(HARNESS_MUTANTS)

@@ -87,3 +87,23 @@ def test_a_long_item_says_it_is_still_running_and_progress_gives_the_time_left(
     assert code == 0, out
     assert beat in out, out
     assert re.search(progress, out), out
+
+
+def test_a_stage_whose_preparation_runs_long_gets_the_heartbeat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """FlashInfer's first stage builds its JIT modules before any case runs (minutes on a cold cache): the
+    heartbeat names the stage's preparation while the run waits on it, as it names a long case."""
+    from kernels import get_target
+    from kernels.protocol import Stage
+
+    def prepare() -> dict:
+        time.sleep(SLOW_S)
+        return {"built": 0}
+
+    target = type(get_target("torch"))
+    monkeypatch.setattr(target, "stages", lambda self, *a: [Stage("builds", ("math",), prepare)], raising=False)
+    argv = ["run", "--device", "cpu", "--backend", "math", "--case", json.dumps(SMALL)]
+    assert cli.main([*argv, "--heartbeat", str(SLOW_S / 5), "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "still on stage builds's preparation, " in out, out
