@@ -31,10 +31,9 @@ from kernels.protocol import reason_from_json
 from reports.merge import Run
 from reports.records import IncompatibleRecord, ParityRecord, RunHeader, read_jsonl
 from routing.check import Coverage, ObservedRoute, RoutingVerdict, check, coverage
-from routing.per_request import routes_for, rows_of
+from routing.per_request import WHOLE_BATCH, routes_for, rows_of
 from routing.spec import ExpectedRoute, RoutingEnv, RoutingQuery, RoutingSpec, query_from_case
 from routing.specs import NAMES, is_versioned, library_of, modelled_versions, spec_for, unmodelled_note
-from routing.specs.torch_sdpa import FORCED_BATCHED, NESTED_AUTO, PADDED_AUTO
 from scenarios.case import Case
 from conformance.usage import Parser
 from scenarios.errors import InvalidValue
@@ -48,9 +47,6 @@ SPEC_TARGETS = {"flashinfer-cuda": "flashinfer", "flashinfer-rocm": "flashinfer"
 # Specs with rows for explicit requests (FlashInfer's: an explicit backend runs as asked, or the fork's
 # reasons); the torch spec models SDPA's own choice only, so its explicit backends' records are left out.
 EXPLICIT_ROWS = frozenset({"flashinfer-cuda", "flashinfer-rocm"})
-# Backends besides auto whose requests a spec has rows for, where not every backend has: torch's batched ones
-# (routing/specs/torch_sdpa.py BATCHED_RULES: padded-auto and nested-auto choose, the forced ones must run as asked).
-ROWED_BACKENDS: dict[str, frozenset[str]] = {"torch": frozenset(FORCED_BATCHED + (PADDED_AUTO, NESTED_AUTO))}
 # Specs whose CPU rows read no per-architecture table (torch's CPU rule does not vary by arch): a run
 # whose every record ran on the CPU needs no --arch there.
 ARCH_FREE_ON_CPU = frozenset({"torch"})
@@ -206,10 +202,11 @@ def _observe(rec: ParityRecord, expected: ExpectedRoute) -> tuple[Optional[Obser
 
 
 def has_rows(library: str, backend: str) -> bool:
-    """Whether spec `library` has rows for a record of `backend`: auto, a FlashInfer explicit backend, or one
-    of ROWED_BACKENDS."""
+    """Whether spec `library` has rows for a record of `backend`: auto, a FlashInfer explicit backend, or a
+    batched backend of a per-request library (routing.per_request.WHOLE_BATCH: torch's padded-auto and
+    nested-auto choose, the forced ones must run as asked)."""
     requested = split_backend(backend)[0]
-    return library in EXPLICIT_ROWS or requested == AUTO or requested in ROWED_BACKENDS.get(library, ())
+    return library in EXPLICIT_ROWS or requested == AUTO or requested in WHOLE_BATCH.get(library, ())
 
 
 def check_records(
@@ -502,7 +499,7 @@ def _check_input(records: list[Any], library: str, path: str) -> None:
         )
     explicit_too = library in EXPLICIT_ROWS
     if not any(has_rows(library, r.backend) for r in parity):
-        others = " or any other" if explicit_too else "".join(f", {b}" for b in sorted(ROWED_BACKENDS.get(library, ())))
+        others = " or any other" if explicit_too else "".join(f", {b}" for b in sorted(WHOLE_BATCH.get(library, ())))
         wanted = "records of backend auto or auto+graph" + others
         raise BadInput("RESULTS", path, wanted, "run attncheck with --backend auto (and/or auto+graph)")
     for r in parity:

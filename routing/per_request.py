@@ -11,28 +11,13 @@ from __future__ import annotations
 from typing import Sequence, cast
 
 from routing.spec import ExpectedRoute, RoutingQuery, RoutingSpec, expected_route, expected_sequence
+from routing.specs.torch_sdpa import BATCHED_REQUESTS
 
 # Per-request libraries and the name their adapter reports for a batch in which no request ran a backend.
 PER_REQUEST = {"torch": "empty"}
-# Their backends that make one call for the whole batch (torch's padded, jagged and FlexAttention batches:
-# routing/specs/torch_sdpa.py FORCED_BATCHED, PADDED_AUTO, NESTED_AUTO): their rows read the batch, not a request.
-WHOLE_BATCH = {
-    "torch": frozenset(
-        {
-            "padded-math",
-            "padded-flash",
-            "padded-efficient",
-            "padded-cudnn",
-            "padded-auto",
-            "nested-math",
-            "nested-flash",
-            "nested-efficient",
-            "nested-cudnn",
-            "nested-auto",
-            "flex-padded",
-        }
-    )
-}
+# Their backends that make one call for the whole batch (torch's padded, jagged and FlexAttention batches):
+# their rows read the batch, not a request.
+WHOLE_BATCH = {"torch": BATCHED_REQUESTS}
 JOIN = "+"
 
 

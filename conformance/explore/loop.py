@@ -523,21 +523,35 @@ def explore(
     b = _budget(budget, examples, steps)
     # Forked before any subject is made (on CUDA: before the context): its controls start from untouched state.
     with PristineControl(_subject_opener(target, device), device) as pristine:
-        return _explore(
-            target,
-            budget,
-            b,
-            Path(out),
-            device,
-            seed,
-            subjects,
-            on_result,
-            summary_name,
-            partial_name,
-            verify,
-            on_start,
-            pristine,
-        )
+        out = Path(out)
+        chosen = _chosen(target, device, subjects)
+        out.mkdir(parents=True, exist_ok=True)
+        summary = Summary(target, budget, seed, device, [])
+
+        def save_partial(r: SubjectResult) -> None:
+            if partial_name:
+                (out / partial_name).write_text(json.dumps(r.to_json(), indent=2) + "\n")
+
+        for s in chosen:
+            on_start(s, len(chosen))
+            with hypothesis_home(out):
+                summary.results.append(
+                    explore_subject(
+                        s,
+                        b,
+                        out,
+                        seed,
+                        hunt=target in HUNT_TARGETS,
+                        on_directed=save_partial,
+                        verify=verify,
+                        pristine=pristine,
+                    )
+                )
+            on_result(summary.results[-1])
+            (out / summary_name).write_text(json.dumps(summary.to_json(), indent=2) + "\n")
+        if not chosen:
+            (out / summary_name).write_text(json.dumps(summary.to_json(), indent=2) + "\n")
+        return summary
 
 
 @contextlib.contextmanager
@@ -549,51 +563,6 @@ def _opened(subject: Subject) -> Iterator[tuple[Callable[[str], Any], str]]:
 def _subject_opener(target: str, device: str) -> Callable[[str], Any]:
     """For the pristine control's children: subject `name` of `target`, made there, its context entered."""
     return lambda name: _opened(next(s for s in subjects_for(target, device) if s.name == name))
-
-
-def _explore(
-    target: str,
-    budget: str,
-    b: MachineBudget,
-    out: Path,
-    device: str,
-    seed: int,
-    subjects: Optional[Sequence[str]],
-    on_result: Callable[[SubjectResult], None],
-    summary_name: str,
-    partial_name: Optional[str],
-    verify: bool,
-    on_start: Callable[[Subject, int], None],
-    pristine: PristineControl,
-) -> Summary:
-    chosen = _chosen(target, device, subjects)
-    out.mkdir(parents=True, exist_ok=True)
-    summary = Summary(target, budget, seed, device, [])
-
-    def save_partial(r: SubjectResult) -> None:
-        if partial_name:
-            (out / partial_name).write_text(json.dumps(r.to_json(), indent=2) + "\n")
-
-    for s in chosen:
-        on_start(s, len(chosen))
-        with hypothesis_home(out):
-            summary.results.append(
-                explore_subject(
-                    s,
-                    b,
-                    out,
-                    seed,
-                    hunt=target in HUNT_TARGETS,
-                    on_directed=save_partial,
-                    verify=verify,
-                    pristine=pristine,
-                )
-            )
-        on_result(summary.results[-1])
-        (out / summary_name).write_text(json.dumps(summary.to_json(), indent=2) + "\n")
-    if not chosen:
-        (out / summary_name).write_text(json.dumps(summary.to_json(), indent=2) + "\n")
-    return summary
 
 
 def _budget(budget: str, examples: Optional[int], steps: Optional[int]) -> MachineBudget:

@@ -659,8 +659,8 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "from-records-explicit-left-out",
         "conformance/route_records.py",
-        "    return library in EXPLICIT_ROWS or requested == AUTO or requested in ROWED_BACKENDS.get(library, ())\n",
-        "    return requested == AUTO or requested in ROWED_BACKENDS.get(library, ())\n",
+        "    return library in EXPLICIT_ROWS or requested == AUTO or requested in WHOLE_BATCH.get(library, ())\n",
+        "    return requested == AUTO or requested in WHOLE_BATCH.get(library, ())\n",
         "the records check leaves explicit backends out: their rows are never observed, a redirect never seen",
         (
             "tests/gate/test_route_records.py::"
@@ -2687,7 +2687,7 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "explore-subject-start-unsaid",
         "conformance/explore/loop.py",
-        "        on_start(s, len(chosen))\n",
+        "            on_start(s, len(chosen))\n",
         "",
         "`attncheck explore` never says a subject started: no heartbeat while it runs",
         (_LONG_ITEM + "[explore]",),
@@ -2917,7 +2917,7 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "route-records-batched-unchecked",
         "conformance/route_records.py",
-        "    return library in EXPLICIT_ROWS or requested == AUTO or requested in ROWED_BACKENDS.get(library, ())\n",
+        "    return library in EXPLICIT_ROWS or requested == AUTO or requested in WHOLE_BATCH.get(library, ())\n",
         "    return library in EXPLICIT_ROWS or requested == AUTO\n",
         "attncheck routes checks torch's auto records only: the padded, jagged and flex batches' rows are never met",
         (
@@ -2985,6 +2985,14 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "            on_wait=lambda what: None,\n",
         "attncheck run sits silent while its first stage's JIT modules build (minutes on a cold cache)",
         ("tests/harness/test_progress.py::test_a_stage_whose_preparation_runs_long_gets_the_heartbeat",),
+    ),
+    _harness(
+        "whole-batch-misses-nested-auto",
+        "routing/specs/torch_sdpa.py",
+        "BATCHED_REQUESTS: frozenset[str] = frozenset(FORCED_BATCHED + (PADDED_AUTO, NESTED_AUTO))\n",
+        "BATCHED_REQUESTS: frozenset[str] = frozenset(FORCED_BATCHED + (PADDED_AUTO,))\n",
+        "a jagged batch left out of the whole-batch backends: nested-auto is expected to route request by request",
+        ("tests/routing/test_torch_batched_spec.py::test_the_whole_batch_backends_are_the_batched_backends",),
     ),
 )
 

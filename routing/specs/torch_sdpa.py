@@ -209,6 +209,8 @@ FORCED_BATCHED: tuple[str, ...] = (
     "nested-cudnn",
     "flex-padded",
 )
+# Every batched backend: one SDPA (or FlexAttention) call for the whole batch, read by its own rows.
+BATCHED_REQUESTS: frozenset[str] = frozenset(FORCED_BATCHED + (PADDED_AUTO, NESTED_AUTO))
 # The forced batched backends a CPU offers none of (kernels.torch_target.batched_backends).
 CUDA_ONLY_FORCED: tuple[str, ...] = (
     "padded-efficient",

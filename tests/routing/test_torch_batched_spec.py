@@ -114,4 +114,5 @@ def test_the_recorded_h200_batched_calls_pass_their_rows_through_attncheck_route
 
 
 def test_the_whole_batch_backends_are_the_batched_backends() -> None:
-    assert WHOLE_BATCH["torch"] == set(FORCED_BATCHED) | {PADDED_AUTO, NESTED_AUTO}
+    """Every backend the torch target batches (one call per batch) routes as one call, and no other."""
+    assert WHOLE_BATCH["torch"] == set(batched_backends("cuda"))
