@@ -27,8 +27,17 @@ def add_parser(sub: Any) -> None:
     r.set_defaults(handler=handle)
 
 
-def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
+def model_of(paths: Sequence[str], empty: Sequence[str] = ()) -> dict[str, Any]:
+    """The combined report's model of the runs in `paths` (results files or directories), routing checked."""
     from conformance.route_records import check_runs  # imports the FlashInfer adapter module: only here
+    from reports import combined
+    from reports.merge import load_runs
+
+    runs = load_runs(list(paths))
+    return combined.build(runs, routing=check_runs(runs), empty_paths=list(empty))
+
+
+def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from reports import combined
     from reports.html import render_html
     from reports.merge import load_runs
@@ -41,8 +50,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
             "results holding at least one attncheck record",
             "pass the results of a run that wrote records (a run that died at once wrote none)",
         )
-    runs = load_runs(list(args.results))
-    model = combined.build(runs, routing=check_runs(runs), empty_paths=empty)
+    model = model_of(args.results, empty)
     md, page = combined.render_markdown(model, args.title), render_html(model, args.title)
     out_dir("--out", args.out)
     for name, text in (

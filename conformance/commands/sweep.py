@@ -25,7 +25,9 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--a", required=True, help="backend A (the ratio is time(A) / time(B))")
     s.add_argument("--b", required=True, help="backend B")
     s.add_argument("--seed", type=int, default=0, help="seed of the input values")
-    s.add_argument("--out", default="attncheck-sweep", help="directory for timing.jsonl and timing.md")
+    s.add_argument(
+        "--out", default="attncheck-sweep", help="directory for timing.jsonl, timing.md and report.html (its plot)"
+    )
     s.add_argument(
         "--jit-cache",
         default=None,
@@ -114,8 +116,10 @@ def timed_sweep(args: argparse.Namespace, device: str, backends: list[str], argv
 
 
 def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from conformance.commands.report import REPORT_HTML, model_of
     from conformance.sweep import check_sweep
     from reports import timing
+    from reports.html import render_html
     from reports.records import read_jsonl
 
     if args.jit_cache:
@@ -133,7 +137,11 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     )
     outcome = timed_sweep(args, device, [args.a, args.b], argv)
     md = timing.render_all(read_jsonl(outcome.path))
-    with open(os.path.join(args.out, "timing.md"), "w", encoding="utf-8") as f:
+    md_path, page_path = os.path.join(args.out, "timing.md"), os.path.join(args.out, REPORT_HTML)
+    with open(md_path, "w", encoding="utf-8") as f:
         f.write(md)
-    print("\n" + md + f"\nresults: {outcome.path}\nreport:  {os.path.join(args.out, 'timing.md')}")
+    page = render_html(model_of([outcome.path]), f"attncheck sweep: time({args.a}) / time({args.b})")
+    with open(page_path, "w", encoding="utf-8") as f:  # the same tables, and the ratio plot (reports/plots.py)
+        f.write(page)
+    print("\n" + md + f"\nresults: {outcome.path}\nreport:  {md_path}, {page_path}")
     return EXIT_OK

@@ -2994,6 +2994,14 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "a jagged batch left out of the whole-batch backends: nested-auto is expected to route request by request",
         ("tests/routing/test_torch_batched_spec.py::test_the_whole_batch_backends_are_the_batched_backends",),
     ),
+    _harness(
+        "sweep-page-not-written",
+        "conformance/commands/sweep.py",
+        "        f.write(page)\n",
+        "        f.write(md)\n",
+        "attncheck sweep's report.html holds its markdown, not the page with the ratio plot",
+        ("tests/gate/test_sweep.py::test_sweep_on_the_cpu_writes_tables_and_a_recommendation",),
+    ),
 )
 
 check_unique(HARNESS_MUTANTS)

@@ -107,7 +107,8 @@ def test_order_alternates_and_configs_are_allocated_a_chunk_at_a_time(
 
 
 def test_sweep_on_the_cpu_writes_tables_and_a_recommendation(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    """attncheck sweep --target torch --a math --b flash --device cpu: progress, timing.jsonl, a seeds-layout table."""
+    """attncheck sweep --target torch --a math --b flash --device cpu: progress, timing.jsonl, a seeds-layout table,
+    and report.html with its ratio plot."""
     out = str(tmp_path / "s")
     code = cli.main(
         [
@@ -147,6 +148,9 @@ def test_sweep_on_the_cpu_writes_tables_and_a_recommendation(tmp_path: Any, caps
     assert "time(math) / time(flash)" in md and "| bs1/kv32 |" in md and "| bs2/kv16 |" in md
     assert "threshold" in md.lower()
     assert len([r for r in read_jsonl(os.path.join(out, "timing.jsonl")) if isinstance(r, TimingRecord)]) == 4
+    page = open(os.path.join(out, "report.html"), encoding="utf-8").read()  # the same table, drawn
+    assert "time(math) / time(flash)" in page and '<figure class="plot" id="plot-timing-0">' in page
+    assert "report.html" in text
 
 
 @pytest.mark.parametrize(
