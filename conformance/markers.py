@@ -64,9 +64,8 @@ def gpu_facts() -> GpuFacts:
 
     count = int(torch.cuda.device_count())
     gcn = None
-    if _env.is_rocm():
-        name = getattr(torch.cuda.get_device_properties(0), "gcnArchName", "") or ""
-        gcn = name.split(":", 1)[0] or None
+    if _env.is_rocm():  # asked without making a context here (_env.device_properties)
+        gcn = _env.device_properties(0)[2].split(":", 1)[0] or None
     return GpuFacts(count, _env.is_rocm(), _env.device_capability("cuda:0"), gcn)
 
 

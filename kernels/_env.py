@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import importlib.util
+import json
+import os
 from typing import Any, Optional, Union
 
 DeviceLike = Union[str, Any]  # a device string ("cpu", "cuda", "cuda:1") or a torch.device
@@ -44,8 +46,45 @@ def device_capability(device: DeviceLike) -> Optional[tuple[int, int]]:
     dev = torch.device(device)
     if dev.type != "cuda" or not cuda_available():
         return None
-    major, minor = torch.cuda.get_device_capability(dev)
+    major, minor, _ = device_properties(dev.index or 0)
     return int(major), int(minor)
+
+
+def device_properties(index: int) -> tuple[int, int, str]:
+    """Device `index`'s (major, minor, gcnArchName or ""), without making a CUDA context in this process.
+
+    Where torch has none yet the question is asked in a forked child: a process that only looked at its
+    device can still fork children that use it (conformance/explore/pristine.py forks its server after the
+    subjects are chosen, which needs the architecture). Where a context exists it is asked directly."""
+    import torch
+
+    if torch.cuda.is_initialized() or not hasattr(os, "fork"):
+        p = torch.cuda.get_device_properties(index)
+        return int(p.major), int(p.minor), str(getattr(p, "gcnArchName", "") or "")
+    return _properties_from_a_fork(index)
+
+
+@functools.lru_cache(maxsize=None)
+def _properties_from_a_fork(index: int) -> tuple[int, int, str]:
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: make the context, answer, leave without running the parent's exit handlers
+        try:
+            os.close(read)
+            import torch
+
+            p = torch.cuda.get_device_properties(index)
+            os.write(write, json.dumps([p.major, p.minor, getattr(p, "gcnArchName", "") or ""]).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        answer = f.read()
+    os.waitpid(pid, 0)
+    if not answer:
+        raise RuntimeError(f"device {index}'s properties: the forked child that asked torch gave no answer")
+    major, minor, gcn = json.loads(answer)
+    return int(major), int(minor), str(gcn)
 
 
 def is_rocm() -> bool:

@@ -1,9 +1,9 @@
 """Switching an injected fault on and off: one attribute replaced, the library module labelled.
 
-The fault catalogues of kernels/torch_precision_faults.py (torch's attention functions) and
-kernels/flashinfer/lifecycle_faults.py (FlashInfer's wrappers' plan()) patch through here, so both
-refuse a second fault, label the library with the fault's name (kernels/standin_label.py FAULT_MARKER:
-versions() then say "+fault:NAME") and undo alike.
+The fault catalogues (kernels/torch_precision_faults.py, torch_batch_faults.py, torch_state_faults.py: torch's
+attention functions; kernels/flashinfer/lifecycle_faults.py: FlashInfer's wrappers' plan()) look their faults
+up and patch through here, so all of them name their choices alike, refuse a second fault, label the library
+with the fault's name (kernels/standin_label.py FAULT_MARKER: versions() then say "+fault:NAME") and undo alike.
 """
 
 from __future__ import annotations
@@ -14,6 +14,13 @@ from typing import Any, Callable, Iterator, Mapping, Optional, TypeVar
 from kernels.standin_label import FAULT_MARKER
 
 T = TypeVar("T")
+
+
+def lookup(catalogue: Mapping[str, T], name: str, kind: str) -> T:
+    """Fault `name` of a `kind` catalogue; a ValueError naming the choices otherwise."""
+    if name not in catalogue:
+        raise ValueError(f"{kind} fault {name!r}: expected one of {', '.join(catalogue)}")
+    return catalogue[name]
 
 
 def patch(

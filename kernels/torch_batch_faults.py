@@ -90,9 +90,7 @@ FAULTS: dict[str, BatchFault] = {
 
 def fault(name: str) -> BatchFault:
     """The catalogue's fault `name`; a ValueError naming the choices otherwise."""
-    if name not in FAULTS:
-        raise ValueError(f"batch fault {name!r}: expected one of {', '.join(FAULTS)}")
-    return FAULTS[name]
+    return fault_patch.lookup(FAULTS, name, "batch")
 
 
 # ---- what each mistake does to the call ------------------------------------------------------------------

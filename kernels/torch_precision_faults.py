@@ -96,9 +96,7 @@ FAULTS: dict[str, Fault] = {
 
 def fault(name: str) -> Fault:
     """The catalogue's fault `name`; a ValueError naming the choices otherwise."""
-    if name not in FAULTS:
-        raise ValueError(f"precision fault {name!r}: expected one of {', '.join(FAULTS)}")
-    return FAULTS[name]
+    return fault_patch.lookup(FAULTS, name, "precision")
 
 
 # ---- the flash loop --------------------------------------------------------------------------------------

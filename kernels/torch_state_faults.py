@@ -50,9 +50,8 @@ FAULTS: dict[str, StateFault] = {
 
 
 def fault(name: str) -> StateFault:
-    if name not in FAULTS:
-        raise ValueError(f"state fault {name!r}: expected one of {', '.join(FAULTS)}")
-    return FAULTS[name]
+    """The catalogue's fault `name`; a ValueError naming the choices otherwise."""
+    return fault_patch.lookup(FAULTS, name, "state")
 
 
 def _sdpa(f: StateFault, original: Callable[..., Any]) -> Callable[..., Any]:

@@ -1919,12 +1919,16 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         (_LIFECYCLE + "test_a_fault_lives_on_the_wrapper_it_planned_is_labelled_and_undone",),
     ),
     _harness(
-        "lifecycle-unknown-fault-keyerror",
-        "kernels/flashinfer/lifecycle_faults.py",
-        "    if name not in FAULTS:\n",
+        "unknown-fault-keyerror",
+        "kernels/fault_patch.py",
+        "    if name not in catalogue:\n",
         "    if False:\n",
-        "an unknown lifecycle fault name ends in a KeyError, not an error naming the faults there are",
-        (_LIFECYCLE + "test_the_catalogue_covers_every_api_in_both_modes_and_refuses_an_unknown_name",),
+        "an unknown fault name (of any catalogue) ends in a KeyError, not an error naming the faults there are",
+        (
+            _LIFECYCLE + "test_the_catalogue_covers_every_api_in_both_modes_and_refuses_an_unknown_name",
+            _PRECISION + "test_a_fault_replaces_its_function_says_so_in_the_versions_and_is_undone",
+            _BATCH_FAULTS + "test_a_batch_fault_says_so_in_the_versions_and_is_undone",
+        ),
     ),
     _harness(
         "lifecycle-fault-unlabelled",
@@ -3001,6 +3005,27 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "        f.write(md)\n",
         "attncheck sweep's report.html holds its markdown, not the page with the ratio plot",
         ("tests/gate/test_sweep.py::test_sweep_on_the_cpu_writes_tables_and_a_recommendation",),
+    ),
+    _harness(
+        "fault-lookup-names-no-choices",
+        "kernels/fault_patch.py",
+        "        raise ValueError(f\"{kind} fault {name!r}: expected one of {', '.join(catalogue)}\")\n",
+        '        raise ValueError(f"{kind} fault {name!r}")\n',
+        "an unknown fault name (a typo in --fault or ATTNCHECK_INJECTED) is refused without the names to choose from",
+        (
+            _PRECISION + "test_a_fault_replaces_its_function_says_so_in_the_versions_and_is_undone",
+            _BATCH_FAULTS + "test_a_batch_fault_says_so_in_the_versions_and_is_undone",
+            _LIFECYCLE + "test_the_catalogue_covers_every_api_in_both_modes_and_refuses_an_unknown_name",
+        ),
+    ),
+    _harness(
+        "capability-asked-with-a-context-here",
+        "kernels/_env.py",
+        '    if torch.cuda.is_initialized() or not hasattr(os, "fork"):\n',
+        "    if True:\n",
+        "the architecture is asked of torch in the exploring process: CUDA is initialised before the pristine "
+        "control's server forks, and on a GPU that control is never available",
+        ("tests/kernels/test_kernels_env.py::test_the_architecture_is_asked_without_making_a_cuda_context_here",),
     ),
 )
 

@@ -323,9 +323,7 @@ FAULTS: dict[str, LifecycleFault] = {
 
 def fault(name: str) -> LifecycleFault:
     """The catalogue's fault `name`; a ValueError naming the choices otherwise."""
-    if name not in FAULTS:
-        raise ValueError(f"lifecycle fault {name!r}: expected one of {', '.join(FAULTS)}")
-    return FAULTS[name]
+    return fault_patch.lookup(FAULTS, name, "lifecycle")
 
 
 # ---- injecting ---------------------------------------------------------------------------------------------
