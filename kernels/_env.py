@@ -30,9 +30,13 @@ def device_type(device: DeviceLike) -> str:
 
 
 def cuda_available() -> bool:
-    """Whether torch sees a CUDA (or ROCm) device."""
+    """Whether torch sees a CUDA (or ROCm) device. While torch has no context it is asked through NVML
+    (torch.cuda.device_count): is_available's cudaGetDeviceCount initialises the driver, after which no forked
+    child can use the GPU (the pristine control's server, conformance/explore/pristine.py)."""
     import torch
 
+    if not torch.cuda.is_initialized():
+        return torch.cuda.device_count() > 0
     return bool(torch.cuda.is_available())
 
 
@@ -74,16 +78,20 @@ def _properties_from_a_fork(index: int) -> tuple[int, int, str]:
             import torch
 
             p = torch.cuda.get_device_properties(index)
-            os.write(write, json.dumps([p.major, p.minor, getattr(p, "gcnArchName", "") or ""]).encode())
+            answer: Any = [p.major, p.minor, getattr(p, "gcnArchName", "") or ""]
+        except BaseException as e:  # noqa: BLE001 - the parent says why
+            answer = {"error": f"{type(e).__name__}: {e}"}
         finally:
+            os.write(write, json.dumps(answer).encode())
             os._exit(0)
     os.close(write)
     with os.fdopen(read, "rb") as f:
-        answer = f.read()
+        text = f.read()
     os.waitpid(pid, 0)
-    if not answer:
-        raise RuntimeError(f"device {index}'s properties: the forked child that asked torch gave no answer")
-    major, minor, gcn = json.loads(answer)
+    got = json.loads(text) if text else {"error": "no answer"}
+    if isinstance(got, dict):
+        raise RuntimeError(f"device {index}'s properties, asked in a forked child: {got['error']}")
+    major, minor, gcn = got
     return int(major), int(minor), str(gcn)
 
 

@@ -26,9 +26,9 @@ def prog(name: str) -> str:
 
 
 def default_device() -> str:
-    import torch
+    from kernels import _env
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    return "cuda" if _env.cuda_available() else "cpu"
 
 
 def device_of(given: Optional[str]) -> str:

@@ -3027,6 +3027,15 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "control's server forks, and on a GPU that control is never available",
         ("tests/kernels/test_kernels_env.py::test_the_architecture_is_asked_without_making_a_cuda_context_here",),
     ),
+    _harness(
+        "cuda-counted-by-the-runtime",
+        "kernels/_env.py",
+        "    if not torch.cuda.is_initialized():\n        return torch.cuda.device_count() > 0\n",
+        "",
+        "the device is counted by cudaGetDeviceCount before any context: the driver is initialised and the "
+        "pristine control's forked children cannot use the GPU",
+        ("tests/kernels/test_kernels_env.py::test_the_architecture_is_asked_without_making_a_cuda_context_here",),
+    ),
 )
 
 check_unique(HARNESS_MUTANTS)

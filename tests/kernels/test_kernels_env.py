@@ -66,16 +66,21 @@ VML_USERS = ("oracle.reference", "kernels.standins._kernels")
 
 
 def test_the_architecture_is_asked_without_making_a_cuda_context_here(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without a CUDA context yet, device 0's capability is asked in a forked child: this process calls no
-    device query itself, so the pristine control's server (forked after the subjects are chosen, which needs
-    the architecture) can still use the GPU. With a context, torch is asked directly."""
+    """Without a CUDA context yet, device 0's capability is asked in a forked child and the device counted through
+    NVML: this process neither makes a context nor initialises the driver, so the pristine control's server
+    (forked after the subjects are chosen, which needs the architecture) can still use the GPU. With a context,
+    torch is asked directly."""
     asked_here: list[int] = []
 
     def properties(index: int) -> Any:
         asked_here.append(index)  # in the child this appends to the child's copy
         return type("P", (), {"major": 9, "minor": 0, "gcnArchName": ""})()
 
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    def runtime_count() -> bool:
+        raise AssertionError("cudaGetDeviceCount initialises the driver: no forked child could use the GPU")
+
+    monkeypatch.setattr(torch.cuda, "is_available", runtime_count)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)  # NVML's count, while torch has no context
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
     monkeypatch.setattr(torch.cuda, "get_device_properties", properties)
     _env._properties_from_a_fork.cache_clear()
@@ -83,6 +88,7 @@ def test_the_architecture_is_asked_without_making_a_cuda_context_here(monkeypatc
         assert _env.device_capability("cuda:0") == (9, 0)
         assert asked_here == []
         monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
         assert _env.device_capability("cuda") == (9, 0) and asked_here == [0]
     finally:
         _env._properties_from_a_fork.cache_clear()
