@@ -39,6 +39,9 @@ NOT_FILED = "not filed upstream yet"
 DEFAULT_OPTIONS: dict[str, Any] = {f.name: f.default for f in fields(AdapterOptions)}
 # Keys per request from which jagged SDPA's bf16 scores show in a record (_torch_nested_scores_in_half).
 NESTED_LONG_KV = 300
+# Keys per request from which every fa2 causal request with more query rows than keys was wrong on the H200
+# (_fa2_causal_keyless_tile): one KV tile (CTA_TILE_KV, a tiling choice) or more; under 128 it depends on the tile.
+FA2_KEYLESS_TILE_KV = 128
 
 
 @dataclass(frozen=True)
@@ -320,6 +323,18 @@ def _unmasked_after_masked(plans: list[dict[str, Any]], backend: str) -> bool:
     return now["layout"] == "ragged" and now["mask"] == "none" and any(p["mask"] == "custom" for p in plans[:-1])
 
 
+def _fa2_causal_keyless_tile(c: dict[str, Any], backend: str) -> bool:
+    """fa2 paged or ragged prefill, causal (no custom mask: that one masks every tile), a request with more query
+    rows than keys and at least FA2_KEYLESS_TILE_KV keys: its first query tiles run without the causal mask."""
+    return (
+        backend == "fa2"
+        and c["layout"] in ("paged", "ragged")
+        and c.get("causal", False)
+        and c.get("mask", "none") == "none"
+        and any(q > k >= FA2_KEYLESS_TILE_KV for q, k in zip(c["qo_lens"], c["kv_lens"]))
+    )
+
+
 def _auto_pick_changed(plans: list[dict[str, Any]], backend: str) -> bool:
     """A paged `auto` wrapper whose first plan resolved otherwise than a fresh wrapper resolves this plan
     (fa3 held for a plan fa3 cannot serve, or fa2 held where a fresh wrapper would pick fa3)."""
@@ -531,6 +546,26 @@ LEDGER: tuple[KnownFailure, ...] = (
         "16; causal, no window, or qo 17 within rounding; through the adapter on 0.7.4 alike",
         applies=_window_wider_than_split,
         archs=("sm90",),
+    ),
+    KnownFailure(
+        "flashinfer-fa2-causal-keyless-tile-unmasked",
+        "flashinfer",
+        ("0.7.2.post1", "0.7.4"),
+        "fa2 paged and ragged prefill, causal, a request with more query rows than keys: the first masked KV tile "
+        "is computed in uint32 (prefill.cuh mask_iteration, sub_if_greater_or_zero), which wraps for a query tile "
+        "whose first row sees no key, so its whole KV tiles run without the causal mask: rows without a key get "
+        "attention over those keys (non-zero output, finite LSE) and the tile's rows with keys see keys right of "
+        "their diagonal",
+        "fail",
+        "docs/evidence/repro_flashinfer_fa2_causal_keyless_tile.py",
+        confirmed=False,
+        seen="2026-12-03 H200, the standard matrix on 0.7.4 (docs/evidence/2026-12-03-h200-2/: three of its five "
+        "unexplained fa2 records, head dims 256 and 192/128, a request of 300 query rows over 128 keys); on "
+        "0.7.2.post1 and 0.7.4 alike through the adapter and the probes (docs/evidence/2026-12-03-h200-3/): "
+        "probe_flashinfer_fa2_d256_causal.py (head dims 128, 192/128, 256; bf16, fp16; paged and ragged) and "
+        "probe_flashinfer_fa2_split_kv_masked_rows.py (every qo > kv >= 128 wrong, kv <= 33 right, split-KV on or "
+        "off and the workspace's contents change nothing)",
+        applies=_fa2_causal_keyless_tile,
     ),
     KnownFailure(
         "flashinfer-graph-no-query-rows",

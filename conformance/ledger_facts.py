@@ -122,6 +122,12 @@ FAMILIES: dict[str, Family] = {
             "for a causal window only; a non-causal row sees every key right of its window start.",
         ),
         Family(
+            "fa2-causal-keyless-tile",
+            "fa2 causal prefill runs a request's first query tiles unmasked when it has more query rows than keys",
+            "The causal mask's first masked KV tile is computed in uint32 and wraps for a query tile whose first row "
+            "sees no key; the tile's whole KV tiles then run without the mask.",
+        ),
+        Family(
             "graph-no-query-rows",
             "CUDA-graph prefill of a batch with no query rows fails with 'invalid argument' and poisons the process",
             "In CUDA-graph mode split-KV is always on, and the merge after the kernel launches num_sms * "
@@ -618,6 +624,39 @@ FACTS: dict[str, Facts] = {
                 "fa3 NHD and fa2 HND on the same tensors give the reference (the script's controls).",
             ),
             "fa3 under HND gives the output fa2 gives on the same tensors.",
+        ),
+        Facts(
+            "flashinfer-fa2-causal-keyless-tile-unmasked",
+            "fa2-causal-keyless-tile",
+            PROBABLE,
+            "qo_len and kv_len are uint32_t, so kv_len + ceil_div(tile * CTA_TILE_Q, group_size) - qo_len wraps to "
+            "about 2^32 for a query tile whose first row sees no key; sub_if_greater_or_zero(uint32_t, uint32_t) "
+            "passes it on and mask_iteration becomes chunk_size / CTA_TILE_KV, so the whole KV tiles before it take "
+            "no causal mask; num_iterations wraps alike and runs them even for a tile where no row sees a key. "
+            "Under one KV tile of keys mask_iteration is 0 and every tile is masked, which is why kv <= 33 is right.",
+            _both(
+                (
+                    "flashinfer/data/include/flashinfer/attention/prefill.cuh:3141-3160 ragged kernel "
+                    "(num_iterations, mask_iteration), :4036-4076 paged kernel, :3031 `const uint32_t qo_len = "
+                    "variant.qo_len, kv_len = variant.kv_len`",
+                    "flashinfer/data/include/flashinfer/utils.cuh:518 `uint32_t sub_if_greater_or_zero(uint32_t x, "
+                    "uint32_t y)`",
+                ),
+                (
+                    "flashinfer/data/include/flashinfer/attention/prefill.cuh:3561-3571 ragged kernel, :4602-4638 "
+                    "paged kernel: the same expressions",
+                    "flashinfer/data/include/flashinfer/utils.cuh:518: the same",
+                ),
+            ),
+            (
+                "single_prefill_with_kv_cache refuses the same input ('When mask_mode is set to MaskMode::kCausal, "
+                "kv_len must be greater than or equal to qo_len', prefill.cuh:2735-2740 / :3115), the batch wrappers "
+                "take it and document the bottom-right causal rule.",
+                "The same request with 33 keys, or with as many query rows as keys, is right (the script's controls); "
+                "the wrong rows without a key equal unmasked attention over the keys (the script's mechanism line).",
+            ),
+            "Row i of qo_len rows over kv_len keys sees keys j <= i + kv_len - qo_len; a row with none is 0 with "
+            "LSE -inf, as fa2 itself gives below one KV tile of keys.",
         ),
         Facts(
             "flashinfer-fa2-window-noncausal-split-kv",

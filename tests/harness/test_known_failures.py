@@ -70,6 +70,51 @@ def test_a_library_with_a_fault_injected_keeps_its_known_defects() -> None:
     assert known_for("flashinfer", empty, "fa2", "0.7.1+fault:honest") is None
 
 
+def test_the_fa2_keyless_tile_entry_claims_causal_requests_with_more_rows_than_keys_of_a_kv_tile_or_more() -> None:
+    """The H200's wrong fa2 records: a causal request with more query rows than keys, 128 keys or more (the
+    standard matrix's 300 over 128 at head dims 256 and 192/128). Not claimed: fewer keys (kv <= 33 was right,
+    64-127 depends on the tile), a custom mask (every tile masked), no causal mask, other kernels, decode."""
+    entry = "flashinfer-fa2-causal-keyless-tile-unmasked"
+    paged = {
+        "layout": "paged",
+        "qo_lens": [3, 300],
+        "kv_lens": [33, 128],
+        "causal": True,
+        "mask": "none",
+        "head_dim_qk": 256,
+        "head_dim_vo": 256,
+        "num_qo_heads": 16,
+        "num_kv_heads": 2,
+        "q_dtype": "bf16",
+        "kv_dtype": "bf16",
+        "kv_layout": "NHD",
+        "page_size": 16,
+        "o_dtype": "bf16",
+        "window_left": -1,
+        "logits_soft_cap": 0.0,
+        "return_lse": True,
+        "sm_scale": None,
+        "input_scale": 1.0,
+        "q_scale": None,
+        "k_scale": None,
+        "v_scale": None,
+    }
+    ragged = dict(paged, layout="ragged", qo_lens=[300, 17, 300], kv_lens=[300, 7, 128], head_dim_qk=192)
+    for version in ("0.7.2.post1", "0.7.4"):
+        assert known_for("flashinfer", paged, "fa2", version, "sm90") == entry
+        assert known_for("flashinfer", ragged, "fa2+graph", version, "sm90") == entry
+        assert known_for("flashinfer", ragged, "auto", version, "sm90", resolved="fa2") == entry
+    for case, backend in (
+        (dict(paged, kv_lens=[33, 127]), "fa2"),
+        (dict(paged, qo_lens=[3, 128]), "fa2"),  # as many rows as keys
+        (dict(paged, mask="custom"), "fa2"),
+        (dict(paged, causal=False), "fa2"),
+        (paged, "cudnn"),
+        (dict(paged, layout="decode"), "fa2"),
+    ):
+        assert known_for("flashinfer", case, backend, "0.7.4", "sm90") != entry, (case, backend)
+
+
 def test_the_fa3_hnd_entries_split_on_the_group_size_the_kernel_computes() -> None:
     """num_qo_heads // kv_len (K's token axis read as heads): 0 kills the process (crash), more runs wrongly."""
     ragged = {
