@@ -657,6 +657,17 @@ FACTS: dict[str, Facts] = {
             ),
             "Row i of qo_len rows over kv_len keys sees keys j <= i + kv_len - qo_len; a row with none is 0 with "
             "LSE -inf, as fa2 itself gives below one KV tile of keys.",
+            (
+                Related(
+                    "flashinfer-ai/flashinfer#4452",
+                    "issue",
+                    "[Bug] Paged causal prefill returns finite LSE for fully masked rows when qo_len > kv_len",
+                    "closed",
+                    "the same inputs (fa2, causal, qo_len > kv_len), a finite LSE of the -5e4 sentinel on 0.6.16; "
+                    "closed with the masked logit made IEEE -inf (math.cuh); the unmasked KV tiles this entry finds "
+                    "are in 0.7.2.post1 and 0.7.4: a new report, citing it",
+                ),
+            ),
         ),
         Facts(
             "flashinfer-fa2-window-noncausal-split-kv",
