@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Probe: fa2 prefill, rows a causal mask leaves without keys: what the wrong rows depend on.
 
-probe_flashinfer_fa2_d256_causal.py (its .h200.txt) found fa2 wrong on one paged request of 300 query rows
+probe_flashinfer_fa2_d256_causal.py (2026-12-03-h200-3/probe_flashinfer_fa2_d256_causal.txt) found fa2 wrong on one paged request of 300 query rows
 over 128 keys, causal, at head dims 128, 192/128 and 256, bf16 and fp16, paged and ragged, on 0.7.2.post1 and
 0.7.4: the rows without a key get a non-zero output and a finite LSE, and the first rows with a key (those of
 the query tile where keys begin) are wrong; 300 rows over 1 key, 300 over 300, and no causal mask are right.
