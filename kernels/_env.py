@@ -50,7 +50,11 @@ def device_capability(device: DeviceLike) -> Optional[tuple[int, int]]:
     dev = torch.device(device)
     if dev.type != "cuda" or not cuda_available():
         return None
-    major, minor, _ = device_properties(dev.index or 0)
+    if dev.index is not None:
+        index = dev.index
+    else:  # "cuda": the current device, as torch.cuda.get_device_capability reads it (0 before any context)
+        index = torch.cuda.current_device() if torch.cuda.is_initialized() else 0
+    major, minor, _ = device_properties(index)
     return int(major), int(minor)
 
 

@@ -3048,6 +3048,14 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
             "test_the_fa2_keyless_tile_entry_claims_causal_requests_with_more_rows_than_keys_of_a_kv_tile_or_more",
         ),
     ),
+    _harness(
+        "capability-of-device-0-not-current",
+        "kernels/_env.py",
+        "        index = torch.cuda.current_device() if torch.cuda.is_initialized() else 0\n",
+        "        index = 0\n",
+        "device_capability('cuda') reads device 0, not the current device torch.cuda.get_device_capability reads",
+        ("tests/kernels/test_kernels_env.py::test_the_architecture_is_asked_without_making_a_cuda_context_here",),
+    ),
 )
 
 check_unique(HARNESS_MUTANTS)

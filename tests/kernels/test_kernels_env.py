@@ -89,7 +89,8 @@ def test_the_architecture_is_asked_without_making_a_cuda_context_here(monkeypatc
         assert asked_here == []
         monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
         monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-        assert _env.device_capability("cuda") == (9, 0) and asked_here == [0]
+        monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)  # "cuda" is the current device, as in torch
+        assert _env.device_capability("cuda") == (9, 0) and asked_here == [1]
     finally:
         _env._properties_from_a_fork.cache_clear()
 
