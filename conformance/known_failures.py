@@ -100,6 +100,20 @@ def _mask_short_of_zero_pages(c: dict[str, Any], backend: str) -> bool:
     )
 
 
+def _mask_after_zero_pages(c: dict[str, Any], backend: str) -> bool:
+    """A request with mask bits after one with queries and no pages, where plan() returns (_mask_short_of_zero_pages):
+    its mask segment starts qo_len * page_size bits early per such request before it, and it reads the tail of
+    the request before's mask in place of the head of its own."""
+    if not _mask_short_of_zero_pages(c, backend):
+        return False
+    seen_empty = False
+    for q, k in zip(c["qo_lens"], c["kv_lens"]):
+        if q * k > 0 and seen_empty:
+            return True
+        seen_empty = seen_empty or (q > 0 and k == 0)
+    return False
+
+
 def _mask_segment_before_buffer(c: dict[str, Any], backend: str) -> bool:
     """The same negative length in a request before others, the total still >= 0: a later request with mask
     bits starts its segment at a negative bit offset, and plan()'s segment_packbits reads and writes before
@@ -369,6 +383,23 @@ LEDGER: tuple[KnownFailure, ...] = (
         seen="2026-12-01 H200, the script (repro_flashinfer_paged_mask_zero_pages.h200.txt); 0.7.4 alike through "
         "the adapter",
         applies=_mask_over_zero_pages,
+        options={"mask_form": ("bool",)},
+    ),
+    KnownFailure(
+        "flashinfer-paged-mask-zero-pages-shifted",
+        "flashinfer",
+        ("0.7.2.post1", "0.7.4"),
+        "the same negative mask length where plan() returns: a request with mask bits after one with queries and no "
+        "pages starts its mask qo_len * page_size bits early (in the packed mask and in the flat mask it is packed "
+        "from), and reads the tail of the request before's mask in place of the head of its own, eager and graph",
+        "fail",
+        "docs/evidence/repro_flashinfer_paged_mask_zero_pages_shifted.py",
+        confirmed=False,
+        seen="2026-12-03 H200, the standard matrix on 0.7.4, eager fa2 (docs/evidence/2026-12-03-h200-2/, "
+        "docs/evidence/2026-12-03-h200-3/README.md): paged-b7-h32x8-d256-bf16-p16NHD-custom_mask+zero_len and "
+        "paged-b7-h1x1-d256-bf16-p16NHD-causal+custom_mask+zero_len, each worst at the first row after the "
+        "requests with queries and no pages",
+        applies=lambda c, b: _mask_after_zero_pages(c, b) and _runs_on_in_both(c, b, "fa2"),
         options={"mask_form": ("bool",)},
     ),
     KnownFailure(

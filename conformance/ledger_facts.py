@@ -324,6 +324,34 @@ FACTS: dict[str, Facts] = {
             "The output of a graph-mode run equals the eager run's for the same plan.",
         ),
         Facts(
+            "flashinfer-paged-mask-zero-pages-shifted",
+            "zero-page-mask",
+            PROBABLE,
+            "The same unclamped mask length, -qo_len * page_size for a request with queries and no pages, where every "
+            "later segment still starts at a bit >= 0: plan()'s mask offsets (the cumulative sum of those lengths) "
+            "start each later request that many bits early, segment_packbits() packs the flat mask from those "
+            "offsets, and the kernel reads the packed mask from them: the request gets the tail of the request "
+            "before's mask bits in place of the head of its own, eager as well as graph.",
+            _both(
+                (
+                    "flashinfer/prefill.py:1607-1614 `_compute_page_mask_indptr` (as for "
+                    "flashinfer-paged-mask-zero-pages)",
+                    "flashinfer/quantization/packbits.py:128-132 segment_packbits(): the segments from those offsets",
+                ),
+                (
+                    "flashinfer/prefill.py:1743-1750 `_compute_page_mask_indptr`: the same",
+                    "flashinfer/quantization/packbits.py:128-132: the same",
+                ),
+            ),
+            (
+                "The same batch with no empty request, and with an empty request that has no queries (0 mask bits), "
+                "is right (the script's controls); the wrong request equals the reference under its mask read "
+                "qo_len * page_size bits early (the script's mechanism line).",
+                "flashinfer.page.get_seq_lens() clamps the same expression at 0 (flashinfer/page.py:405 / :412).",
+            ),
+            "A request with query rows and no KV pages has a mask of 0 bits, and every other request reads its own.",
+        ),
+        Facts(
             "flashinfer-paged-mask-zero-pages-segment-before-buffer",
             "zero-page-mask",
             PROBABLE,

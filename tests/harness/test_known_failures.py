@@ -484,6 +484,49 @@ def test_the_zero_pages_entries_split_on_the_packed_masks_size() -> None:
     assert known_for("flashinfer", dict(empty, qo_lens=[2, 1], kv_lens=[2, 0]), "fa2", "0.7.4", "sm90") is None
 
 
+def test_the_shifted_zero_pages_entry_claims_masked_requests_after_an_empty_one_eager_too() -> None:
+    """A request with mask bits after one with queries and no pages reads its mask shifted, eager and graph (the
+    H200's standard-matrix cases, the script's batch qo [8, 2, 8] over kv [40, 0, 40]); the CPU model copies
+    plan()'s offsets and fails the same batch, known as this entry. Not claimed: no empty request, an empty
+    request with no queries (0 bits), the empty request last (the graph-only entry), an unmasked batch."""
+    from conformance.evaluate import evaluate
+    from kernels import get_target
+    from kernels.standins.upstream import installed
+    from oracle.judge import truth
+    from scenarios.tensors import materialize
+
+    entry = "flashinfer-paged-mask-zero-pages-shifted"
+    case = Case(
+        layout="paged",
+        qo_lens=(8, 2, 8),
+        kv_lens=(40, 0, 40),
+        num_qo_heads=8,
+        num_kv_heads=2,
+        head_dim_qk=128,
+        head_dim_vo=128,
+        page_size=16,
+        mask="custom",
+    )
+    c = case.to_json()
+    for backend in ("fa2", "fa2+graph", "auto", "auto+graph"):
+        for version in ("0.7.2.post1", "0.7.4"):
+            assert known_for("flashinfer", c, backend, version, "sm90") == entry, (backend, version)
+    for qo, kv in (([8, 8], [40, 40]), ([8, 0, 8], [40, 0, 40]), ([8, 8, 2], [40, 40, 0])):
+        assert known_for("flashinfer", dict(c, qo_lens=qo, kv_lens=kv), "fa2", "0.7.4", "sm90") is None, (qo, kv)
+    assert known_for("flashinfer", dict(c, mask="none"), "fa2", "0.7.4", "sm90") is None
+    with installed(sm90=True):
+        inputs = materialize(case)
+        rec = evaluate(
+            get_target("flashinfer").make("fa2", "cpu"),
+            case,
+            inputs,
+            lambda: truth(inputs),
+            {"run_id": "t", "target": "flashinfer", "device": "cpu", "seed": 0},
+        )
+    assert rec.status == "fail", rec.reason
+    assert known_for("flashinfer", rec.case, rec.backend, "0.7.2.post1", "sm90") == entry
+
+
 SESSION_4 = os.path.join(ROOT, "docs", "evidence", "2026-12-01-h200-4")
 
 
