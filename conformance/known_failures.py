@@ -63,6 +63,10 @@ class KnownFailure:
     options: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # arguments the evidence script takes to judge this entry's defect alone (a script shared by entries)
     evidence_args: tuple[str, ...] = ()
+    # why a record's wrong output is not a function of its case (a race, rows never written, reads past a buffer);
+    # "" = the same case gives the same output from any wrapper in any process, so a control from untouched
+    # state that answers otherwise shows history this entry does not explain (conformance/explore/machines.py)
+    unrepeatable: str = ""
 
 
 def _empty_batch(c: dict[str, Any], backend: str) -> bool:
@@ -427,6 +431,7 @@ LEDGER: tuple[KnownFailure, ...] = (
         archs=("sm90",),
         modes=("graph",),
         options={"mask_form": ("bool",)},
+        unrepeatable="the requests before the empty one read mask bits past the packed buffer's end",
     ),
     KnownFailure(
         "flashinfer-paged-mask-zero-pages-segment-before-buffer",
@@ -506,6 +511,7 @@ LEDGER: tuple[KnownFailure, ...] = (
         "(docs/evidence/2026-12-02-h200-explore/)",
         applies=_mask_after_mask_bits,
         options={"mask_form": ("packed", "packed_flat")},
+        unrepeatable="the misread offsets read past the mask buffer (one record an illegal memory access)",
     ),
     KnownFailure(
         "flashinfer-sticky-paged-auto",
@@ -560,6 +566,7 @@ LEDGER: tuple[KnownFailure, ...] = (
         applies=lambda c, b: _fa3_hnd(c, b) and _fa3_hnd_group(c) > 0 and sum(c["qo_lens"]) > 0,  # rows to be wrong
         archs=("sm90",),
         evidence_args=("wrong",),
+        unrepeatable="the head mapping is read from K's token axis: which memory the kernel reads was not established",
     ),
     KnownFailure(
         "flashinfer-fa2-window-noncausal-split-kv",
@@ -679,6 +686,7 @@ LEDGER: tuple[KnownFailure, ...] = (
         "(docs/evidence/2026-12-03-h200/callA/<version>/verify/)",
         applies=_fa3_lse_after_empty_tile,
         archs=("sm90",),
+        unrepeatable="a race: the LSE rows stored differ from run to run",
     ),
     KnownFailure(
         "flashinfer-decode-empty-batch-run",
@@ -759,6 +767,7 @@ LEDGER: tuple[KnownFailure, ...] = (
             and any(k > 0 for k in c["kv_lens"])
         ),
         evidence_args=("unwritten",),
+        unrepeatable="the rows are never written: they hold what the output buffer held",
     ),
     KnownFailure(
         "flashinfer-cudnn-paged-all-kv-empty-raises",
@@ -807,6 +816,7 @@ LEDGER: tuple[KnownFailure, ...] = (
         applies=lambda c, b: c["layout"] in ("paged", "ragged") and c["mask"] == "none",
         modes=("graph",),
         options={"graph_wrappers": ("shared",)},
+        unrepeatable="the graph's mask buffer holds an earlier plan's bits",
     ),
     KnownFailure(
         "torch-nested-math-scores-in-half",
@@ -942,6 +952,14 @@ def known_for(
     """The id of the ledger entry that explains a failing record of `case` on `backend`, if any."""
     e = entry_for(target, case, backend, version, arch, options, resolved)
     return e.id if e is not None else None
+
+
+def repeats(entry_id: str) -> bool:
+    """Whether the entry's wrong output is a function of the case alone (KnownFailure.unrepeatable is "")."""
+    for e in LEDGER:
+        if e.id == entry_id:
+            return not e.unrepeatable
+    raise KeyError(f"no ledger entry {entry_id!r}")
 
 
 def upstream_of(entry: KnownFailure) -> str:

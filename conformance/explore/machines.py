@@ -44,6 +44,7 @@ from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 from conformance.evaluate import TruthCache
 from conformance.explore.defects import DefectBook, Signature, failure_class, signature_of
 from conformance.explore.pristine import PristineControl
+from conformance.known_failures import repeats
 from kernels._env import context_after_error, device_type, memory_report, out_of_memory, reclaim_memory
 from kernels.errors import LibraryRefused
 from kernels.protocol import AttentionKernel, KernelOutput, Reason, release, route_of_failed_run
@@ -697,16 +698,20 @@ class ScenarioMachine(RuleBasedStateMachine):
         plans: Sequence[Case],
         resolved: Optional[str] = None,
     ) -> None:
-        """Raise the violations as a failure, unless the ledger's lifecycle entries or an earlier finding
-        explain them: then the step is marked known, the adapter is replaced, and the example goes on.
+        """Raise the violations as a failure, unless the ledger's lifecycle entries, its case-level entries (where no
+        control answered otherwise for a case whose wrong output is its own) or an earlier finding explain them:
+        then the step is marked known, the adapter is replaced, and the example goes on.
         `resolved`: the kernel the failed run reported, which the ledger is asked about too (an auto
         wrapper's case-level defect is the kernel's that ran: torch's cuDNN empty rows)."""
         first = sorted(violations, key=lambda v: INVARIANTS.index(v.invariant))[0]
         graph_backend = f"{backend}+graph" if self.graph and "+" not in backend else backend
         entry = self.subject.known_history(plans, graph_backend) if self.subject.known_history else None
-        if entry is None:  # a case-level entry explains a wrong output of this case alone, whatever came before
+        if entry is None:  # a case-level entry explains a wrong output of this case alone, whatever came before,
+            # unless a control answered otherwise where the entry's output is the case's alone: that is history
             case_entry = self._case_ledger(case, backend, resolved)
-            entry = case_entry[0] if case_entry is not None and case_entry[1] == "fail" else None
+            if case_entry is not None and case_entry[1] == "fail":
+                history = any(v.invariant == "history_independent" for v in violations)
+                entry = None if history and repeats(case_entry[0]) else case_entry[0]
         sig = signature_of(
             case, backend, self.graph, plans, first.invariant, first.detail, [v.invariant for v in violations]
         )
@@ -809,10 +814,11 @@ class ScenarioMachine(RuleBasedStateMachine):
     def _pristine(self, inputs: Inputs, out: KernelOutput, bound: float, backend: str, step: Step) -> list[Violation]:
         """A failed run that the in-process control repeated, asked of a control from untouched library state:
         where that one answers otherwise, state the library kept outside its wrappers is what failed (history).
-        A case the ledger explains is not asked (its failure is the case's); a control that could not run is
-        noted on the step, no evidence either way."""
+        A case whose ledger entry's output is not the case's alone (a race, unwritten rows) is not asked: any
+        control may answer otherwise; a control that could not run is noted on the step, no evidence either way."""
         pristine = type(self).pristine
-        if pristine is None or self._case_ledger(inputs.case, backend, out.resolved_backend) is not None:
+        entry = self._case_ledger(inputs.case, backend, out.resolved_backend)
+        if pristine is None or (entry is not None and not repeats(entry[0])):
             return []
         answer = pristine.ask(self.subject.name, backend, inputs.case, inputs.seed)
         if answer.raised:

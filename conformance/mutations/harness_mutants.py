@@ -2854,16 +2854,17 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "the state, and nothing else is asked",
         (
             _PRISTINE + "test_a_defect_kept_in_library_state_is_the_historys_not_the_cases",
-            _PRISTINE + "test_the_pristine_control_is_asked_after_a_failure_the_ledger_does_not_explain",
+            _PRISTINE + "test_the_pristine_control_is_asked_after_a_failure_unless_its_entrys_output_is_not_the_cases",
         ),
     ),
     _harness(
         "pristine-control-asked-on-known-cases",
         "conformance/explore/machines.py",
-        "        if pristine is None or self._case_ledger(inputs.case, backend, out.resolved_backend) is not None:\n",
+        "        if pristine is None or (entry is not None and not repeats(entry[0])):\n",
         "        if pristine is None:\n",
-        "a case the ledger explains still pays a process for its control on every failed run",
-        (_PRISTINE + "test_the_pristine_control_is_asked_after_a_failure_the_ledger_does_not_explain",),
+        "a case whose entry's output is not the case's alone (a race, unwritten rows) is asked of the pristine "
+        "control, whose other answer is then called history",
+        (_PRISTINE + "test_the_pristine_control_is_asked_after_a_failure_unless_its_entrys_output_is_not_the_cases",),
     ),
     _harness(
         "pristine-control-in-the-server",
@@ -3055,6 +3056,58 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "        index = 0\n",
         "device_capability('cuda') reads device 0, not the current device torch.cuda.get_device_capability reads",
         ("tests/kernels/test_kernels_env.py::test_the_architecture_is_asked_without_making_a_cuda_context_here",),
+    ),
+    _harness(
+        "pristine-spared-by-any-entry",
+        "conformance/explore/machines.py",
+        "        if pristine is None or (entry is not None and not repeats(entry[0])):\n",
+        "        if pristine is None or entry is not None:\n",
+        "the pristine control is not asked where any ledger entry explains the case: on CUDA a kept mask was logged "
+        "as torch's empty-rows defect and the fault went unseen",
+        (_PRISTINE + "test_the_pristine_control_is_asked_after_a_failure_unless_its_entrys_output_is_not_the_cases",),
+    ),
+    _harness(
+        "case-entry-excuses-history",
+        "conformance/explore/machines.py",
+        "                entry = None if history and repeats(case_entry[0]) else case_entry[0]\n",
+        "                entry = case_entry[0]\n",
+        "a case-level entry excuses a control's other answer too: history the entry does not explain is logged known",
+        (_PRISTINE + "test_the_pristine_control_is_asked_after_a_failure_unless_its_entrys_output_is_not_the_cases",),
+    ),
+    _harness(
+        "unwritten-cudnn-rows-repeatable",
+        "conformance/known_failures.py",
+        '        unrepeatable="the rows are never written: they hold what the output buffer held",\n',
+        "",
+        "cuDNN's unwritten rows are taken for the case's output: a control from other memory would be called history",
+        (
+            "tests/harness/test_known_failures.py::"
+            "test_only_entries_whose_output_is_not_the_cases_alone_spare_the_controls",
+        ),
+    ),
+    _harness(
+        "every-entry-repeats",
+        "conformance/known_failures.py",
+        "            return not e.unrepeatable\n",
+        "            return True\n",
+        "every entry is taken for one whose output is the case's: a race's other answer would be called history",
+        (
+            _PRISTINE + "test_the_pristine_control_is_asked_after_a_failure_unless_its_entrys_output_is_not_the_cases",
+            "tests/harness/test_known_failures.py::"
+            "test_only_entries_whose_output_is_not_the_cases_alone_spare_the_controls",
+        ),
+    ),
+    _harness(
+        "shifted-mask-after-any-zero-kv",
+        "conformance/known_failures.py",
+        "        seen_empty = seen_empty or (q > 0 and k == 0)\n",
+        "        seen_empty = seen_empty or k == 0\n",
+        "the shifted zero-page entry claims masked requests after one with no queries and no keys (0 mask bits), "
+        "which read their own bits: an unexpected pass",
+        (
+            "tests/harness/test_known_failures.py::"
+            "test_the_shifted_zero_pages_entry_claims_masked_requests_after_an_empty_one_eager_too",
+        ),
     ),
 )
 
