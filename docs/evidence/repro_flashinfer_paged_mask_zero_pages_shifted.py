@@ -85,7 +85,7 @@ def main():
             print(f"{name} [{role}] qo {qo} over kv {kv}: raised {type(ex).__name__}: {str(ex).splitlines()[0][:160]}")
             wrong[name] = (role, None)
             continue
-        errs, row, page, bit, shift = [], 0, 0, 0, 0
+        errs, notes, row, page, bit, shift = [], [], 0, 0, 0, 0
         for i, (n, m, p, keep) in enumerate(zip(qo, kv, pages, masks)):
             if n and m:
                 kk = kc[page:page + p].reshape(-1, HKV, D)[:m]
@@ -96,12 +96,15 @@ def main():
                 if shift and err > TOL:
                     early = flat[bit - shift:bit - shift + n * m].view(n, m)
                     diff = (out[row:row + n].float() - attention(q[row:row + n], kk, vv, early)).abs().max().item()
-                    print(f"    mechanism: request {i} against its mask read {shift} bits early: max diff {diff:.4f}")
+                    notes.append(f"    mechanism: request {i} against its mask read {shift} bits early: "
+                                 f"max diff {diff:.4f}")
             elif n:
                 shift += n * PAGE
             row, page, bit = row + n, page + p, bit + n * m
         wrong.setdefault(name, (role, 0))
         print(f"{name} [{role}] qo {qo} over kv {kv}: max |out - ref| {', '.join(errs)}")
+        for note in notes:
+            print(note)
     controls_bad = [n for n, (r, w) in wrong.items() if r == "control" and (w is None or w)]
     judged = [w for r, w in wrong.values() if r == "judged"]
     if controls_bad or None in judged:
