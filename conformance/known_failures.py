@@ -402,7 +402,10 @@ LEDGER: tuple[KnownFailure, ...] = (
         seen="2026-12-03 H200, the standard matrix on 0.7.4, eager fa2 (docs/evidence/2026-12-03-h200-2/, "
         "docs/evidence/2026-12-03-h200-3/README.md): paged-b7-h32x8-d256-bf16-p16NHD-custom_mask+zero_len and "
         "paged-b7-h1x1-d256-bf16-p16NHD-causal+custom_mask+zero_len, each worst at the first row after the "
-        "requests with queries and no pages",
+        "requests with queries and no pages; the script on 0.7.2.post1 and 0.7.4 "
+        "(docs/evidence/2026-12-03-h200-4/call1/): qo [8, 2, 8] over kv [40, 0, 40]: request 2 off by 1.6093, "
+        "within 0.0042 of the reference under its mask read 32 bits early; the controls (no empty request; an "
+        "empty request with no queries) within 0.0037; `attncheck ledger verify`: reproduces on both",
         applies=lambda c, b: _mask_after_zero_pages(c, b) and _runs_on_in_both(c, b, "fa2"),
         options={"mask_form": ("bool",)},
     ),
@@ -591,9 +594,10 @@ LEDGER: tuple[KnownFailure, ...] = (
         ("0.7.2.post1", "0.7.4"),
         "fa2 paged and ragged prefill, causal, a request with more query rows than keys: the first masked KV tile "
         "is computed in uint32 (prefill.cuh mask_iteration, sub_if_greater_or_zero), which wraps for a query tile "
-        "whose first row sees no key, so its whole KV tiles run without the causal mask: rows without a key get "
-        "attention over those keys (non-zero output, finite LSE) and the tile's rows with keys see keys right of "
-        "their diagonal",
+        "whose first row sees no key, so the KV tiles it runs take no causal mask: the rows of a tile where no row "
+        "sees a key get attention over every key, those of the tile with rows both with and without keys over its "
+        "first KV tile, the latter's rows with keys seeing keys right of their diagonal (non-zero output and finite "
+        "LSE where there should be none)",
         "fail",
         "docs/evidence/repro_flashinfer_fa2_causal_keyless_tile.py",
         confirmed=False,
@@ -602,7 +606,11 @@ LEDGER: tuple[KnownFailure, ...] = (
         "0.7.2.post1 and 0.7.4 alike through the adapter and the probes (docs/evidence/2026-12-03-h200-3/): "
         "probe_flashinfer_fa2_d256_causal.py (head dims 128, 192/128, 256; bf16, fp16; paged and ragged) and "
         "probe_flashinfer_fa2_split_kv_masked_rows.py (every qo > kv >= 128 wrong, kv <= 33 right, split-KV on or "
-        "off and the workspace's contents change nothing)",
+        "off and the workspace's contents change nothing); the script on both versions "
+        "(docs/evidence/2026-12-03-h200-4/call1/): 300 over 128, paged and ragged, all 172 rows without a key and "
+        "rows 172-175 wrong (max 3.4689), both controls within 0.0088; the keyless rows are unmasked attention over "
+        "all 128 keys (2560 (row, head) pairs within 0.0024) or, in the mixed tile, over keys 0-63 (192 within "
+        "0.0037); `attncheck ledger verify`: reproduces on both",
         applies=_fa2_causal_keyless_tile,
     ),
     KnownFailure(

@@ -326,7 +326,7 @@ FACTS: dict[str, Facts] = {
         Facts(
             "flashinfer-paged-mask-zero-pages-shifted",
             "zero-page-mask",
-            PROBABLE,
+            LOCATED,
             "The same unclamped mask length, -qo_len * page_size for a request with queries and no pages, where every "
             "later segment still starts at a bit >= 0: plan()'s mask offsets (the cumulative sum of those lengths) "
             "start each later request that many bits early, segment_packbits() packs the flat mask from those "
@@ -656,7 +656,7 @@ FACTS: dict[str, Facts] = {
         Facts(
             "flashinfer-fa2-causal-keyless-tile-unmasked",
             "fa2-causal-keyless-tile",
-            PROBABLE,
+            LOCATED,
             "qo_len and kv_len are uint32_t, so kv_len + ceil_div(tile * CTA_TILE_Q, group_size) - qo_len wraps to "
             "about 2^32 for a query tile whose first row sees no key; sub_if_greater_or_zero(uint32_t, uint32_t) "
             "passes it on and mask_iteration becomes chunk_size / CTA_TILE_KV, so the whole KV tiles before it take "
@@ -681,7 +681,9 @@ FACTS: dict[str, Facts] = {
                 "kv_len must be greater than or equal to qo_len', prefill.cuh:2735-2740 / :3115), the batch wrappers "
                 "take it and document the bottom-right causal rule.",
                 "The same request with 33 keys, or with as many query rows as keys, is right (the script's controls); "
-                "the wrong rows without a key equal unmasked attention over the keys (the script's mechanism line).",
+                "the wrong rows without a key are unmasked attention over all the keys in the tiles where no row sees "
+                "one (num_iterations wrapped too), over the first KV tile in the tile with rows of both kinds "
+                "(num_iterations from its last row, not wrapped): the script's mechanism line on both versions.",
             ),
             "Row i of qo_len rows over kv_len keys sees keys j <= i + kv_len - qo_len; a row with none is 0 with "
             "LSE -inf, as fa2 itself gives below one KV tile of keys.",
