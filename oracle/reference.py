@@ -56,6 +56,11 @@ LOG2E = 1.0 / math.log(2.0)
 # while "honest" rounds P in place (under half) and the boolean mask [rows, kv] that the chunk's
 # heads share (a quarter at most, a half while negated): under two in all.
 _SCORE_COPIES = 2
+# The fused softmax (_softmax_fused) holds the scores and torch.softmax's P at once, and the mask beside them.
+_FUSED_SCORE_COPIES = 3
+# Where attention() takes the fused softmax unless told: the GPU, whose time is the score passes' (the literal
+# softmax, which the CPU keeps, makes six; the fused one three). tests/oracle/ hold the two paths to each other.
+FUSED_DEVICES: tuple[str, ...] = ("cuda",)
 
 
 @dataclass
@@ -110,18 +115,19 @@ def _kv_rows(inputs: Inputs, which: str, span: tuple[int, int], kv0: int, kv1: i
 
 
 def _plan_chunks(
-    heads: int, group: int, rows: int, kv: int, dkv: int, elem: int, stored_elem: int, budget: int
+    heads: int, group: int, rows: int, kv: int, dkv: int, elem: int, stored_elem: int, budget: int, copies: int
 ) -> tuple[int, int, int]:
     """(query-head block, row block, key block) so one chunk's temporaries fit `budget`.
 
-    Three quarters go to the chunk's full score rows [heads, rows, kv] (softmax is exact, over
+    Three quarters go to the chunk's full score rows [heads, rows, kv], `copies` score elements each
+    (_SCORE_COPIES, _FUSED_SCORE_COPIES) (softmax is exact, over
     whole rows); one quarter to one key block of K or V (computed copy plus stored gather).
     Head blocks start at one KV head's group, so each gather serves as many rows as fit: K and V
     are re-read once per row block, and few row blocks keep the oracle fast on long contexts.
     A head block is whole groups or a divisor of one, so it never splits a group unevenly.
     """
     score_budget = budget * 3 // 4
-    per_row = _SCORE_COPIES * kv * elem
+    per_row = copies * kv * elem
     all_rows = max(1, score_budget // (rows * per_row))
     # The head block must also leave one key of K/V per head room in the K/V quarter.
     kv_heads_fit = (budget - score_budget) // (dkv * (elem + stored_elem))
@@ -144,12 +150,23 @@ def _true_fp32() -> Iterator[None]:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
-def attention(inputs: Inputs, precision: Precision = "fp32", budget_bytes: int = DEFAULT_BUDGET_BYTES) -> Reference:
-    """Reference output and natural-log LSE for `inputs` (see the module docstring)."""
+def attention(
+    inputs: Inputs,
+    precision: Precision = "fp32",
+    budget_bytes: int = DEFAULT_BUDGET_BYTES,
+    fused: bool | None = None,
+) -> Reference:
+    """Reference output and natural-log LSE for `inputs` (see the module docstring). `fused`: the softmax in
+    three passes over the scores (_softmax_fused) instead of the literal six; None: on FUSED_DEVICES. "honest"
+    rounds P between the literal passes and takes the literal softmax whatever `fused` says."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision={precision!r} is not one of {PRECISIONS}")
     c = inputs.case
     rounding: Rounding = honest(c) if precision == "honest" else EXACT
+    if fused is None:
+        fused = inputs.device.type in FUSED_DEVICES
+    fused = fused and rounding.p is None
+    softmax = _softmax_fused if fused else _softmax
     acc = torch.float64 if precision == "fp64" else torch.float32
     dev = inputs.device
     out = torch.zeros((c.total_qo, c.num_qo_heads, c.head_dim_vo), dtype=acc, device=dev)
@@ -176,6 +193,7 @@ def attention(inputs: Inputs, precision: Precision = "fp32", budget_bytes: int =
                 elem,
                 inputs.k.element_size(),
                 budget_bytes,
+                _FUSED_SCORE_COPIES if fused else _SCORE_COPIES,
             )
             for h0 in range(0, c.num_qo_heads, hb):
                 h1 = min(h0 + hb, c.num_qo_heads)
@@ -204,7 +222,7 @@ def attention(inputs: Inputs, precision: Precision = "fp32", budget_bytes: int =
                         k_norm = torch.maximum(k_norm, k.norm(dim=-1).amax(dim=0).view(n, 1, 1))
                     # |q| |k|max |sm_scale| bounds sum_d |q_d k_d| sm_scale, what an fp32 score's rounding scales with.
                     size = (q.norm(dim=-1, keepdim=True) * k_norm * abs(c.scale)).view(h1 - h0, r1 - r0, 1)
-                    e, denom, l_blk = _softmax(s, keep, c.logits_soft_cap, rounding, size)
+                    e, denom, l_blk = softmax(s, keep, c.logits_soft_cap, rounding, size)
                     # P = e / denom. In fp32 and fp64 the division waits for the [rows, D] output (the
                     # same math on D/kv as many numbers); "honest" rounds P itself, so it divides first.
                     e = e.view(n, -1, kv)
@@ -241,13 +259,7 @@ def _softmax(
     honest kernel, oracle/honest.py), e is P itself, normalised and rounded, and denom is 1;
     `size` [h, r, 1] bounds each row's sum of |q_d k_d| sm_scale (its scores' fp32 error scale).
     """
-    if cap > 0:
-        s.div_(cap).tanh_()
-        if rounding.tanh_bits:
-            _keep_bits(s, rounding.tanh_bits)
-        s.mul_(cap)
-    if keep is not None:
-        s.masked_fill_(~keep.unsqueeze(0), -math.inf)
+    _cap_and_mask(s, keep, cap, rounding)
     m = s.amax(dim=-1, keepdim=True)
     empty = torch.isneginf(m)
     e = s.sub_(torch.where(empty, 0.0, m)).exp_()
@@ -256,6 +268,34 @@ def _softmax(
         return _honest_probabilities(e, denom, m, empty, rounding, size)
     lse = (m + torch.log(denom)).squeeze(-1)
     return e, torch.where(empty, 1.0, denom), lse.transpose(0, 1)
+
+
+def _cap_and_mask(s: torch.Tensor, keep: torch.Tensor | None, cap: float, rounding: Rounding) -> None:
+    """The soft cap, then the mask, on the scaled scores [h, r, kv] in place (masked scores -inf)."""
+    if cap > 0:
+        s.div_(cap).tanh_()
+        if rounding.tanh_bits:
+            _keep_bits(s, rounding.tanh_bits)
+        s.mul_(cap)
+    if keep is not None:
+        s.masked_fill_(~keep.unsqueeze(0), -math.inf)
+
+
+def _softmax_fused(
+    s: torch.Tensor, keep: torch.Tensor | None, cap: float, rounding: Rounding, size: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """_softmax's (P, 1, lse) in three passes over the scores: the row max with its key, torch.softmax (one
+    read and one write), nothing more. P at the max key is exp(0) / denom, so lse = m + log(denom) is
+    m - log(P[max key]). A row with nothing to attend (possible only under a mask) comes out of torch.softmax
+    NaN: it is set to 0, its lse -inf. `rounding` is EXACT here (attention() sends "honest" to _softmax)."""
+    _cap_and_mask(s, keep, cap, rounding)
+    m, at = s.max(dim=-1, keepdim=True)
+    empty = torch.isneginf(m)
+    p = torch.softmax(s, dim=-1)
+    if keep is not None:
+        p.masked_fill_(empty, 0.0)
+    lse = torch.where(empty, m, m - torch.log(p.gather(-1, at))).squeeze(-1)
+    return p, torch.ones_like(m), lse.transpose(0, 1)
 
 
 def _honest_probabilities(

@@ -28,6 +28,11 @@ _FAULTS = "tests/kernels/test_torch_precision_faults.py::"
 _PARITY = "conformance/test_parity_grid.py::test_backend_matches_the_oracle[*]"
 
 
+def _fused(test: str) -> str:
+    """The fused-softmax oracle's instance of a hand-computed test."""
+    return f"{_HAND}{test}[oracle-fused]"
+
+
 def _hand(test: str, *params: str) -> str:
     """The fp32 oracle's instance of a hand-computed test."""
     return f"{_HAND}{test}[{'-'.join(('oracle-fp32',) + params)}]"
@@ -95,6 +100,47 @@ ORACLE_MUTANTS: tuple[Mutant, ...] = (
         "LSE of the max-shifted scores: the row max subtracted for stability is not added back",
         (_hand("test_single_key_output_equals_v_and_lse_equals_scaled_score"),),
     ),
+    # the fused softmax (the GPU's path), held by the hand tests' oracle-fused instances
+    Mutant(
+        "fused-empty-rows-nan",
+        "oracle/reference.py",
+        "        p.masked_fill_(empty, 0.0)\n",
+        "        pass\n",
+        "the fused softmax leaves a row with nothing to attend as torch.softmax makes it: NaN instead of 0",
+        (_fused("test_fully_masked_row_gives_zero_output_and_neg_inf_lse"),),
+    ),
+    Mutant(
+        "fused-lse-without-row-max",
+        "oracle/reference.py",
+        "    lse = torch.where(empty, m, m - torch.log(p.gather(-1, at))).squeeze(-1)\n",
+        "    lse = torch.where(empty, m, -torch.log(p.gather(-1, at))).squeeze(-1)\n",
+        "the fused LSE is log(denom) alone: the row max is not added back",
+        (_fused("test_single_key_output_equals_v_and_lse_equals_scaled_score"),),
+    ),
+    Mutant(
+        "fused-lse-of-empty-rows-nan",
+        "oracle/reference.py",
+        "    lse = torch.where(empty, m, m - torch.log(p.gather(-1, at))).squeeze(-1)\n",
+        "    lse = (m - torch.log(p.gather(-1, at))).squeeze(-1)\n",
+        "the fused LSE of a row with nothing to attend is -inf minus -inf: NaN instead of -inf",
+        (_fused("test_fully_masked_row_gives_zero_output_and_neg_inf_lse"),),
+    ),
+    Mutant(
+        "fused-lse-at-the-first-key",
+        "oracle/reference.py",
+        "    m, at = s.max(dim=-1, keepdim=True)\n",
+        "    m, at = s.amax(dim=-1, keepdim=True), torch.zeros_like(s[..., :1], dtype=torch.long)\n",
+        "the fused LSE reads P at key 0, not at the row max: log(denom) is off wherever key 0 is not the largest",
+        (_fused("test_two_keys_weights_follow_softmax"),),
+    ),
+    Mutant(
+        "fused-rounds-nothing",
+        "oracle/reference.py",
+        "    fused = fused and rounding.p is None\n",
+        "    fused = bool(fused)\n",
+        "the baseline on a fused device takes the fused softmax, which has no rounding points: P is never rounded",
+        (_HONEST + "test_the_baseline_takes_the_literal_softmax_whatever_fused_says",),
+    ),
     Mutant(
         "soft-cap-after-mask",
         "oracle/reference.py",
@@ -112,8 +158,8 @@ ORACLE_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "soft-cap-before-scale",
         "oracle/reference.py",
-        "                    e, denom, l_blk = _softmax(s, keep, c.logits_soft_cap, rounding, size)\n",
-        "                    e, denom, l_blk = _softmax(s, keep, c.logits_soft_cap * c.scale, rounding, size)\n",
+        "                    e, denom, l_blk = softmax(s, keep, c.logits_soft_cap, rounding, size)\n",
+        "                    e, denom, l_blk = softmax(s, keep, c.logits_soft_cap * c.scale, rounding, size)\n",
         "soft cap applied to the raw q.k and sm_scale after it (sm_scale * cap * tanh(q.k / cap)), instead of "
         "capping the scaled score",
         (_hand("test_tiny_soft_cap_saturates_scaled_scores_to_plus_minus_cap"),),

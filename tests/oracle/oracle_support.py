@@ -129,8 +129,9 @@ def assert_hand_close(actual: torch.Tensor, expected: Any, unit: float, what: st
 # ---- implementations under test ------------------------------------------------------------
 # Hand cases run against the oracle in both precisions and against the textbook itself, so the
 # textbook is checked by the same written-out values it is later trusted to reproduce.
-IMPLEMENTATIONS = ("oracle-fp32", "oracle-fp64", "textbook")
-UNIT = {"oracle-fp32": U32, "oracle-fp64": U64, "textbook": U64}
+# "oracle-fused": the fp32 oracle's fused softmax (the GPU's path, oracle.reference.FUSED_DEVICES) on the CPU.
+IMPLEMENTATIONS = ("oracle-fp32", "oracle-fused", "oracle-fp64", "textbook")
+UNIT = {"oracle-fp32": U32, "oracle-fused": U32, "oracle-fp64": U64, "textbook": U64}
 
 
 def run_impl(name: str, inputs: Inputs) -> tuple[torch.Tensor, torch.Tensor]:
@@ -138,7 +139,10 @@ def run_impl(name: str, inputs: Inputs) -> tuple[torch.Tensor, torch.Tensor]:
     if name == "textbook":
         tb = textbook_attention(inputs)
         return tb.out, tb.lse
-    ref = attention(inputs, precision=name.split("-")[1])  # type: ignore[arg-type]
+    if name == "oracle-fused":
+        ref = attention(inputs, fused=True)
+        return ref.out.double(), ref.lse.double()
+    ref = attention(inputs, precision=name.split("-")[1], fused=False)  # type: ignore[arg-type]
     return ref.out.double(), ref.lse.double()
 
 

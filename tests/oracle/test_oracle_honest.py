@@ -169,3 +169,12 @@ def test_the_chunked_baseline_equals_its_rounding_points_written_out() -> None:
     assert float((got.out - out).abs().max()) <= step
     fin = torch.isfinite(lse)
     assert float((got.lse[fin] - lse[fin]).abs().max()) <= 64 * FP32 * float(lse[fin].abs().max())
+
+
+def test_the_baseline_takes_the_literal_softmax_whatever_fused_says() -> None:
+    """The fused softmax has no rounding points: "honest" on a fused device rounds P as the literal path does."""
+    case = Case("ragged", (5, 3), (40, 9), 4, 2, head_dim_qk=16, head_dim_vo=16, causal=True, mask="custom")
+    inputs = materialize(case, seed=3)
+    literal, asked_fused = attention(inputs, "honest", fused=False), attention(inputs, "honest", fused=True)
+    assert torch.equal(literal.out, asked_fused.out) and torch.equal(literal.lse, asked_fused.lse)
+    assert not torch.equal(literal.out, attention(inputs, fused=True).out)  # the rounding shows on this case

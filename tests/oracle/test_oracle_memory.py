@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from oracle import reference
-from oracle.reference import _SCORE_COPIES, _plan_chunks, attention
+from oracle.reference import _FUSED_SCORE_COPIES, _SCORE_COPIES, _plan_chunks, attention
 from oracle_support import ORACLE_SETTINGS, U32, assert_within_rounding, seeds, small_cases
 from scenarios.case import Case
 from scenarios.tensors import Inputs, materialize
@@ -241,17 +241,19 @@ def test_long_request_completes_within_a_small_budget(chunks: Chunks) -> None:
     elem=st.sampled_from((4, 8)),
     stored_elem=st.sampled_from((1, 2, 4)),
     budget=st.integers(2**16, 2**30),
+    copies=st.sampled_from((_SCORE_COPIES, _FUSED_SCORE_COPIES)),
 )
 def test_planned_chunks_fit_the_budget_when_the_smallest_chunk_does(
-    heads: int, group: int, rows: int, kv: int, dkv: int, elem: int, stored_elem: int, budget: int
+    heads: int, group: int, rows: int, kv: int, dkv: int, elem: int, stored_elem: int, budget: int, copies: int
 ) -> None:
-    """_plan_chunks keeps score rows plus one K/V key block within budget whenever 1 head x 1 row x 1 key fits."""
+    """_plan_chunks keeps score rows (the literal or the fused softmax's copies) plus one K/V key block within
+    budget whenever 1 head x 1 row x 1 key fits."""
     group = min(group, heads)
-    hb, rb, kb = _plan_chunks(heads, group, rows, kv, dkv, elem, stored_elem, budget)
+    hb, rb, kb = _plan_chunks(heads, group, rows, kv, dkv, elem, stored_elem, budget, copies)
     assert 1 <= hb <= heads and 1 <= rb <= rows and 1 <= kb <= kv
-    smallest = _SCORE_COPIES * kv * elem + dkv * (elem + stored_elem)
+    smallest = copies * kv * elem + dkv * (elem + stored_elem)
     if 4 * smallest <= budget:
-        assert _SCORE_COPIES * hb * rb * kv * elem + hb * kb * dkv * (elem + stored_elem) <= budget
+        assert copies * hb * rb * kv * elem + hb * kb * dkv * (elem + stored_elem) <= budget
 
 
 @ORACLE_SETTINGS
@@ -272,5 +274,5 @@ def test_head_blocks_are_whole_groups_or_divide_one(
     The budget holds score rows for about `pairs` (head, row) pairs, so blocks of every size come up.
     """
     budget = pairs * _SCORE_COPIES * kv * 4 * 4 // 3 + slack
-    hb, _, _ = _plan_chunks(kv_heads * group, group, rows, kv, dkv, 4, 2, budget)
+    hb, _, _ = _plan_chunks(kv_heads * group, group, rows, kv, dkv, 4, 2, budget, _SCORE_COPIES)
     assert hb % group == 0 or group % hb == 0

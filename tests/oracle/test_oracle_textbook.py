@@ -24,6 +24,15 @@ def test_fp32_oracle_matches_fp64_textbook(case: Case) -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_fused_fp32_oracle_matches_fp64_textbook(case: Case) -> None:
+    """The GPU's fused softmax (three passes over the scores, the LSE from P at the row max), run here on the CPU,
+    is within fp32 rounding of the textbook as the literal softmax is."""
+    inputs = materialize(case, seed=11)
+    ref = attention(inputs, fused=True)
+    assert_within_rounding(ref.out, ref.lse, textbook_attention(inputs), U32, what=case.label)
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
 def test_fp64_oracle_matches_fp64_textbook(case: Case) -> None:
     """In fp64 the oracle and the textbook agree to fp64 rounding: they compute the same function."""
     inputs = materialize(case, seed=11)
