@@ -398,14 +398,16 @@ LEDGER: tuple[KnownFailure, ...] = (
         "from), and reads the tail of the request before's mask in place of the head of its own, eager and graph",
         "fail",
         "docs/evidence/repro_flashinfer_paged_mask_zero_pages_shifted.py",
-        confirmed=False,
+        confirmed=True,
         seen="2026-12-03 H200, the standard matrix on 0.7.4, eager fa2 (docs/evidence/2026-12-03-h200-2/, "
         "docs/evidence/2026-12-03-h200-3/README.md): paged-b7-h32x8-d256-bf16-p16NHD-custom_mask+zero_len and "
         "paged-b7-h1x1-d256-bf16-p16NHD-causal+custom_mask+zero_len, each worst at the first row after the "
         "requests with queries and no pages; the script on 0.7.2.post1 and 0.7.4 "
         "(docs/evidence/2026-12-03-h200-4/call1/): qo [8, 2, 8] over kv [40, 0, 40]: request 2 off by 1.6093, "
         "within 0.0042 of the reference under its mask read 32 bits early; the controls (no empty request; an "
-        "empty request with no queries) within 0.0037; `attncheck ledger verify`: reproduces on both",
+        "empty request with no queries) within 0.0037; `attncheck ledger verify`: reproduces on both; the script "
+        "as it reads now on 0.7.2.post1 (repro_flashinfer_paged_mask_zero_pages_shifted.h200.txt, "
+        "docs/evidence/2026-12-03-h200-4/call2/)",
         applies=lambda c, b: _mask_after_zero_pages(c, b) and _runs_on_in_both(c, b, "fa2"),
         options={"mask_form": ("bool",)},
     ),
@@ -600,7 +602,7 @@ LEDGER: tuple[KnownFailure, ...] = (
         "LSE where there should be none)",
         "fail",
         "docs/evidence/repro_flashinfer_fa2_causal_keyless_tile.py",
-        confirmed=False,
+        confirmed=True,
         seen="2026-12-03 H200, the standard matrix on 0.7.4 (docs/evidence/2026-12-03-h200-2/: three of its five "
         "unexplained fa2 records, head dims 256 and 192/128, a request of 300 query rows over 128 keys); on "
         "0.7.2.post1 and 0.7.4 alike through the adapter and the probes (docs/evidence/2026-12-03-h200-3/): "
@@ -610,7 +612,8 @@ LEDGER: tuple[KnownFailure, ...] = (
         "(docs/evidence/2026-12-03-h200-4/call1/): 300 over 128, paged and ragged, all 172 rows without a key and "
         "rows 172-175 wrong (max 3.4689), both controls within 0.0088; the keyless rows are unmasked attention over "
         "all 128 keys (2560 (row, head) pairs within 0.0024) or, in the mixed tile, over keys 0-63 (192 within "
-        "0.0037); `attncheck ledger verify`: reproduces on both",
+        "0.0037); `attncheck ledger verify`: reproduces on both; the script as it reads now on 0.7.2.post1 "
+        "(repro_flashinfer_fa2_causal_keyless_tile.h200.txt, docs/evidence/2026-12-03-h200-4/call2/)",
         applies=_fa2_causal_keyless_tile,
     ),
     KnownFailure(
