@@ -28,7 +28,10 @@ Precision:
 Memory: work is split into (query-head block x query-row block) chunks whose full score rows
 fit in `budget_bytes`, with K and V gathered and dequantised one key block at a time; a
 [heads, q, kv] tensor for a whole long request is never built ("honest" rounds P in place, in
-the same budget). Softmax stays exact (two passes over whole rows), not an online rescaling.
+the same budget). Softmax stays exact (two passes over whole rows), not an online rescaling; on the
+GPU it is taken fused (`_softmax_fused`: the row max, then torch.softmax, the LSE read from P at the max),
+three passes over the scores instead of six, and the tests hold the two paths to each other and to the
+textbook.
 Each chunk is two batched GEMMs over its KV heads (GQA by view, not by copying K/V per query
 head) and a few whole-tensor passes between them.
 """
@@ -119,9 +122,9 @@ def _plan_chunks(
 ) -> tuple[int, int, int]:
     """(query-head block, row block, key block) so one chunk's temporaries fit `budget`.
 
-    Three quarters go to the chunk's full score rows [heads, rows, kv], `copies` score elements each
-    (_SCORE_COPIES, _FUSED_SCORE_COPIES) (softmax is exact, over
-    whole rows); one quarter to one key block of K or V (computed copy plus stored gather).
+    Three quarters go to the chunk's full score rows [heads, rows, kv] (softmax is exact, over whole
+    rows), `copies` score elements per score (_SCORE_COPIES, or _FUSED_SCORE_COPIES for the fused
+    softmax); one quarter to one key block of K or V (computed copy plus stored gather).
     Head blocks start at one KV head's group, so each gather serves as many rows as fit: K and V
     are re-read once per row block, and few row blocks keep the oracle fast on long contexts.
     A head block is whole groups or a divisor of one, so it never splits a group unevenly.
