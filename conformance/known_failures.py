@@ -353,6 +353,20 @@ def _fa2_causal_keyless_tile(c: dict[str, Any], backend: str) -> bool:
     )
 
 
+def _fa2_single_d256_group8(c: dict[str, Any], backend: str) -> bool:
+    """fa2 single prefill of 64 query heads over 8 KV heads at head dim 256, bf16, with rows and keys to launch on:
+    what the H200 showed (32/8 heads at 256 and 64/8 at 128 ran; other shapes were not tried)."""
+    return (
+        backend == "fa2"
+        and c["layout"] == "single"
+        and c["head_dim_qk"] == c["head_dim_vo"] == 256
+        and (c["num_qo_heads"], c["num_kv_heads"]) == (64, 8)
+        and c["q_dtype"] == "bf16"
+        and sum(c["qo_lens"]) > 0
+        and sum(c["kv_lens"]) > 0
+    )
+
+
 def _auto_pick_changed(plans: list[dict[str, Any]], backend: str) -> bool:
     """A paged `auto` wrapper whose first plan resolved otherwise than a fresh wrapper resolves this plan
     (fa3 held for a plan fa3 cannot serve, or fa2 held where a fresh wrapper would pick fa3)."""
@@ -615,6 +629,22 @@ LEDGER: tuple[KnownFailure, ...] = (
         "0.0037); `attncheck ledger verify`: reproduces on both; the script as it reads now on 0.7.2.post1 "
         "(repro_flashinfer_fa2_causal_keyless_tile.h200.txt, docs/evidence/2026-12-03-h200-4/call2/)",
         applies=_fa2_causal_keyless_tile,
+    ),
+    KnownFailure(
+        "flashinfer-fa2-single-d256-group8-launch",
+        "flashinfer",
+        ("0.7.2.post1", "0.7.4"),
+        "fa2 single_prefill_with_kv_cache, 64 query heads over 8 KV heads at head dim 256: the kernel launch fails "
+        "('SinglePrefillWithKVCache kernel launch failed, error: invalid argument') and the CUDA error stays "
+        "pending for the next call; 32/8 heads at head dim 256 and 64/8 at 128 run",
+        "error",
+        "docs/evidence/repro_flashinfer_fa2_single_d256_group8_launch.py",
+        confirmed=False,
+        seen="2026-12-03 H200, the standard matrix on 0.7.4 (docs/evidence/2026-12-03-h200-2/call3/: "
+        "single-b1-h64x8-d256-bf16, qo 64 over kv 300, HND); each case in a fresh process through the adapter on "
+        "0.7.2.post1 and 0.7.4 (docs/evidence/2026-12-03-h200-4/call3/): HND and NHD, qo 64 and 16 raise alike, "
+        "32/8 heads at 256 and 64/8 at 128 pass; the script has not run on the H200 yet",
+        applies=_fa2_single_d256_group8,
     ),
     KnownFailure(
         "flashinfer-graph-no-query-rows",

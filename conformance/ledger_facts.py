@@ -128,6 +128,13 @@ FAMILIES: dict[str, Family] = {
             "sees no key; the tile's whole KV tiles then run without the mask.",
         ),
         Family(
+            "fa2-single-launch",
+            "fa2 single prefill cannot launch 64/8 heads at head dim 256 on sm90",
+            "single_prefill_with_kv_cache with backend fa2 raises 'kernel launch failed: invalid argument' for 64 "
+            "query heads over 8 KV heads at head dim 256 and leaves the error pending; the batch wrappers and other "
+            "head counts run.",
+        ),
+        Family(
             "graph-no-query-rows",
             "CUDA-graph prefill of a batch with no query rows fails with 'invalid argument' and poisons the process",
             "In CUDA-graph mode split-KV is always on, and the merge after the kernel launches num_sms * "
@@ -813,6 +820,37 @@ FACTS: dict[str, Facts] = {
                 "fa2 on the same batch, and each request alone on fa3, give a finite LSE there (the probe's controls).",
             ),
             "The LSE of a row that sees keys is its log-sum-exp; -inf only for a row that sees none.",
+        ),
+        Facts(
+            "flashinfer-fa2-single-d256-group8-launch",
+            "fa2-single-launch",
+            NOT_LOCATED,
+            "The launch of the single-prefill kernel is refused with cudaErrorInvalidValue for this shape; which "
+            "launch parameter (grid, block, or the dynamic shared memory of the tile the dispatch picks for 64 x 8 "
+            "packed rows at head dim 256) is invalid was not established.",
+            _both(
+                (
+                    "flashinfer/prefill.py single_prefill_with_kv_cache: the fa2 JIT module's run, whose launch check "
+                    "raises (the dispatch in include/flashinfer/attention/prefill.cuh not read for this shape)",
+                ),
+                ("flashinfer/prefill.py single_prefill_with_kv_cache: the same call, the same raise",),
+            ),
+            (
+                "32 query heads over 8 at head dim 256, and 64 over 8 at head dim 128, run right (the script's "
+                "controls); the ragged batch wrapper runs 64/8 heads at head dim 256 (the standard matrix).",
+            ),
+            "single_prefill_with_kv_cache runs every head count its batch wrappers run, or refuses it with an error "
+            "that names the limit, without a pending CUDA error.",
+            (
+                Related(
+                    "flashinfer-ai/flashinfer#3620",
+                    "issue",
+                    '[Bug] BatchPrefillWithPagedKVCache fails on SM75 (Turing / Tesla T4) with CUDA "invalid argument"',
+                    "closed",
+                    "the same error from a prefill launch whose shared memory the launcher underestimates (SM75); "
+                    "whether this sm90 shape is the same miscount was not established",
+                ),
+            ),
         ),
         Facts(
             "flashinfer-cudnn-empty-kv-rows-unwritten",

@@ -488,7 +488,8 @@ def test_the_shifted_zero_pages_entry_claims_masked_requests_after_an_empty_one_
     """A request with mask bits after one with queries and no pages reads its mask shifted, eager and graph (the
     H200's standard-matrix cases, the script's batch qo [8, 2, 8] over kv [40, 0, 40]); the CPU model copies
     plan()'s offsets and fails the same batch, known as this entry. Not claimed: no empty request, an empty
-    request with no queries (0 bits), the empty request last (the graph-only entry), an unmasked batch."""
+    request with no queries (0 bits) before a masked one, also where a request with queries and no pages comes
+    last (the graph-only entry), an unmasked batch."""
     from conformance.evaluate import evaluate
     from kernels import get_target
     from kernels.standins.upstream import installed
@@ -511,7 +512,12 @@ def test_the_shifted_zero_pages_entry_claims_masked_requests_after_an_empty_one_
     for backend in ("fa2", "fa2+graph", "auto", "auto+graph"):
         for version in ("0.7.2.post1", "0.7.4"):
             assert known_for("flashinfer", c, backend, version, "sm90") == entry, (backend, version)
-    for qo, kv in (([8, 8], [40, 40]), ([8, 0, 8], [40, 0, 40]), ([8, 8, 2], [40, 40, 0])):
+    for qo, kv in (
+        ([8, 8], [40, 40]),
+        ([8, 0, 8], [40, 0, 40]),
+        ([8, 8, 2], [40, 40, 0]),
+        ([8, 0, 8, 2], [40, 0, 40, 0]),
+    ):
         assert known_for("flashinfer", dict(c, qo_lens=qo, kv_lens=kv), "fa2", "0.7.4", "sm90") is None, (qo, kv)
     assert known_for("flashinfer", dict(c, mask="none"), "fa2", "0.7.4", "sm90") is None
     with installed(sm90=True):
@@ -544,6 +550,24 @@ def test_only_entries_whose_output_is_not_the_cases_alone_spare_the_controls() -
     }
     assert all(not repeats(e) for e in marked)
     assert repeats("torch-sdpa-empty-rows") and repeats("flashinfer-paged-mask-zero-pages-shifted")
+
+
+def test_the_single_prefill_launch_entry_claims_64_over_8_heads_at_head_dim_256_only() -> None:
+    """The H200's raising shape, single prefill of 64/8 heads at head dim 256 (HND and NHD, qo 64 and 16), on both
+    versions; not the shapes that ran there (32/8 heads at 256, 64/8 at 128), nor a batch wrapper's 64/8 at 256."""
+    entry = "flashinfer-fa2-single-d256-group8-launch"
+    single = Case("single", (64,), (300,), 64, 8, head_dim_qk=256, head_dim_vo=256, kv_layout="HND").to_json()
+    for version in ("0.7.2.post1", "0.7.4"):
+        for case in (single, dict(single, kv_layout="NHD"), dict(single, qo_lens=[16])):
+            e = entry_for("flashinfer", case, "fa2", version, "sm90")
+            assert e is not None and e.id == entry and e.status == "error", (version, case)
+    for case in (
+        dict(single, num_qo_heads=32),
+        dict(single, head_dim_qk=128, head_dim_vo=128),
+        dict(single, layout="ragged"),
+        dict(single, qo_lens=[0]),
+    ):
+        assert known_for("flashinfer", case, "fa2", "0.7.4", "sm90") is None, case
 
 
 SESSION_4 = os.path.join(ROOT, "docs", "evidence", "2026-12-01-h200-4")
