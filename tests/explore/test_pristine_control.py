@@ -113,8 +113,9 @@ def test_the_pristine_control_is_asked_after_a_failure_unless_its_entrys_output_
     tmp_path: Any,
 ) -> None:
     """Asked where the in-process control agreed with a failed run, also where a ledger entry explains the case
-    with an output that is the case's alone (on CUDA torch-sdpa-empty-rows excused the kept mask: the H200,
-    2026-12-03): the control's other answer is history, a finding. Not asked where the entry's output is not the
+    with an output that is the case's alone (on the H200, 2026-12-03, torch-sdpa-empty-rows had spared the control
+    under the kept mask: nothing told the fault's failure from the case's): the control's other answer is history,
+    a finding. Not asked where the entry's output is not the
     case's (a race, unwritten rows: any control may differ), the failure then known; nor after runs that passed."""
     subject = next(s for s in subjects_for("torch", "cpu") if s.name == "torch-auto-cpu")
     budget = MachineBudget("directed", examples=0, steps=1, hunt=0, hunt_steps=1)
