@@ -636,7 +636,8 @@ LEDGER: tuple[KnownFailure, ...] = (
         ("0.7.2.post1", "0.7.4"),
         "fa2 single_prefill_with_kv_cache, 64 query heads over 8 KV heads at head dim 256: the kernel launch fails "
         "('SinglePrefillWithKVCache kernel launch failed, error: invalid argument') and the CUDA error stays "
-        "pending for the next call; 32/8 heads at head dim 256 and 64/8 at 128 run",
+        "pending for the next call; 32/8 heads at head dim 256 and 64/8 at 128 run (the probable cause: the "
+        "split-KV merge's block of head_dim / 8 x num_heads threads, 2048 here)",
         "error",
         "docs/evidence/repro_flashinfer_fa2_single_d256_group8_launch.py",
         confirmed=False,

@@ -131,8 +131,8 @@ FAMILIES: dict[str, Family] = {
             "fa2-single-launch",
             "fa2 single prefill cannot launch 64/8 heads at head dim 256 on sm90",
             "single_prefill_with_kv_cache with backend fa2 raises 'kernel launch failed: invalid argument' for 64 "
-            "query heads over 8 KV heads at head dim 256 and leaves the error pending; the batch wrappers and other "
-            "head counts run.",
+            "query heads over 8 KV heads at head dim 256 and leaves the error pending: its split-KV merge launches "
+            "head_dim / 8 x num_heads threads per block, 2048 here, over CUDA's 1024.",
         ),
         Family(
             "graph-no-query-rows",
@@ -824,20 +824,34 @@ FACTS: dict[str, Facts] = {
         Facts(
             "flashinfer-fa2-single-d256-group8-launch",
             "fa2-single-launch",
-            NOT_LOCATED,
-            "The launch of the single-prefill kernel is refused with cudaErrorInvalidValue for this shape; which "
-            "launch parameter (grid, block, or the dynamic shared memory of the tile the dispatch picks for 64 x 8 "
-            "packed rows at head dim 256) is invalid was not established.",
+            PROBABLE,
+            "The kernel launch that fails is the split-KV merge after the prefill kernel: where the single prefill "
+            "splits the KV (num_chunks >= 2, here kv 300 in two chunks of 256) into fewer chunks than query rows, "
+            "MergeStates launches blocks of bdx x num_heads threads, bdx = head_dim / vec_size = 32 at head dim 256 "
+            "(vec_size 8): 64 heads make 2048 threads, over CUDA's 1024 per block, and cudaLaunchKernel returns "
+            "invalid argument, which the single-prefill launcher returns as its own. 32 heads at 256 (1024 threads) "
+            "and 64 heads at 128 (bdx 16: 1024) launch.",
             _both(
                 (
-                    "flashinfer/prefill.py single_prefill_with_kv_cache: the fa2 JIT module's run, whose launch check "
-                    "raises (the dispatch in include/flashinfer/attention/prefill.cuh not read for this shape)",
+                    "flashinfer/data/include/flashinfer/attention/prefill.cuh:2883 SinglePrefillWithKVCacheDispatched "
+                    "splits the KV into chunks of at least 256 keys; :2912 `MergeStates(tmp, tmp_lse, o, lse, "
+                    "num_chunks, qo_len, num_qo_heads, HEAD_DIM_VO, stream)`",
+                    "flashinfer/data/include/flashinfer/attention/cascade.cuh:644-670 MergeStates: `vec_size = "
+                    "max(16 / sizeof(DTypeIn), HEAD_DIM / 32)`, `bdx = HEAD_DIM / vec_size`, for num_index_sets < "
+                    "seq_len `bdy = num_heads`, `dim3 nthrs(bdx, bdy)`, then cudaLaunchKernel",
                 ),
-                ("flashinfer/prefill.py single_prefill_with_kv_cache: the same call, the same raise",),
+                (
+                    "flashinfer/data/include/flashinfer/attention/prefill.cuh:3300 the same split; :3329 the same "
+                    "MergeStates call",
+                    "flashinfer/data/include/flashinfer/attention/cascade.cuh:648-674 MergeStates: the same shape",
+                ),
             ),
             (
                 "32 query heads over 8 at head dim 256, and 64 over 8 at head dim 128, run right (the script's "
-                "controls); the ragged batch wrapper runs 64/8 heads at head dim 256 (the standard matrix).",
+                "controls): bdx x num_heads is 1024 for both; the ragged batch wrapper runs 64/8 heads at head dim "
+                "256 (the standard matrix), its merge being another kernel.",
+                "MergeStates' other branch (num_index_sets >= seq_len) launches a fixed 128 threads per block "
+                "(cascade.cuh, the lines above): the block shape is bounded there and not here.",
             ),
             "single_prefill_with_kv_cache runs every head count its batch wrappers run, or refuses it with an error "
             "that names the limit, without a pending CUDA error.",
@@ -847,8 +861,7 @@ FACTS: dict[str, Facts] = {
                     "issue",
                     '[Bug] BatchPrefillWithPagedKVCache fails on SM75 (Turing / Tesla T4) with CUDA "invalid argument"',
                     "closed",
-                    "the same error from a prefill launch whose shared memory the launcher underestimates (SM75); "
-                    "whether this sm90 shape is the same miscount was not established",
+                    "the same message from another launch (a shared-memory miscount on SM75): not this block shape",
                 ),
             ),
         ),
