@@ -33,7 +33,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 
-from oracle.reference import DEFAULT_BUDGET_BYTES, attention  # noqa: E402
+from oracle.reference import attention, default_budget  # noqa: E402
 from scenarios.case import Case  # noqa: E402
 from scenarios.tensors import materialize  # noqa: E402
 
@@ -109,28 +109,28 @@ def _best(fn, device: str, repeats: int) -> float:
     return best
 
 
-def _oracle_peak_extra(inputs, device: str) -> int | None:
+def _oracle_peak_extra(inputs, device: str, budget: int) -> int | None:
     """CUDA: bytes the oracle allocates at its peak beyond its inputs and its own output."""
     if not device.startswith("cuda"):
         return None
     _sync(device)
     base = torch.cuda.memory_allocated()
     torch.cuda.reset_peak_memory_stats()
-    ref = attention(inputs)
+    ref = attention(inputs, budget_bytes=budget)
     _sync(device)
     return torch.cuda.max_memory_allocated() - base - (ref.out.numel() + ref.lse.numel()) * ref.out.element_size()
 
 
-def speed(device: str, repeats: int, only: list[str] | None = None) -> list[dict]:
+def speed(device: str, repeats: int, budget: int, only: list[str] | None = None) -> list[dict]:
     rows = []
     cuda = device.startswith("cuda")
     for name, case in SHAPES.items():
         if (only and name not in only) or (not cuda and name in CUDA_ONLY):
             continue
         inputs = materialize(case, 0, device)
-        ref = attention(inputs)  # warm-up, and the agreement check below
+        ref = attention(inputs, budget_bytes=budget)  # warm-up, and the agreement check below
         sides = {
-            "oracle": lambda inputs=inputs: attention(inputs),
+            "oracle": lambda inputs=inputs: attention(inputs, budget_bytes=budget),
             "sdpa_math": lambda inputs=inputs: sdpa(inputs, SDPBackend.MATH),
         }
         if cuda:
@@ -149,7 +149,7 @@ def speed(device: str, repeats: int, only: list[str] | None = None) -> list[dict
                 "ratio": best["oracle"] / best["sdpa_math"],
                 "max_abs_diff": agree["sdpa_math"],
                 "max_abs_diff_efficient": agree.get("sdpa_efficient"),
-                "oracle_peak_extra_bytes": _oracle_peak_extra(inputs, device),
+                "oracle_peak_extra_bytes": _oracle_peak_extra(inputs, device, budget),
             }
         )
         rows.append(row)
@@ -225,12 +225,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--budget", type=int, default=DEFAULT_BUDGET_BYTES)
+    ap.add_argument("--budget", type=int, default=None, help="the oracle's budget_bytes (default: the device's)")
     ap.add_argument("--json", default=None, help="also write the figures here")
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--shapes", nargs="*", default=None, help="only these speed shapes (names as printed)")
     ap.add_argument("--memory-only", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.budget is None:
+        a.budget = default_budget(torch.device(a.device))
     if a.memory_only:
         print(json.dumps(memory(a.device, a.budget)))
         return 0
@@ -257,7 +259,7 @@ def main() -> int:
         f"within budget: {mem['within_budget']}",
         flush=True,
     )
-    rows = [] if a.skip_speed else speed(a.device, a.repeats, a.shapes)
+    rows = [] if a.skip_speed else speed(a.device, a.repeats, a.budget, a.shapes)
     for r in rows:
         eff = f"  sdpa-eff {r['sdpa_efficient_s'] * 1e3:8.1f} ms" if "sdpa_efficient_s" in r else ""
         peak = r["oracle_peak_extra_bytes"]

@@ -26,7 +26,8 @@ Precision:
            rounding and the scores' fp32 order at their magnitude).
 
 Memory: work is split into (query-head block x query-row block) chunks whose full score rows
-fit in `budget_bytes`, with K and V gathered and dequantised one key block at a time; a
+fit in `budget_bytes` (default_budget: 256 MiB on the CPU; on a GPU 1/32 of its memory, at most
+4 GiB, since few large chunks keep its GEMMs at speed), with K and V gathered and dequantised one key block at a time; a
 [heads, q, kv] tensor for a whole long request is never built ("honest" rounds P in place, in
 the same budget). Softmax stays exact (two passes over whole rows), not an online rescaling; on the
 GPU it is taken fused (`_softmax_fused`: the row max, then torch.softmax, the LSE read from P at the max),
@@ -52,7 +53,11 @@ from scenarios.tensors import Inputs, fp8_descales
 
 Precision = Literal["fp32", "fp64", "honest"]
 PRECISIONS: tuple[str, ...] = ("fp32", "fp64", "honest")
-DEFAULT_BUDGET_BYTES = 256 * 2**20
+DEFAULT_BUDGET_BYTES = 256 * 2**20  # the CPU's budget, and the floor of any device's
+# A GPU's default budget: this share of its memory, at most the cap. Few large chunks are what keep its GEMMs at
+# speed; the share leaves the kernel under test the rest of a GPU of any size.
+GPU_BUDGET_SHARE = 32
+GPU_BUDGET_CAP_BYTES = 4 * 2**30
 LOG2E = 1.0 / math.log(2.0)
 # Bytes of live temporaries per score element at a chunk's peak, in units of the score dtype:
 # the scores themselves (_softmax works in place), the rounded copies of a quarter of the rows
@@ -141,6 +146,20 @@ def _plan_chunks(
     return hb, rb, kb
 
 
+def gpu_budget(total_memory: int) -> int:
+    """The default budget of a GPU with `total_memory` bytes: 1/GPU_BUDGET_SHARE of it, within
+    [DEFAULT_BUDGET_BYTES, GPU_BUDGET_CAP_BYTES]."""
+    return max(DEFAULT_BUDGET_BYTES, min(GPU_BUDGET_CAP_BYTES, total_memory // GPU_BUDGET_SHARE))
+
+
+def default_budget(device: torch.device) -> int:
+    """The memory budget attention() takes on `device` unless told: DEFAULT_BUDGET_BYTES on the CPU, gpu_budget
+    of the GPU's memory on CUDA."""
+    if device.type != "cuda":
+        return DEFAULT_BUDGET_BYTES
+    return gpu_budget(torch.cuda.get_device_properties(device).total_memory)
+
+
 @contextmanager
 def _true_fp32() -> Iterator[None]:
     """fp32 matmuls in full fp32 for the duration (no TF32 on CUDA), whatever the caller set."""
@@ -156,16 +175,19 @@ def _true_fp32() -> Iterator[None]:
 def attention(
     inputs: Inputs,
     precision: Precision = "fp32",
-    budget_bytes: int = DEFAULT_BUDGET_BYTES,
+    budget_bytes: int | None = None,
     fused: bool | None = None,
 ) -> Reference:
-    """Reference output and natural-log LSE for `inputs` (see the module docstring). `fused`: the softmax in
-    three passes over the scores (_softmax_fused) instead of the literal six; None: on FUSED_DEVICES. "honest"
-    rounds P between the literal passes and takes the literal softmax whatever `fused` says."""
+    """Reference output and natural-log LSE for `inputs` (see the module docstring). `budget_bytes`: the bound
+    on the temporaries; None: default_budget(inputs.device). `fused`: the softmax in three passes over the
+    scores (_softmax_fused) instead of the literal six; None: on FUSED_DEVICES. "honest" rounds P between the
+    literal passes and takes the literal softmax whatever `fused` says."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision={precision!r} is not one of {PRECISIONS}")
     c = inputs.case
     rounding: Rounding = honest(c) if precision == "honest" else EXACT
+    if budget_bytes is None:
+        budget_bytes = default_budget(inputs.device)
     if fused is None:
         fused = inputs.device.type in FUSED_DEVICES
     fused = fused and rounding.p is None
@@ -222,9 +244,12 @@ def attention(
                         k1 = min(k0 + kb, kv)
                         k = _dequant(_kv_rows(inputs, "k", span, kv0, kv1, k0, k1), ks, acc)
                         _scaled_scores(s.view(n, -1, kv)[:, :, k0:k1], q, k.permute(1, 2, 0), c.scale)
-                        k_norm = torch.maximum(k_norm, k.norm(dim=-1).amax(dim=0).view(n, 1, 1))
+                        if rounding.p is not None:  # only the honest LSE reads the scores' error scale
+                            k_norm = torch.maximum(k_norm, k.norm(dim=-1).amax(dim=0).view(n, 1, 1))
                     # |q| |k|max |sm_scale| bounds sum_d |q_d k_d| sm_scale, what an fp32 score's rounding scales with.
-                    size = (q.norm(dim=-1, keepdim=True) * k_norm * abs(c.scale)).view(h1 - h0, r1 - r0, 1)
+                    size = None
+                    if rounding.p is not None:
+                        size = (q.norm(dim=-1, keepdim=True) * k_norm * abs(c.scale)).view(h1 - h0, r1 - r0, 1)
                     e, denom, l_blk = softmax(s, keep, c.logits_soft_cap, rounding, size)
                     # P = e / denom. In fp32 and fp64 the division waits for the [rows, D] output (the
                     # same math on D/kv as many numbers); "honest" rounds P itself, so it divides first.
@@ -253,14 +278,15 @@ def _add_weighted_values(o: torch.Tensor, p: torch.Tensor, v: torch.Tensor, firs
 
 
 def _softmax(
-    s: torch.Tensor, keep: torch.Tensor | None, cap: float, rounding: Rounding, size: torch.Tensor
+    s: torch.Tensor, keep: torch.Tensor | None, cap: float, rounding: Rounding, size: torch.Tensor | None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Scaled scores [h, r, kv] -> (e, denom, lse), the softmax being P = e / denom.
 
     e = exp(s - row max), in place in s; denom its row sums [h, r, 1], 1 for a row with nothing
     to attend (whose e is all 0); lse the natural-log LSE [r, h]. Where `rounding` rounds P (the
     honest kernel, oracle/honest.py), e is P itself, normalised and rounded, and denom is 1;
-    `size` [h, r, 1] bounds each row's sum of |q_d k_d| sm_scale (its scores' fp32 error scale).
+    `size` [h, r, 1] bounds each row's sum of |q_d k_d| sm_scale (its scores' fp32 error scale); only
+    the honest P reads it (None otherwise).
     """
     _cap_and_mask(s, keep, cap, rounding)
     m = s.amax(dim=-1, keepdim=True)
@@ -285,7 +311,7 @@ def _cap_and_mask(s: torch.Tensor, keep: torch.Tensor | None, cap: float, roundi
 
 
 def _softmax_fused(
-    s: torch.Tensor, keep: torch.Tensor | None, cap: float, rounding: Rounding, size: torch.Tensor
+    s: torch.Tensor, keep: torch.Tensor | None, cap: float, rounding: Rounding, size: torch.Tensor | None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """_softmax's (P, 1, lse) in three passes over the scores: the row max with its key, torch.softmax (one
     read and one write), nothing more. P at the max key is exp(0) / denom, so lse = m + log(denom) is
@@ -307,7 +333,7 @@ def _honest_probabilities(
     m: torch.Tensor,
     empty: torch.Tensor,
     rounding: Rounding,
-    size: torch.Tensor,
+    size: torch.Tensor | None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The honest kernel's P and LSE from e = exp(s - m) and its row sums (oracle/honest.py, 4 and 7).
 
@@ -315,7 +341,7 @@ def _honest_probabilities(
     copies stay within the score budget; lse = m + log(denom + drift) + score_error * size, where
     drift = sum |round(e) - e| per row is P's rounding at its magnitude. denom comes back 1.
     """
-    assert rounding.p is not None
+    assert rounding.p is not None and size is not None
     safe = torch.where(empty, 1.0, denom)
     flat, per_row = e.view(-1, e.shape[-1]), safe.view(-1, 1)
     drift = torch.empty_like(per_row)

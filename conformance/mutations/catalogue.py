@@ -277,6 +277,22 @@ ORACLE_MUTANTS: tuple[Mutant, ...] = (
         "one chunk per request whatever budget_bytes says: [heads, q, kv] scores for the whole request",
         (_MEMORY + "test_score_chunks_stay_within_budget[single]",),
     ),
+    Mutant(
+        "gpu-budget-uncapped",
+        "oracle/reference.py",
+        "    return max(DEFAULT_BUDGET_BYTES, min(GPU_BUDGET_CAP_BYTES, total_memory // GPU_BUDGET_SHARE))\n",
+        "    return max(DEFAULT_BUDGET_BYTES, total_memory // GPU_BUDGET_SHARE)\n",
+        "a GPU's default budget without its cap: 4.3 GiB of score chunks on an H200, more on a larger GPU",
+        (_MEMORY + "test_gpu_budget_is_a_share_of_memory_within_floor_and_cap[h200]",),
+    ),
+    Mutant(
+        "cpu-takes-the-gpu-budget",
+        "oracle/reference.py",
+        "    if device.type != \"cuda\":\n        return DEFAULT_BUDGET_BYTES\n",
+        "    if device.type != \"cuda\":\n        return GPU_BUDGET_CAP_BYTES\n",
+        "the CPU's default budget is the GPU's cap: 4 GiB score chunks on a 2-core runner",
+        (_MEMORY + "test_cpu_default_budget_is_256_mib",),
+    ),
     # ---- batched GEMMs, host offsets, true fp32 ------------------------------------------------
     Mutant(
         "gqa-query-heads-interleaved",

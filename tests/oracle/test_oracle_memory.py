@@ -276,3 +276,22 @@ def test_head_blocks_are_whole_groups_or_divide_one(
     budget = pairs * _SCORE_COPIES * kv * 4 * 4 // 3 + slack
     hb, _, _ = _plan_chunks(kv_heads * group, group, rows, kv, dkv, 4, 2, budget, _SCORE_COPIES)
     assert hb % group == 0 or group % hb == 0
+
+
+@pytest.mark.parametrize(
+    ("total_gib", "budget_mib"),
+    [(139, 4096), (80, 2560), (24, 768), (4, 256), (0.5, 256)],
+    ids=["h200", "80g", "24g", "4g", "tiny"],
+)
+def test_gpu_budget_is_a_share_of_memory_within_floor_and_cap(total_gib: float, budget_mib: int) -> None:
+    """A GPU's default budget: 1/32 of its memory, never under the CPU's 256 MiB nor over 4 GiB."""
+    assert reference.gpu_budget(int(total_gib * 2**30)) == budget_mib * 2**20
+
+
+def test_cpu_default_budget_is_256_mib(chunks: Chunks) -> None:
+    """attention() without a budget takes the device's default: on the CPU, score chunks of 256 MiB at most."""
+    assert reference.default_budget(torch.device("cpu")) == 256 * 2**20
+    case = Case("single", (64,), (4096,), 8, 8, **FP32)
+    attention(materialize(case, seed=0))
+    # 8 heads x 64 rows x 4096 keys x 2 copies x 4 bytes = 16 MiB: one chunk under 256 MiB, eight under 2 MiB.
+    assert chunks.scores == [(8, 64, 4096)]
