@@ -42,6 +42,12 @@ NESTED_LONG_KV = 300
 # Keys per request from which every fa2 causal request with more query rows than keys was wrong on the H200
 # (_fa2_causal_keyless_tile): one KV tile (CTA_TILE_KV, a tiling choice) or more; under 128 it depends on the tile.
 FA2_KEYLESS_TILE_KV = 128
+# The fa2 single prefill's split-KV merge (_fa2_single_merge_launch): CUDA's threads per block; the fewest keys per
+# chunk; the H200's SMs, with one block of the prefill kernel per SM (the least occupancy: fewer chunks than any
+# real one, so a split this predicts is one the kernel makes).
+CUDA_MAX_THREADS_PER_BLOCK = 1024
+FA2_SINGLE_MIN_CHUNK_KV = 256
+FA2_SINGLE_SMS = 132
 
 
 @dataclass(frozen=True)
@@ -353,18 +359,34 @@ def _fa2_causal_keyless_tile(c: dict[str, Any], backend: str) -> bool:
     )
 
 
-def _fa2_single_d256_group8(c: dict[str, Any], backend: str) -> bool:
-    """fa2 single prefill of 64 query heads over 8 KV heads at head dim 256, bf16, with rows and keys to launch on:
-    what the H200 showed (32/8 heads at 256 and 64/8 at 128 ran; other shapes were not tried)."""
-    return (
-        backend == "fa2"
-        and c["layout"] == "single"
-        and c["head_dim_qk"] == c["head_dim_vo"] == 256
-        and (c["num_qo_heads"], c["num_kv_heads"]) == (64, 8)
-        and c["q_dtype"] == "bf16"
-        and sum(c["qo_lens"]) > 0
-        and sum(c["kv_lens"]) > 0
-    )
+def _fa2_single_cta_tile_q(packed_qo: int, head_dim_vo: int) -> int:
+    """FA2DetermineCtaTileQ (include/flashinfer/utils.cuh) for head dims under 512 on sm80+: query rows x group per
+    CTA tile."""
+    if packed_qo > 64 and head_dim_vo < 256:
+        return 128
+    return 64 if packed_qo > 16 else 16
+
+
+def _fa2_single_merge_launch(c: dict[str, Any], backend: str) -> bool:
+    """fa2 single prefill whose split-KV merge (MergeStates' small-set branch) would launch a block of
+    bdx x num_qo_heads threads over CUDA's 1024, bdx = head_dim_vo / max(8, head_dim_vo / 32) for a 16-bit output:
+    where the kernel surely splits the keys (two chunks even at one block per SM) into fewer chunks than query
+    rows (at most ceil(kv / 256) chunks). Conservative both ways: a split that needs more occupancy is not
+    claimed (136/8 heads at d64 raised on the H200 and is not claimed here)."""
+    if backend != "fa2" or c["layout"] != "single" or c["o_dtype"] not in ("fp16", "bf16"):
+        return False
+    qo, kv, d = c["qo_lens"][0], c["kv_lens"][0], c["head_dim_vo"]
+    bdx = d // max(8, d // 32)
+    if bdx * c["num_qo_heads"] <= CUDA_MAX_THREADS_PER_BLOCK or kv <= FA2_SINGLE_MIN_CHUNK_KV:
+        return False
+    packed = qo * (c["num_qo_heads"] // c["num_kv_heads"])
+    tiles = -(-packed // _fa2_single_cta_tile_q(packed, d))
+    max_chunks = FA2_SINGLE_SMS // (c["num_kv_heads"] * tiles) if tiles else 0
+    if max_chunks == 0:
+        return False
+    chunk = max(-(-kv // max_chunks), FA2_SINGLE_MIN_CHUNK_KV)
+    fewest, most = -(-kv // chunk), -(-kv // FA2_SINGLE_MIN_CHUNK_KV)
+    return fewest >= 2 and most < qo
 
 
 def _auto_pick_changed(plans: list[dict[str, Any]], backend: str) -> bool:
@@ -631,21 +653,24 @@ LEDGER: tuple[KnownFailure, ...] = (
         applies=_fa2_causal_keyless_tile,
     ),
     KnownFailure(
-        "flashinfer-fa2-single-d256-group8-launch",
+        "flashinfer-fa2-single-merge-launch",
         "flashinfer",
         ("0.7.2.post1", "0.7.4"),
-        "fa2 single_prefill_with_kv_cache, 64 query heads over 8 KV heads at head dim 256: the kernel launch fails "
-        "('SinglePrefillWithKVCache kernel launch failed, error: invalid argument') and the CUDA error stays "
-        "pending for the next call; 32/8 heads at head dim 256 and 64/8 at 128 run (the probable cause: the "
-        "split-KV merge's block of head_dim / 8 x num_heads threads, 2048 here)",
+        "fa2 single_prefill_with_kv_cache that splits the keys into fewer chunks than query rows, with "
+        "head_dim / 8 x num_qo_heads over 1024 (more than 32 query heads at head dim 256, 64 at 128, 128 at 64): "
+        "the split-KV merge's block is over CUDA's 1024 threads, the launch fails ('SinglePrefillWithKVCache "
+        "kernel launch failed, error: invalid argument') and the CUDA error stays pending for the next call",
         "error",
         "docs/evidence/repro_flashinfer_fa2_single_d256_group8_launch.py",
-        confirmed=False,
+        confirmed=True,
         seen="2026-12-03 H200, the standard matrix on 0.7.4 (docs/evidence/2026-12-03-h200-2/call3/: "
         "single-b1-h64x8-d256-bf16, qo 64 over kv 300, HND); each case in a fresh process through the adapter on "
-        "0.7.2.post1 and 0.7.4 (docs/evidence/2026-12-03-h200-4/call3/): HND and NHD, qo 64 and 16 raise alike, "
-        "32/8 heads at 256 and 64/8 at 128 pass; the script has not run on the H200 yet",
-        applies=_fa2_single_d256_group8,
+        "0.7.2.post1 and 0.7.4 (docs/evidence/2026-12-03-h200-4/call3/); the script on both versions, and 17 shapes "
+        "the merge's block predicts, 17 as predicted on both (docs/evidence/2026-12-03-h200-5/call1/: 40, 48 and "
+        "64 query heads at d256, 64/64 heads, causal, kv 257, qo 4 over kv 600, 72/8 and 128/16 at d128, 136/8 at "
+        "d64 raise; 32/8 at d256, kv 256, qo 1 and 2 over kv 600, qo 4096 over kv 8192, 64/8 at d128, 128/8 at "
+        "d64 run)",
+        applies=_fa2_single_merge_launch,
     ),
     KnownFailure(
         "flashinfer-graph-no-query-rows",

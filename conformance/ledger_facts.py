@@ -822,15 +822,19 @@ FACTS: dict[str, Facts] = {
             "The LSE of a row that sees keys is its log-sum-exp; -inf only for a row that sees none.",
         ),
         Facts(
-            "flashinfer-fa2-single-d256-group8-launch",
+            "flashinfer-fa2-single-merge-launch",
             "fa2-single-launch",
-            PROBABLE,
+            LOCATED,
             "The kernel launch that fails is the split-KV merge after the prefill kernel: where the single prefill "
             "splits the KV (num_chunks >= 2, here kv 300 in two chunks of 256) into fewer chunks than query rows, "
             "MergeStates launches blocks of bdx x num_heads threads, bdx = head_dim / vec_size = 32 at head dim 256 "
             "(vec_size 8): 64 heads make 2048 threads, over CUDA's 1024 per block, and cudaLaunchKernel returns "
             "invalid argument, which the single-prefill launcher returns as its own. 32 heads at 256 (1024 threads) "
-            "and 64 heads at 128 (bdx 16: 1024) launch.",
+            "and 64 heads at 128 (bdx 16: 1024) launch. On the H200 the launch fails exactly where this predicts, "
+            "17 shapes of 17 on both versions (docs/evidence/probe_fa2_single_merge_launch.py, "
+            "docs/evidence/2026-12-03-h200-5/call1/): over 1024 threads at head dims 256, 128 and 64, group size 1 "
+            "alike; kv 256 (one chunk) and qo 1 or 2 over 3 chunks (the merge's other branch) run; kv 257 and qo 4 "
+            "over 3 chunks raise; qo 4096 over kv 8192 fills the GPU unsplit and runs.",
             _both(
                 (
                     "flashinfer/data/include/flashinfer/attention/prefill.cuh:2883 SinglePrefillWithKVCacheDispatched "

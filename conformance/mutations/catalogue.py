@@ -288,8 +288,8 @@ ORACLE_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "cpu-takes-the-gpu-budget",
         "oracle/reference.py",
-        "    if device.type != \"cuda\":\n        return DEFAULT_BUDGET_BYTES\n",
-        "    if device.type != \"cuda\":\n        return GPU_BUDGET_CAP_BYTES\n",
+        '    if device.type != "cuda":\n        return DEFAULT_BUDGET_BYTES\n',
+        '    if device.type != "cuda":\n        return GPU_BUDGET_CAP_BYTES\n',
         "the CPU's default budget is the GPU's cap: 4 GiB score chunks on a 2-core runner",
         (_MEMORY + "test_cpu_default_budget_is_256_mib",),
     ),

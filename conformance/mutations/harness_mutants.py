@@ -34,6 +34,7 @@ _CAUGHT = _LIFECYCLE + "test_each_fault_is_caught_in_a_few_calls_and_the_same_ca
 _WORKERS = "tests/harness/test_pytest_workers.py::"
 _PRECISION = "tests/kernels/test_torch_precision_faults.py::"
 _PRISTINE = "tests/explore/test_pristine_control.py::"
+_KNOWN = "tests/harness/test_known_failures.py::"
 _LEDGER_VERIFY = "tests/harness/test_ledger_verify.py::"
 _DEFECT_CAUGHT = _PRECISION + "test_a_defect_fails_where_its_run_caught_it_and_the_faultless_loop_passes"
 _PF = "kernels/torch_precision_faults.py"
@@ -3110,15 +3111,54 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         ),
     ),
     _harness(
-        "single-launch-any-heads",
+        "single-merge-any-heads",
         "conformance/known_failures.py",
-        '        and (c["num_qo_heads"], c["num_kv_heads"]) == (64, 8)\n',
-        "",
-        "the single-prefill launch entry claims every head count at head dim 256: 32/8 heads, which ran on the "
+        '    if bdx * c["num_qo_heads"] <= CUDA_MAX_THREADS_PER_BLOCK or kv <= FA2_SINGLE_MIN_CHUNK_KV:\n',
+        "    if kv <= FA2_SINGLE_MIN_CHUNK_KV:\n",
+        "the single-prefill merge entry claims every head count: 32/8 heads at head dim 256, which ran on the "
         "H200, would be an unexpected pass",
+        (_KNOWN + "test_the_single_prefill_merge_entry_claims_the_shapes_the_h200_raised_on",),
+    ),
+    _harness(
+        "single-merge-any-row-count",
+        "conformance/known_failures.py",
+        "    return fewest >= 2 and most < qo\n",
+        "    return fewest >= 2\n",
+        "the single-prefill merge entry forgets the merge's other branch (as many chunks as rows or more: 128 "
+        "threads): qo 2 over 3 chunks, which ran on the H200, would be an unexpected pass",
+        (_KNOWN + "test_the_single_prefill_merge_entry_claims_the_shapes_the_h200_raised_on",),
+    ),
+    _harness(
+        "single-merge-any-occupancy",
+        "conformance/known_failures.py",
+        '    max_chunks = FA2_SINGLE_SMS // (c["num_kv_heads"] * tiles) if tiles else 0\n',
+        "    max_chunks = kv if tiles else 0\n",
+        "the split read as made whatever the occupancy: qo 4096 over kv 8192 at 64/8 heads, which fills the GPU "
+        "unsplit and ran on the H200, would be an unexpected pass",
+        (_KNOWN + "test_the_single_prefill_merge_entry_claims_the_shapes_the_h200_raised_on",),
+    ),
+    _harness(
+        "nested-cuda-flash-any-head-dims",
+        "routing/specs/torch_sdpa.py",
+        "        _nested_cuda(lambda q, c: _nested_fused(q) and _flash_takes(q, masked=False) and q.head_dim_qk % 8 == 0),\n",
+        "        _nested_cuda(lambda q, c: _nested_fused(q)),\n",
+        "jagged SDPA on CUDA read as flash whatever the head dims and dtype: the H200's efficient calls (head dims "
+        "192/128, fp32) would be unexplained",
         (
-            "tests/harness/test_known_failures.py::"
-            "test_the_single_prefill_launch_entry_claims_64_over_8_heads_at_head_dim_256_only",
+            "tests/routing/test_torch_batched_spec.py::test_cuda_nested_auto_reads_jagged_sdpas_own_order",
+            "tests/routing/test_torch_batched_spec.py::test_the_recorded_h200_jagged_calls_pass_the_nested_cuda_rows",
+        ),
+    ),
+    _harness(
+        "nested-cuda-fused-with-zero-lengths",
+        "routing/specs/torch_sdpa.py",
+        "    return min(q.qo_lens) > 0 and min(q.kv_lens) > 0 and not _gqa(q)\n",
+        "    return not _gqa(q)\n",
+        "the jagged seq-len-0 check dropped: a batch holding a request of length 0 read as a fused kernel's, where "
+        "the H200 ran math",
+        (
+            "tests/routing/test_torch_batched_spec.py::test_cuda_nested_auto_reads_jagged_sdpas_own_order",
+            "tests/routing/test_torch_batched_spec.py::test_the_recorded_h200_jagged_calls_pass_the_nested_cuda_rows",
         ),
     ),
 )

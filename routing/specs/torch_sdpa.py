@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Callable
 
 from kernels.protocol import NOT_REPORTED
-from routing.spec import MISSING, Ctx, Lifecycle, RouteRule, RoutingQuery, RoutingSpec, ThresholdTable, validate
+from routing.spec import Ctx, Lifecycle, RouteRule, RoutingQuery, RoutingSpec, ThresholdTable, validate
 
 # The CPU rule does not vary by arch; the CUDA rows are written for sm90 only.
 ARCHS: tuple[str, ...] = ("sm90",)
@@ -219,13 +219,27 @@ CUDA_ONLY_FORCED: tuple[str, ...] = (
     "nested-efficient",
     "nested-cudnn",
 )
-# Jagged SDPA's CUDA choice (torch.nested._internal.sdpa._select_sdp_backend) is not measured yet:
-# every sm90 nested-auto query is a named gap until an H200 run writes its rows.
+# Jagged SDPA's CUDA choice (torch/nested/_internal/sdpa.py _select_sdp_backend), read in torch 2.11 and held
+# against the H200's records (tests/routing/test_torch_batched_spec.py): an arch absent is a named gap.
 NESTED_CUDA_ROWS = ThresholdTable(
     "nested_cuda_rows",
-    {"sm90": MISSING},
-    "jagged SDPA on CUDA: not yet observed on an H200 (docs/routing-specs.md)",
+    {"sm90": "torch 2.11.0+cu130, NVIDIA H200"},
+    "jagged SDPA on CUDA: written for these archs only (docs/routing-specs.md)",
 )
+
+
+def _nested_cuda(p: Pred) -> Pred:
+    """A jagged SDPA row on CUDA: nested-auto asked, not the CPU, an arch the nested rows are written for."""
+    return lambda q, c: (
+        q.requested == NESTED_AUTO and q.device != "cpu" and bool(c.table("nested_cuda_rows")) and p(q, c)
+    )
+
+
+def _nested_fused(q: RoutingQuery) -> bool:
+    """The jagged checks both fused kernels share (_check_for_seq_len_0_nested): no request of length 0 in the
+    query or the keys, the same number of heads (the adapter's GQA: 8 over 2 is not broadcastable, 8 over 1 is
+    refused further on, so only equal heads run)."""
+    return min(q.qo_lens) > 0 and min(q.kv_lens) > 0 and not _gqa(q)
 
 
 def _asked(name: str) -> Pred:
@@ -313,12 +327,31 @@ BATCHED_AUTO_RULES: tuple[RouteRule, ...] = (
         "(can_use_flash_attention / can_use_efficient_attention refuse CPU tensors), math next",
     ),
     RouteRule(
-        "nested_cuda_unwritten",
-        lambda q, c: q.requested == NESTED_AUTO and bool(c.table("nested_cuda_rows")),
+        "nested_cuda_flash",
+        _nested_cuda(lambda q, c: _nested_fused(q) and _flash_takes(q, masked=False) and q.head_dim_qk % 8 == 0),
+        "flash",
+        NOT_REPORTED,
+        tables=("nested_cuda_rows",),
+        source="torch/nested/_internal/sdpa.py _select_sdp_backend: flash first; _can_use_flash_sdpa_jagged "
+        "(equal head dims, % 8, <= 256; _check_for_seq_len_0_nested) and can_use_flash_attention (fp16/bf16)",
+    ),
+    RouteRule(
+        "nested_cuda_efficient",
+        _nested_cuda(lambda q, c: _nested_fused(q) and _efficient_takes(q)),
+        "efficient",
+        NOT_REPORTED,
+        tables=("nested_cuda_rows",),
+        source="then _can_use_efficient_sdpa_jagged (_check_for_seq_len_0_nested) and can_use_efficient_attention "
+        "(fp16/bf16/fp32, head dims multiples of 8 / 4)",
+    ),
+    RouteRule(
+        "nested_cuda_math",
+        _nested_cuda(lambda q, c: True),
         "math",
         NOT_REPORTED,
         tables=("nested_cuda_rows",),
-        source="a gap: nested_cuda_rows has no measured arch",
+        source="then math, _can_use_math_sdpa_jagged; it refuses is_causal, and so does the adapter (a causal call "
+        "no fused kernel takes never runs, no record routes): every other call ends here",
     ),
 )
 BATCHED_RULES: tuple[RouteRule, ...] = BATCHED_FORCED_RULES + BATCHED_AUTO_RULES
@@ -326,7 +359,7 @@ BATCHED_RULES: tuple[RouteRule, ...] = BATCHED_FORCED_RULES + BATCHED_AUTO_RULES
 BATCHED_GAP_ROWS: tuple[str, ...] = (
     tuple(r.name for r in BATCHED_FORCED_RULES if r.expect_backend in CUDA_ONLY_FORCED)
     + tuple(r.name for r in PADDED_CUDA_RULES)
-    + ("nested_cuda_unwritten",)
+    + ("nested_cuda_flash", "nested_cuda_efficient", "nested_cuda_math")
 )
 
 CPU_RULES: tuple[RouteRule, ...] = (

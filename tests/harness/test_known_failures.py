@@ -552,21 +552,39 @@ def test_only_entries_whose_output_is_not_the_cases_alone_spare_the_controls() -
     assert repeats("torch-sdpa-empty-rows") and repeats("flashinfer-paged-mask-zero-pages-shifted")
 
 
-def test_the_single_prefill_launch_entry_claims_64_over_8_heads_at_head_dim_256_only() -> None:
-    """The H200's raising shape, single prefill of 64/8 heads at head dim 256 (HND and NHD, qo 64 and 16), on both
-    versions; not the shapes that ran there (32/8 heads at 256, 64/8 at 128), nor a batch wrapper's 64/8 at 256."""
-    entry = "flashinfer-fa2-single-d256-group8-launch"
+def test_the_single_prefill_merge_entry_claims_the_shapes_the_h200_raised_on() -> None:
+    """The shapes whose launch failed on the H200 (both versions; the standard run's HND and NHD, qo 64 and 16, and
+    the probe's), not those that ran there, nor a batch wrapper's 64/8 at 256, nor one without rows or keys."""
+    entry = "flashinfer-fa2-single-merge-launch"
     single = Case("single", (64,), (300,), 64, 8, head_dim_qk=256, head_dim_vo=256, kv_layout="HND").to_json()
+    d128 = dict(single, head_dim_qk=128, head_dim_vo=128)
+    raised = (
+        single,
+        dict(single, kv_layout="NHD"),
+        dict(single, qo_lens=[16]),
+        dict(single, num_qo_heads=40),
+        dict(single, num_kv_heads=64),
+        dict(single, kv_lens=[257]),
+        dict(single, qo_lens=[4], kv_lens=[600]),
+        dict(d128, num_qo_heads=72),
+        dict(d128, num_qo_heads=128, num_kv_heads=16),
+    )
     for version in ("0.7.2.post1", "0.7.4"):
-        for case in (single, dict(single, kv_layout="NHD"), dict(single, qo_lens=[16])):
+        for case in raised:
             e = entry_for("flashinfer", case, "fa2", version, "sm90")
             assert e is not None and e.id == entry and e.status == "error", (version, case)
-    for case in (
+    ran = (
         dict(single, num_qo_heads=32),
-        dict(single, head_dim_qk=128, head_dim_vo=128),
+        d128,
+        dict(single, kv_lens=[256]),
+        dict(single, qo_lens=[2], kv_lens=[600]),
+        dict(single, qo_lens=[4096], kv_lens=[8192]),
+        dict(single, head_dim_qk=64, head_dim_vo=64, num_qo_heads=128),
         dict(single, layout="ragged"),
         dict(single, qo_lens=[0]),
-    ):
+        dict(single, kv_lens=[0]),
+    )
+    for case in ran:
         assert known_for("flashinfer", case, "fa2", "0.7.4", "sm90") is None, case
 
 

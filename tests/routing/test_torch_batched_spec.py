@@ -4,11 +4,13 @@ On the CPU, both ways, on the real adapters: every CPU batched backend over the 
 supports plus CRAFTED (FlexAttention on a padded batch over CRAFTED only: its name never varies, and its
 eager calls are slow), each observation explained by a passing row gated on that backend, and every
 batched row a CPU can reach reached. On CUDA the padded rows are the per-request CUDA rows read for the
-padded call (derived; two of them met by the H200 records below); jagged SDPA's CUDA choice is a named gap.
+padded call (derived; two of them met by the H200 records below); jagged SDPA's CUDA rows are read from torch's
+own selector and held against the H200's records.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -85,10 +87,21 @@ def test_cuda_padded_auto_reads_the_padded_call_through_the_cuda_rows() -> None:
     assert _padded_cuda((4, 4), (4, 4), causal=True, **_H) == "cudnn"  # 16-bit, dims % 8: cuDNN first
 
 
-def test_cuda_nested_auto_is_a_named_gap() -> None:
-    case = Case("ragged", (3, 2), (5, 7), **_H)
-    e = expected_route(SPEC, query_from_case(case, SM90, requested=NESTED_AUTO))
-    assert e.gap is not None and e.gap.table == "nested_cuda_rows"
+def _nested_cuda(qo: tuple[int, ...], kv: tuple[int, ...], dtype: str = "bf16", env=SM90, **kw) -> tuple:
+    case = Case("ragged", qo, kv, q_dtype=dtype, kv_dtype=dtype, o_dtype=dtype, **{**_H, **kw})
+    e = expected_route(SPEC, query_from_case(case, env, requested=NESTED_AUTO))
+    return e.backend, e.gap.table if e.gap else None
+
+
+def test_cuda_nested_auto_reads_jagged_sdpas_own_order() -> None:
+    """Jagged SDPA on sm90: flash, then efficient, then math (not under causal), each behind the jagged checks;
+    an arch the rows are not written for is the named gap."""
+    assert _nested_cuda((3, 2), (5, 7)) == ("flash", None)
+    assert _nested_cuda((3, 2), (5, 7), head_dim_qk=192, head_dim_vo=128) == ("efficient", None)  # flash: equal dims
+    assert _nested_cuda((3, 2), (5, 7), dtype="fp32") == ("efficient", None)  # flash: 16-bit only
+    assert _nested_cuda((3, 2), (5, 0)) == ("math", None)  # a key length 0: no fused kernel
+    assert _nested_cuda((3, 0), (5, 7)) == ("math", None)  # a query length 0 alike
+    assert _nested_cuda((3, 2), (5, 7), env=RoutingEnv(arch="sm100", device="cuda")) == (None, "nested_cuda_rows")
 
 
 H200_RECORDS = Path(__file__).parent / "data" / "torch_batched_cuda_h200_records.jsonl"
@@ -99,18 +112,38 @@ def test_the_recorded_h200_batched_calls_pass_their_rows_through_attncheck_route
     20261203T051959Z-5a9566, docs/evidence/2026-12-03-h200-2/), one per (backend, row, backend run), checked as
     `attncheck routes --spec torch --arch sm90` checks them: every batched record is checked, each batch as the
     one call it is (split per request, padded-auto's zero-length batch would expect math where cuDNN ran), every
-    observation passes its row, and jagged SDPA's CUDA choice is the one named gap."""
+    observation passes its row (jagged SDPA's too, a gap until its rows were written)."""
     records = from_records.load_records(str(H200_RECORDS))
     assert records[0].versions["torch"] == "2.11.0+cu130"
     report = from_records.check_records(records, SPEC, "sm90")
     by = {(rv.record.backend, rv.record.case_id): rv.verdict for rv in report.verdicts}
     assert len(by) == 12 and all(v is not None for v in by.values())
-    gap = by.pop(("nested-auto", "single-b1-h8x8-d192v128-bf16-31e3488666"))
-    assert gap is not None and gap.status == "spec_gap" and gap.expected.gap.table == "nested_cuda_rows"
     bad = [f"{k}: {v.status} ({v.detail}); rule {v.expected.rule}" for k, v in by.items() if v is None or not v.passed]
     assert not bad, "\n".join(bad)
     rules = {v.expected.rule for v in by.values() if v is not None}
     assert {"padded_cuda_cudnn", "padded_cuda_math", "forced_flex_padded", "nested_no_requests"} <= rules
+    assert by[("nested-auto", "single-b1-h8x8-d192v128-bf16-31e3488666")].expected.rule == "nested_cuda_efficient"
+
+
+NESTED_RECORDS = Path(__file__).parent / "data" / "torch_nested_cuda_h200_records.jsonl"
+
+
+def test_the_recorded_h200_jagged_calls_pass_the_nested_cuda_rows() -> None:
+    """Every nested-auto record that ran in 60 s of the standard matrix on the H200 (torch 2.11.0+cu130, run
+    20261203T115603Z-580882, docs/evidence/2026-12-03-h200-4/call3/torch/): each passes its row, and the
+    three CUDA rows are each met (the data the rows were checked against)."""
+    records = from_records.load_records(str(NESTED_RECORDS))
+    report = from_records.check_records(records, SPEC, "sm90")
+    verdicts = [rv.verdict for rv in report.verdicts]
+    assert len(verdicts) == 15 and all(v is not None for v in verdicts)
+    bad = [
+        f"{rv.record.case_id}: {rv.verdict.status} ({rv.verdict.detail})"
+        for rv in report.verdicts
+        if not rv.verdict.passed
+    ]
+    assert not bad, "\n".join(bad)
+    met = Counter(v.expected.rule for v in verdicts)
+    assert met == {"nested_no_requests": 3, "nested_cuda_flash": 6, "nested_cuda_efficient": 3, "nested_cuda_math": 3}
 
 
 def test_the_whole_batch_backends_are_the_batched_backends() -> None:
