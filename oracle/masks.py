@@ -16,6 +16,11 @@ from typing import Optional
 import torch
 
 
+def masks_any(causal: bool, window_left: int, custom: Optional[torch.Tensor]) -> bool:
+    """Whether these options mask any key (else allowed() is None: every key attended)."""
+    return causal or window_left >= 0 or custom is not None
+
+
 def allowed(
     rows: torch.Tensor,
     qo_len: int,
@@ -29,7 +34,7 @@ def allowed(
 
     `custom` is the request's full [qo_len, kv_len] custom mask (or None).
     """
-    if not causal and window_left < 0 and custom is None:
+    if not masks_any(causal, window_left, custom):
         return None
     i = rows.view(-1, 1)
     j = torch.arange(kv_len, device=rows.device).view(1, -1)

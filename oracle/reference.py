@@ -48,7 +48,7 @@ from typing import Literal
 import torch
 
 from oracle.honest import EXACT, Rounding, honest
-from oracle.masks import allowed
+from oracle.masks import allowed, masks_any
 from scenarios.tensors import Inputs, fp8_descales
 
 Precision = Literal["fp32", "fp64", "honest"]
@@ -226,29 +226,26 @@ def attention(
                 n = kv1 - kv0
                 for r0 in range(0, qo, rb):
                     r1 = min(r0 + rb, qo)
-                    keep = allowed(
-                        torch.arange(r0, r1, device=dev),
-                        qo,
-                        kv,
-                        causal=c.causal,
-                        window_left=c.window_left,
-                        custom=custom,
-                    )
+                    keep = None  # no mask: no row indices made (a kernel launch per chunk on the GPU)
+                    if masks_any(c.causal, c.window_left, custom):
+                        rows = torch.arange(r0, r1, device=dev)
+                        keep = allowed(rows, qo, kv, causal=c.causal, window_left=c.window_left, custom=custom)
                     # GQA without a copy of K/V per query head: heads [h0, h1) are the groups of KV heads
                     # [kv0, kv1), so q [rows, heads, D] is viewed [KV heads, group heads x rows, D], s and o alike.
                     q = _dequant(inputs.q[q0 + r0 : q0 + r1, h0:h1], qs, acc)
                     q = q.transpose(0, 1).reshape(n, -1, c.head_dim_qk)
                     s = torch.empty((h1 - h0, r1 - r0, kv), dtype=acc, device=dev)
-                    k_norm = torch.zeros((n, 1, 1), dtype=acc, device=dev)  # largest |k| of each KV head
+                    # Only the honest LSE reads the scores' error scale (size): |q| |k|max |sm_scale| bounds
+                    # sum_d |q_d k_d| sm_scale, what an fp32 score's rounding scales with.
+                    k_norm = torch.zeros((n, 1, 1), dtype=acc, device=dev) if rounding.p is not None else None
                     for k0 in range(0, kv, kb):
                         k1 = min(k0 + kb, kv)
                         k = _dequant(_kv_rows(inputs, "k", span, kv0, kv1, k0, k1), ks, acc)
                         _scaled_scores(s.view(n, -1, kv)[:, :, k0:k1], q, k.permute(1, 2, 0), c.scale)
-                        if rounding.p is not None:  # only the honest LSE reads the scores' error scale
+                        if k_norm is not None:  # the largest |k| of each KV head
                             k_norm = torch.maximum(k_norm, k.norm(dim=-1).amax(dim=0).view(n, 1, 1))
-                    # |q| |k|max |sm_scale| bounds sum_d |q_d k_d| sm_scale, what an fp32 score's rounding scales with.
                     size = None
-                    if rounding.p is not None:
+                    if k_norm is not None:
                         size = (q.norm(dim=-1, keepdim=True) * k_norm * abs(c.scale)).view(h1 - h0, r1 - r0, 1)
                     e, denom, l_blk = softmax(s, keep, c.logits_soft_cap, rounding, size)
                     # P = e / denom. In fp32 and fp64 the division waits for the [rows, D] output (the
@@ -313,18 +310,20 @@ def _cap_and_mask(s: torch.Tensor, keep: torch.Tensor | None, cap: float, roundi
 def _softmax_fused(
     s: torch.Tensor, keep: torch.Tensor | None, cap: float, rounding: Rounding, size: torch.Tensor | None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """_softmax's (P, 1, lse) in three passes over the scores: the row max with its key, torch.softmax (one
+    """_softmax's (P, denom, lse) in three passes over the scores: the row max with its key, torch.softmax (one
     read and one write), nothing more. P at the max key is exp(0) / denom, so lse = m + log(denom) is
-    m - log(P[max key]). A row with nothing to attend (possible only under a mask) comes out of torch.softmax
-    NaN: it is set to 0, its lse -inf. `rounding` is EXACT here (attention() sends "honest" to _softmax)."""
+    m - log(P[max key]). A row with nothing to attend (possible only under a mask) would come out of
+    torch.softmax NaN: its first score is set to 0 first (one element a row, not a pass), and its denom is inf,
+    so its output divides to 0; its lse is -inf. denom is 1 elsewhere. `rounding` is EXACT here (attention()
+    sends "honest" to _softmax)."""
     _cap_and_mask(s, keep, cap, rounding)
     m, at = s.max(dim=-1, keepdim=True)
     empty = torch.isneginf(m)
-    p = torch.softmax(s, dim=-1)
     if keep is not None:
-        p.masked_fill_(empty, 0.0)
+        s[..., :1].masked_fill_(empty, 0.0)
+    p = torch.softmax(s, dim=-1)
     lse = torch.where(empty, m, m - torch.log(p.gather(-1, at))).squeeze(-1)
-    return p, torch.ones_like(m), lse.transpose(0, 1)
+    return p, torch.where(empty, math.inf, 1.0), lse.transpose(0, 1)
 
 
 def _honest_probabilities(

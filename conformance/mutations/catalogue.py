@@ -78,8 +78,8 @@ ORACLE_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "custom-mask-ignored-alone",
         "oracle/masks.py",
-        "    if not causal and window_left < 0 and custom is None:\n",
-        "    if not causal and window_left < 0:\n",
+        "    return causal or window_left >= 0 or custom is not None\n",
+        "    return causal or window_left >= 0\n",
         "fast path returns 'attend everything' when neither causal nor window is on, dropping a custom mask",
         (_hand("test_fully_masked_row_gives_zero_output_and_neg_inf_lse"),),
     ),
@@ -104,9 +104,18 @@ ORACLE_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "fused-empty-rows-nan",
         "oracle/reference.py",
-        "        p.masked_fill_(empty, 0.0)\n",
+        "        s[..., :1].masked_fill_(empty, 0.0)\n",
         "        pass\n",
-        "the fused softmax leaves a row with nothing to attend as torch.softmax makes it: NaN instead of 0",
+        "the fused softmax leaves a row with nothing to attend all -inf: torch.softmax makes it NaN instead of 0",
+        (_fused("test_fully_masked_row_gives_zero_output_and_neg_inf_lse"),),
+    ),
+    Mutant(
+        "fused-empty-rows-not-divided-away",
+        "oracle/reference.py",
+        "    return p, torch.where(empty, math.inf, 1.0), lse.transpose(0, 1)\n",
+        "    return p, torch.ones_like(m), lse.transpose(0, 1)\n",
+        "a row with nothing to attend keeps the one-hot P its finite first score gives: its output is V's first key "
+        "instead of 0",
         (_fused("test_fully_masked_row_gives_zero_output_and_neg_inf_lse"),),
     ),
     Mutant(
