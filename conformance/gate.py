@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Optional, Sequence
 
+from conformance.evaluate import CONTEXT_LOST, CONTEXT_LOST_IN_PROCESS
 from conformance.known_failures import KnownFailure, entry_for, history_entry_for, upstream_of
 from kernels import skips
 from kernels.flashinfer.adapter import AdapterOptions, graph_wrapper_key
@@ -25,6 +26,9 @@ from scenarios.case import Case
 
 # Skip / error reason constants (the part before ": " is what summaries group by).
 NOT_LAUNCHED = "not launched, a known crash in the ledger"
+
+# What an error record's reason says when the CUDA context was lost after it (conformance/evaluate.py).
+LOST_TEXTS: tuple[str, ...] = (CONTEXT_LOST, CONTEXT_LOST_IN_PROCESS)
 
 Outcome = Literal["pass", "fail", "skip", "expected_failure", "unexpected_pass"]
 
@@ -78,17 +82,26 @@ class Ledger:
         """The entry that predicts `rec` fails, asked about the kernel the record ran where it says (an auto
         record's long-lived wrapper may hold another kernel than a fresh pick); for a failing record a fresh
         adapter passed, the lifecycle entry whose rule matches `earlier` (the plans the same library wrapper
-        served before, oldest first) then `case`. Returns the record (a failing one naming the entry in
-        `known`), the entry and the gate's verdict."""
+        served before, oldest first) then `case`; for an error that lost the CUDA context (no control could
+        run), that lifecycle entry only if its history is known to lose it (`KnownFailure.loses_context`).
+        Returns the record (a failing one naming the entry in `known`), the entry and the gate's verdict."""
         entry = entry_for(
             self.target, case.to_json(), backend, self.version, self.arch, self.options, resolved=rec.resolved_backend
         )
-        if entry is None and rec.status in FAILING and rec.fresh == "pass" and earlier:
+        lost = context_lost(rec)
+        if entry is None and rec.status in FAILING and (rec.fresh == "pass" or lost) and earlier:
             plans = [c.to_json() for c in (*earlier, case)]
-            entry = history_entry_for(self.target, plans, backend, self.version, self.arch, self.options)
+            found = history_entry_for(self.target, plans, backend, self.version, self.arch, self.options)
+            if found is not None and (rec.fresh == "pass" or found.loses_context):
+                entry = found
         if rec.status in FAILING and entry is not None:
             rec = replace(rec, known=entry.id)
         return rec, entry, judge_record(rec, entry)
+
+
+def context_lost(rec: ParityRecord) -> bool:
+    """An error record after which the CUDA context was lost, so no fresh control of it could run."""
+    return rec.status == "error" and rec.fresh is None and any(t in rec.reason for t in LOST_TEXTS)
 
 
 def wrapper_of(case: Case, backend: str, options: Optional[dict[str, Any]] = None) -> tuple:

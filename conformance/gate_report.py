@@ -90,12 +90,12 @@ def skips_by_reason(outcomes: dict[str, TestOutcome]) -> list[tuple[str, str, in
 
 def known_rows(outcomes: dict[str, TestOutcome]) -> list[dict[str, Any]]:
     """Per ledger entry seen: expected failures, unexpected passes, not-launched, and its issue (or none)."""
-    by_id = {e.id: e for e in known_failures.LEDGER}  # read at call time: tests substitute the ledger
+    entries = known_failures.entries_by_id()
     rows: dict[str, dict[str, Any]] = {}
     for t in outcomes.values():
         if not t.known:
             continue
-        e = by_id.get(t.known)
+        e = entries.get(t.known)
         row = rows.setdefault(
             t.known,
             {

@@ -22,7 +22,7 @@ known failure still fails the gate is the gate's decision (conformance/gate.py),
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Collection, Optional
+from typing import Any, Callable, Collection, Optional, Sequence
 
 from kernels.flashinfer.adapter import AdapterOptions
 from kernels.standin_label import FAULT_SUFFIX
@@ -73,6 +73,10 @@ class KnownFailure:
     # "" = the same case gives the same output from any wrapper in any process, so a control from untouched
     # state that answers otherwise shows history this entry does not explain (conformance/explore/machines.py)
     unrepeatable: str = ""
+    # how this lifecycle can end the CUDA context (an illegal address), as its evidence showed; "" = it does not.
+    # A record whose fresh control could not run because the context was lost is then named by the history rule
+    # alone (conformance/gate.py Ledger.verdict); otherwise only a record a fresh adapter passed is.
+    loses_context: str = ""
 
 
 def _empty_batch(c: dict[str, Any], backend: str) -> bool:
@@ -534,6 +538,9 @@ LEDGER: tuple[KnownFailure, ...] = (
         "in a fresh process too (2026-12-01-h200-5/followup-3)",
         history=_unmasked_after_masked,
         modes=("eager",),
+        loses_context="an illegal memory access where the old mask is shorter than the new batch needs "
+        "(repro_flashinfer_ragged_stale_mask_crash.h200.txt), and after a masked plan whose request has no query "
+        "rows (2026-12-01-h200-5/followup-3)",
     ),
     KnownFailure(
         "flashinfer-packed-mask-indptr",
@@ -1021,12 +1028,17 @@ def known_for(
     return e.id if e is not None else None
 
 
+def entries_by_id(ledger: Optional[Sequence[KnownFailure]] = None) -> dict[str, KnownFailure]:
+    """The entries of `ledger` (None: LEDGER, read at call time, so a test's substitute counts) by id."""
+    return {e.id: e for e in (LEDGER if ledger is None else ledger)}
+
+
 def repeats(entry_id: str) -> bool:
     """Whether the entry's wrong output is a function of the case alone (KnownFailure.unrepeatable is "")."""
-    for e in LEDGER:
-        if e.id == entry_id:
-            return not e.unrepeatable
-    raise KeyError(f"no ledger entry {entry_id!r}")
+    entry = entries_by_id().get(entry_id)
+    if entry is None:
+        raise KeyError(f"no ledger entry {entry_id!r}")
+    return not entry.unrepeatable
 
 
 def upstream_of(entry: KnownFailure) -> str:

@@ -19,7 +19,7 @@ from typing import Optional, Sequence
 
 from conformance import ledger_facts as lf
 from conformance import ledger_verify_files as files
-from conformance.known_failures import KnownFailure
+from conformance.known_failures import KnownFailure, entries_by_id
 from conformance.ledger_verify_files import COULD_NOT_RUN, DOES_NOT_REPRODUCE, REPRODUCES, Outcome, VerifyReport
 from reports.records import versions_text
 from scenarios.errors import InvalidValue
@@ -69,7 +69,7 @@ class Observation:
 def families_of(ids: Sequence[str], ledger: Sequence[KnownFailure]) -> list[str]:
     """The families asked for, in FAMILIES order: an entry id selects its whole family (one root cause, one
     report); no ids: every family with an entry. An unknown id: InvalidValue naming it and the fix."""
-    by_id = {e.id: e for e in ledger}
+    by_id = entries_by_id(ledger)
     asked = set()
     for i in ids:
         if i in lf.FAMILIES:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import IO, Callable, Optional, Sequence
 
 from conformance import ledger_verify_files as files
-from conformance.known_failures import KnownFailure
+from conformance.known_failures import KnownFailure, entries_by_id
 from conformance.ledger_env import ROOT, Environment
 from conformance.ledger_verify_files import COULD_NOT_RUN, DOES_NOT_REPRODUCE, REPRODUCES, Outcome, VerifyReport
 from kernels._env import NOT_INSTALLED
@@ -91,7 +91,7 @@ def now() -> str:
 
 def select(ledger: Sequence[KnownFailure], ids: Sequence[str], target: Optional[str]) -> list[KnownFailure]:
     """The entries asked for, in ledger order: `ids` (all when none), of `target` (any when None)."""
-    by_id = {e.id: e for e in ledger}
+    by_id = entries_by_id(ledger)
     for i in ids:
         if i not in by_id:
             near = difflib.get_close_matches(i, list(by_id), n=1)

@@ -314,7 +314,8 @@ def _softmax_fused(
     read and one write), nothing more. P at the max key is exp(0) / denom, so lse = m + log(denom) is
     m - log(P[max key]). A row with nothing to attend (possible only under a mask) would come out of
     torch.softmax NaN: its first score is set to 0 first (one element a row, not a pass), and its denom is inf,
-    so its output divides to 0; its lse is -inf. denom is 1 elsewhere. `rounding` is EXACT here (attention()
+    so its output divides to 0; its lse is m - log(1) = -inf (torch.max gives the first of equal maxima, key
+    0, where P is 1). denom is 1 elsewhere. `rounding` is EXACT here (attention()
     sends "honest" to _softmax)."""
     _cap_and_mask(s, keep, cap, rounding)
     m, at = s.max(dim=-1, keepdim=True)
@@ -322,7 +323,7 @@ def _softmax_fused(
     if keep is not None:
         s[..., :1].masked_fill_(empty, 0.0)
     p = torch.softmax(s, dim=-1)
-    lse = torch.where(empty, m, m - torch.log(p.gather(-1, at))).squeeze(-1)
+    lse = (m - torch.log(p.gather(-1, at))).squeeze(-1)
     return p, torch.where(empty, math.inf, 1.0), lse.transpose(0, 1)
 
 

@@ -817,8 +817,10 @@ class ScenarioMachine(RuleBasedStateMachine):
         A case whose ledger entry's output is not the case's alone (a race, unwritten rows) is not asked: any
         control may answer otherwise; a control that could not run is noted on the step, no evidence either way."""
         pristine = type(self).pristine
+        if pristine is None:
+            return []
         entry = self._case_ledger(inputs.case, backend, out.resolved_backend)
-        if pristine is None or (entry is not None and not repeats(entry[0])):
+        if entry is not None and not repeats(entry[0]):
             return []
         answer = pristine.ask(self.subject.name, backend, inputs.case, inputs.seed)
         if answer.raised:

@@ -2153,7 +2153,7 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "gate-history-entries-never-asked",
         "conformance/gate.py",
-        '        if entry is None and rec.status in FAILING and rec.fresh == "pass" and earlier:\n',
+        '        if entry is None and rec.status in FAILING and (rec.fresh == "pass" or lost) and earlier:\n',
         "        if False:\n",
         "a run's failing record is never asked of the ledger's lifecycle entries: the stale ragged mask after a "
         "masked plan reads as an unexplained failure",
@@ -2164,7 +2164,7 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "gate-history-without-fresh-control",
         "conformance/gate.py",
-        '        if entry is None and rec.status in FAILING and rec.fresh == "pass" and earlier:\n',
+        '        if entry is None and rec.status in FAILING and (rec.fresh == "pass" or lost) and earlier:\n',
         "        if entry is None and rec.status in FAILING and earlier:\n",
         "a failure a fresh adapter shares is blamed on the wrapper's history: a defect of the case alone is "
         "filed under a lifecycle entry",
@@ -2861,8 +2861,8 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "pristine-control-asked-on-known-cases",
         "conformance/explore/machines.py",
-        "        if pristine is None or (entry is not None and not repeats(entry[0])):\n",
-        "        if pristine is None:\n",
+        "        if entry is not None and not repeats(entry[0]):\n            return []\n",
+        "",
         "a case whose entry's output is not the case's alone (a race, unwritten rows) is asked of the pristine "
         "control, whose other answer is then called history",
         (_PRISTINE + "test_the_pristine_control_is_asked_after_a_failure_unless_its_entrys_output_is_not_the_cases",),
@@ -3061,8 +3061,8 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "pristine-spared-by-any-entry",
         "conformance/explore/machines.py",
-        "        if pristine is None or (entry is not None and not repeats(entry[0])):\n",
-        "        if pristine is None or entry is not None:\n",
+        "        if entry is not None and not repeats(entry[0]):\n",
+        "        if entry is not None:\n",
         "the pristine control is not asked where any ledger entry explains the case: on CUDA a kept mask was logged "
         "as torch's empty-rows defect and the fault went unseen",
         (_PRISTINE + "test_the_pristine_control_is_asked_after_a_failure_unless_its_entrys_output_is_not_the_cases",),
@@ -3089,8 +3089,8 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "every-entry-repeats",
         "conformance/known_failures.py",
-        "            return not e.unrepeatable\n",
-        "            return True\n",
+        "    return not entry.unrepeatable\n",
+        "    return True\n",
         "every entry is taken for one whose output is the case's: a race's other answer would be called history",
         (
             _PRISTINE + "test_the_pristine_control_is_asked_after_a_failure_unless_its_entrys_output_is_not_the_cases",
@@ -3160,6 +3160,27 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
             "tests/routing/test_torch_batched_spec.py::test_cuda_nested_auto_reads_jagged_sdpas_own_order",
             "tests/routing/test_torch_batched_spec.py::test_the_recorded_h200_jagged_calls_pass_the_nested_cuda_rows",
         ),
+    ),
+    _harness(
+        "history-lost-context-ignored",
+        "conformance/gate.py",
+        '        if entry is None and rec.status in FAILING and (rec.fresh == "pass" or lost) and earlier:\n',
+        '        if entry is None and rec.status in FAILING and rec.fresh == "pass" and earlier:\n',
+        "an error that lost the CUDA context is never asked of the lifecycle entries: the stale mask's illegal "
+        "address after a masked plan stays unexplained",
+        (
+            "tests/gate/test_pairs_history.py::"
+            "test_an_illegal_address_that_lost_the_context_after_a_masked_plan_is_the_stale_mask_entry",
+        ),
+    ),
+    _harness(
+        "history-any-entry-loses-context",
+        "conformance/gate.py",
+        '            if found is not None and (rec.fresh == "pass" or found.loses_context):\n',
+        "            if found is not None:\n",
+        "any lifecycle entry whose history matches names an error that lost the context, though its evidence never "
+        "showed that history end the context",
+        ("tests/gate/test_pairs_history.py::test_a_lost_context_is_named_only_by_a_history_known_to_lose_it",),
     ),
 )
 

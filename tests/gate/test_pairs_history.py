@@ -4,7 +4,8 @@ Seen on the H200 (docs/evidence/2026-12-02-h200-lifecycle/README.md): `attncheck
 unmasked ragged fa2 case after a masked one as unexplained on both versions, though the ledger describes
 the stale ragged mask by its plan history and the machines recognise it. The run's long-lived adapter
 plans its cases one after the other; `Pairs` keeps what each library wrapper planned, and the gate names
-the entry whose history rule matches, only where the fresh control passed.
+the entry whose history rule matches, only where the fresh control passed, or where the record lost the CUDA
+context (no control could run) and the entry's history is known to lose it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
+from conformance import known_failures
+from conformance.evaluate import CONTEXT_LOST_IN_PROCESS
 from conformance.gate import Ledger
 from conformance.pairs import Pairs
 from reports.records import CRASHED, ParityRecord
@@ -64,6 +69,32 @@ def test_without_the_history_or_the_fresh_pass_no_lifecycle_entry_is_named() -> 
     alike = replace(failing, fresh="fail")
     recs = _run(_pairs(), [(MASKED, "fa2", _rec(MASKED, "fa2", "pass")), (UNMASKED, "fa2", alike)])
     assert recs[-1].known is None
+
+
+LOST = f"AcceleratorError: CUDA error: an illegal memory access was encountered; {CONTEXT_LOST_IN_PROCESS}: ..."
+
+
+def test_an_illegal_address_that_lost_the_context_after_a_masked_plan_is_the_stale_mask_entry() -> None:
+    """Seen on the H200 (docs/evidence/2026-12-03-h200-4/README.md): an unmasked ragged fa2 case after a masked one
+    died with an illegal address, the context lost, so no fresh control ran; the stale mask entry's history is
+    known to end that way (loses_context), so it names the record. Not without that history, nor for an error
+    that left the context alive (its fresh control decides)."""
+    crashed = _rec(UNMASKED, "fa2", "error", reason=LOST)
+    *_, last = _run(_pairs(), [(MASKED, "fa2", _rec(MASKED, "fa2", "pass")), (UNMASKED, "fa2", crashed)])
+    assert last.known == STALE
+    assert _run(_pairs(), [(UNMASKED, "fa2", crashed)])[0].known is None
+    alive = _rec(UNMASKED, "fa2", "error", reason="RuntimeError: a plain error")
+    *_, last = _run(_pairs(), [(MASKED, "fa2", _rec(MASKED, "fa2", "pass")), (UNMASKED, "fa2", alive)])
+    assert last.known is None
+
+
+def test_a_lost_context_is_named_only_by_a_history_known_to_lose_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same record under a ledger whose stale mask entry does not say it loses the context: unexplained."""
+    ledger = tuple(replace(e, loses_context="") if e.id == STALE else e for e in known_failures.LEDGER)
+    monkeypatch.setattr(known_failures, "LEDGER", ledger)
+    crashed = _rec(UNMASKED, "fa2", "error", reason=LOST)
+    *_, last = _run(_pairs(), [(MASKED, "fa2", _rec(MASKED, "fa2", "pass")), (UNMASKED, "fa2", crashed)])
+    assert last.known is None
 
 
 def test_a_process_that_died_takes_its_wrappers_history_along() -> None:
