@@ -311,6 +311,12 @@ def _torch_rows_without_keys(c: dict[str, Any], backend: str) -> bool:
     return ("cudnn" in kernels and (masked_rows or causal_short)) or ("efficient" in kernels and lower_right)
 
 
+def _torch_nested_causal_no_query_rows(c: dict[str, Any], backend: str) -> bool:
+    """Jagged SDPA (nested-auto), causal, a batch of requests none of which has a query row: what the H200 raised
+    on (one request of 0 rows over 7 keys); a batch mixing empty and non-empty requests was not seen."""
+    return backend == NESTED + "auto" and c["causal"] and len(c["qo_lens"]) > 0 and not any(c["qo_lens"])
+
+
 def _torch_flex_compiled_no_choices(c: dict[str, Any], backend: str) -> bool:
     """Compiled FlexAttention (the flex backend on CUDA; one call over the batch's query rows as one sequence)
     raising NoValidChoicesError where eager runs: with GQA, bf16 head dims 64 and 128 at 64-127 query rows, fp32
@@ -935,6 +941,22 @@ LEDGER: tuple[KnownFailure, ...] = (
         "on causal_lower_right with qo > kv, memory-efficient on the latter only); 2026-12-01 through the "
         "quick matrix on CUDA (2026-12-01-h200-4/matrix_torch_cuda.jsonl): every failing record",
         applies=_torch_rows_without_keys,
+    ),
+    KnownFailure(
+        "torch-nested-causal-empty-query",
+        "torch",
+        ("2.11.0+cu130",),
+        "jagged (nested) SDPA on CUDA, is_causal, a batch with no query rows: TypeError "
+        "'_nested_view_from_jagged(): argument 'input' (position 1) must be Tensor, not NoneType' from inside "
+        "torch, where the CPU refuses the call with a RuntimeError naming why",
+        "error",
+        "docs/evidence/repro_torch_nested_causal_empty_query.py",
+        confirmed=False,
+        seen="2026-12-03 H200, the standard matrix's batched backends (docs/evidence/2026-12-03-h200-4/call3/torch/"
+        "batched-auto/: single-b1-h8x8-d256-fp16, causal, qo [0] over kv [7]: supports() raised it); the script "
+        "has not run on the H200 yet (scripts/h200_steps/torch_nested_empty_query.steps)",
+        applies=_torch_nested_causal_no_query_rows,
+        archs=("sm90",),
     ),
 )
 

@@ -171,6 +171,13 @@ FAMILIES: dict[str, Family] = {
             "flex_attention runs the same call, and the compiled one runs it with kernel_options of 32x32 tiles.",
         ),
         Family(
+            "torch-nested-empty-query",
+            "jagged SDPA on CUDA raises a TypeError from inside torch for a causal batch with no query rows",
+            "A serving step can hand attention a batch whose requests have no new query rows. On the CPU jagged "
+            "SDPA refuses such a causal call with a RuntimeError that names why; on CUDA the same call fails "
+            "inside torch with a TypeError about a None tensor, which reads as a bug in the caller.",
+        ),
+        Family(
             "torch-sdpa-empty-rows",
             "cuDNN and memory-efficient SDPA write non-zero rows where the mask allows no key",
             "torch's math backend returns 0 for a query row whose mask allows no key (torch >= 2.5); the cuDNN "
@@ -1002,6 +1009,41 @@ FACTS: dict[str, Facts] = {
                     "the same error in the backward lowering, a regression in 2.6",
                 ),
             ),
+        ),
+        Facts(
+            "torch-nested-causal-empty-query",
+            "torch-nested-empty-query",
+            NOT_LOCATED,
+            "Probably the jagged selector's last resort: with a query of sequence length 0 both fused kernels refuse "
+            "(_check_for_seq_len_0_nested) and math refuses is_causal, so _select_sdp_backend tries cuDNN last; "
+            "where can_use_cudnn_attention accepts, the cuDNN branch hands the output of "
+            "_cudnn_attention_forward for no rows (None) to nested_view_from_values_offsets_lengths, whose "
+            "argument check raises the TypeError. The script prints the selector's choice to settle it.",
+            (
+                Cause(
+                    "2.11.0+cu130",
+                    (
+                        "torch/nested/_internal/sdpa.py in the H200's build: not read (only torch 2.13.0+cpu is "
+                        "unpacked here)",
+                    ),
+                ),
+                Cause(
+                    "2.13.0+cpu",
+                    (
+                        "torch/nested/_internal/sdpa.py:302-337 _select_sdp_backend: flash, efficient, math, then "
+                        "cuDNN; :235-275 the jagged checks (seq len 0 refuses the fused kernels, is_causal math)",
+                        "torch/nested/_internal/sdpa.py:852-891 the cuDNN branch: _cudnn_attention_forward, then "
+                        "nested_view_from_values_offsets_lengths(attention, ...)",
+                    ),
+                    "a CPU build: cuDNN refuses CPU tensors, so the selector returns ERROR and the call is refused "
+                    "('No viable backend for scaled_dot_product_attention was found')",
+                ),
+            ),
+            (
+                "The same call with cuDNN disabled is refused cleanly (the script's first control), and a causal "
+                "batch with query rows runs (its second).",
+            ),
+            "A jagged SDPA call no backend takes is refused with the RuntimeError the CPU gives, on every device.",
         ),
         Facts(
             "torch-sdpa-empty-rows",

@@ -533,6 +533,20 @@ def test_the_shifted_zero_pages_entry_claims_masked_requests_after_an_empty_one_
     assert known_for("flashinfer", rec.case, rec.backend, "0.7.2.post1", "sm90") == entry
 
 
+def test_the_nested_empty_query_entry_claims_causal_jagged_batches_without_query_rows_on_cuda() -> None:
+    """The H200's raising record (nested-auto, causal, one request of 0 rows over 7 keys, torch 2.11 on sm90), and
+    a longer batch of the same kind; not without causal, not with query rows, not on the CPU (which refuses
+    cleanly), not another batched backend."""
+    case = Case("single", (0,), (7,), 8, 8, head_dim_qk=256, head_dim_vo=256, causal=True).to_json()
+    for claimed in (case, dict(case, layout="ragged", qo_lens=[0, 0], kv_lens=[7, 3])):
+        e = entry_for("torch", claimed, "nested-auto", "2.11.0+cu130", "sm90")
+        assert e is not None and e.id == "torch-nested-causal-empty-query" and e.status == "error"
+    assert known_for("torch", dict(case, causal=False), "nested-auto", "2.11.0+cu130", "sm90") is None
+    assert known_for("torch", dict(case, qo_lens=[3], kv_lens=[3]), "nested-auto", "2.11.0+cu130", "sm90") is None
+    assert known_for("torch", case, "nested-auto", "2.13.0+cpu", "cpu") is None
+    assert known_for("torch", case, "padded-auto", "2.11.0+cu130", "sm90") is None
+
+
 def test_only_entries_whose_output_is_not_the_cases_alone_spare_the_controls() -> None:
     """The scenario machines ask the pristine control, and judge its other answer as history, wherever a case-level
     entry's wrong output is a function of the case; the entries marked otherwise are those whose records hold
