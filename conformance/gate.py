@@ -26,6 +26,7 @@ from scenarios.case import Case
 
 # Skip / error reason constants (the part before ": " is what summaries group by).
 NOT_LAUNCHED = "not launched, a known crash in the ledger"
+RACE_DID_NOT_SHOW = "passed, the known defect did not show"
 
 # What an error record's reason says when the CUDA context was lost after it (conformance/evaluate.py).
 LOST_TEXTS: tuple[str, ...] = (CONTEXT_LOST, CONTEXT_LOST_IN_PROCESS)
@@ -40,11 +41,19 @@ class LedgerVerdict:
 
 
 def judge_record(rec: ParityRecord, entry: Optional[KnownFailure]) -> LedgerVerdict:
-    """The gate's outcome for one record, given the ledger entry that predicts it fails (if any)."""
+    """The gate's outcome for one record, given the ledger entry that predicts it fails (if any). A pass where an
+    entry whose failure is not the case's alone (a race, unwritten rows: `unrepeatable`) predicts one is a pass:
+    such a defect can stay hidden on a run, so the pass says nothing of a fix (its script decides that)."""
     if rec.status in FAILING:
         if entry is None:
             return LedgerVerdict("fail")
         return LedgerVerdict("expected_failure", f"known failure {entry.id} ({upstream_of(entry)}): {entry.summary}")
+    if rec.status == "pass" and entry is not None and entry.unrepeatable:
+        return LedgerVerdict(
+            "pass",
+            f"{RACE_DID_NOT_SHOW}: ledger entry {entry.id} can show here, but its wrong output is not the case's "
+            f"alone ({entry.unrepeatable}); `attncheck ledger verify {entry.id}` decides whether it is fixed",
+        )
     if rec.status == "pass" and entry is not None:
         return LedgerVerdict(
             "unexpected_pass",
