@@ -11,7 +11,7 @@ prints its choice. Each variant runs in a child process:
 
   judged    is_causal=True, query lengths [0], key lengths [7], every backend enabled: a clean refusal
             (RuntimeError/ValueError) or an empty output is right; any other exception is the defect
-  control   the same call with cuDNN disabled (sdpa_kernel of flash, efficient, math): a clean refusal
+  control   the same call with cuDNN disabled (torch.backends.cuda.enable_cudnn_sdp(False)): a clean refusal
   control   is_causal=True, query lengths [3], key lengths [3]: a fused kernel, the reference's output
 
     python3 repro_torch_nested_causal_empty_query.py
@@ -36,10 +36,9 @@ def child(qo, kv, causal, cudnn):
     import torch
     import torch.nn.functional as F
     from torch.nested._internal.sdpa import _select_sdp_backend
-    from torch.nn.attention import SDPBackend, sdpa_kernel
 
     if not cudnn:  # for the rest of this child process
-        sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]).__enter__()
+        torch.backends.cuda.enable_cudnn_sdp(False)
 
     def jagged(lens):
         offsets = torch.tensor([0, *torch.tensor(lens).cumsum(0).tolist()], device="cuda")
