@@ -951,10 +951,12 @@ LEDGER: tuple[KnownFailure, ...] = (
         "torch, where the CPU refuses the call with a RuntimeError naming why",
         "error",
         "docs/evidence/repro_torch_nested_causal_empty_query.py",
-        confirmed=False,
+        confirmed=True,
         seen="2026-12-03 H200, the standard matrix's batched backends (docs/evidence/2026-12-03-h200-4/call3/torch/"
         "batched-auto/: single-b1-h8x8-d256-fp16, causal, qo [0] over kv [7]: supports() raised it); the script "
-        "has not run on the H200 yet (scripts/h200_steps/torch_nested_empty_query.steps)",
+        "(its .h200.txt, docs/evidence/2026-12-03-h200-5/call5/): the jagged selector picks cuDNN and the call "
+        "raises; with cuDNN disabled the selector finds nothing and the call is refused cleanly; a causal batch "
+        "with rows runs on flash",
         applies=_torch_nested_causal_no_query_rows,
         archs=("sm90",),
     ),

@@ -1014,11 +1014,12 @@ FACTS: dict[str, Facts] = {
             "torch-nested-causal-empty-query",
             "torch-nested-empty-query",
             NOT_LOCATED,
-            "Probably the jagged selector's last resort: with a query of sequence length 0 both fused kernels refuse "
-            "(_check_for_seq_len_0_nested) and math refuses is_causal, so _select_sdp_backend tries cuDNN last; "
-            "where can_use_cudnn_attention accepts, the cuDNN branch hands the output of "
-            "_cudnn_attention_forward for no rows (None) to nested_view_from_values_offsets_lengths, whose "
-            "argument check raises the TypeError. The script prints the selector's choice to settle it.",
+            "The jagged selector's last resort: with a query of sequence length 0 both fused kernels refuse "
+            "(_check_for_seq_len_0_nested) and math refuses is_causal, so _select_sdp_backend tries cuDNN last, "
+            "and on the H200 can_use_cudnn_attention accepts (the script prints SDPBackend.CUDNN_ATTENTION; with "
+            "cuDNN disabled it prints ERROR and the call is refused). The cuDNN branch then, probably, hands the "
+            "output of _cudnn_attention_forward for no rows (None) to nested_view_from_values_offsets_lengths, "
+            "whose argument check raises the TypeError; 2.11's lines are not read here.",
             (
                 Cause(
                     "2.11.0+cu130",

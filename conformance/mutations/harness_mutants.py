@@ -3203,6 +3203,14 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
             "test_a_pass_under_an_entry_whose_failure_is_a_race_is_a_pass_not_an_unexpected_one",
         ),
     ),
+    _harness(
+        "nested-cuda-causal-to-math",
+        "routing/specs/torch_sdpa.py",
+        "        _nested_cuda(lambda q, c: q.causal),\n",
+        "        _nested_cuda(lambda q, c: False),\n",
+        "a causal jagged call no fused kernel takes read as math's, which refuses is_causal: the H200 chose cuDNN",
+        ("tests/routing/test_torch_batched_spec.py::test_cuda_nested_auto_reads_jagged_sdpas_own_order",),
+    ),
 )
 
 check_unique(HARNESS_MUTANTS)

@@ -345,13 +345,22 @@ BATCHED_AUTO_RULES: tuple[RouteRule, ...] = (
         "(fp16/bf16/fp32, head dims multiples of 8 / 4)",
     ),
     RouteRule(
+        "nested_cuda_cudnn",
+        _nested_cuda(lambda q, c: q.causal),
+        "cudnn",
+        NOT_REPORTED,
+        tables=("nested_cuda_rows",),
+        source="then math, which refuses is_causal, then cuDNN last: on the H200 a causal call with a query of "
+        "length 0 chose it (docs/evidence/repro_torch_nested_causal_empty_query.h200.txt) and raised "
+        "(torch-nested-causal-empty-query), so no record of it routes",
+    ),
+    RouteRule(
         "nested_cuda_math",
         _nested_cuda(lambda q, c: True),
         "math",
         NOT_REPORTED,
         tables=("nested_cuda_rows",),
-        source="then math, _can_use_math_sdpa_jagged; it refuses is_causal, and so does the adapter (a causal call "
-        "no fused kernel takes never runs, no record routes): every other call ends here",
+        source="then math, _can_use_math_sdpa_jagged: every call no fused kernel takes that is not causal",
     ),
 )
 BATCHED_RULES: tuple[RouteRule, ...] = BATCHED_FORCED_RULES + BATCHED_AUTO_RULES
@@ -359,7 +368,7 @@ BATCHED_RULES: tuple[RouteRule, ...] = BATCHED_FORCED_RULES + BATCHED_AUTO_RULES
 BATCHED_GAP_ROWS: tuple[str, ...] = (
     tuple(r.name for r in BATCHED_FORCED_RULES if r.expect_backend in CUDA_ONLY_FORCED)
     + tuple(r.name for r in PADDED_CUDA_RULES)
-    + ("nested_cuda_flash", "nested_cuda_efficient", "nested_cuda_math")
+    + ("nested_cuda_flash", "nested_cuda_efficient", "nested_cuda_cudnn", "nested_cuda_math")
 )
 
 CPU_RULES: tuple[RouteRule, ...] = (

@@ -94,13 +94,14 @@ def _nested_cuda(qo: tuple[int, ...], kv: tuple[int, ...], dtype: str = "bf16", 
 
 
 def test_cuda_nested_auto_reads_jagged_sdpas_own_order() -> None:
-    """Jagged SDPA on sm90: flash, then efficient, then math (not under causal), each behind the jagged checks;
-    an arch the rows are not written for is the named gap."""
+    """Jagged SDPA on sm90: flash, then efficient, then math, cuDNN last (math refuses is_causal), each behind the
+    jagged checks; an arch the rows are not written for is the named gap."""
     assert _nested_cuda((3, 2), (5, 7)) == ("flash", None)
     assert _nested_cuda((3, 2), (5, 7), head_dim_qk=192, head_dim_vo=128) == ("efficient", None)  # flash: equal dims
     assert _nested_cuda((3, 2), (5, 7), dtype="fp32") == ("efficient", None)  # flash: 16-bit only
     assert _nested_cuda((3, 2), (5, 0)) == ("math", None)  # a key length 0: no fused kernel
     assert _nested_cuda((3, 0), (5, 7)) == ("math", None)  # a query length 0 alike
+    assert _nested_cuda((0,), (7,), causal=True) == ("cudnn", None)  # math refuses is_causal: cuDNN last
     assert _nested_cuda((3, 2), (5, 7), env=RoutingEnv(arch="sm100", device="cuda")) == (None, "nested_cuda_rows")
 
 
