@@ -27,8 +27,8 @@ Precision:
 
 Memory: work is split into (query-head block x query-row block) chunks whose full score rows
 fit in `budget_bytes` (default_budget: 256 MiB on the CPU; on a GPU 1/32 of its memory, at most
-4 GiB, since few large chunks keep its GEMMs at speed), with K and V gathered and dequantised one key block at a time; a
-[heads, q, kv] tensor for a whole long request is never built ("honest" rounds P in place, in
+4 GiB, since few large chunks keep its GEMMs at speed), with K and V gathered and dequantised
+one key block at a time; a [heads, q, kv] tensor for a whole long request is never built ("honest" rounds P in place, in
 the same budget). Softmax stays exact (two passes over whole rows), not an online rescaling; on the
 GPU it is taken fused (`_softmax_fused`: the row max, then torch.softmax, the LSE read from P at the max),
 three passes over the scores instead of six, and the tests hold the two paths to each other and to the
@@ -315,8 +315,7 @@ def _softmax_fused(
     m - log(P[max key]). A row with nothing to attend (possible only under a mask) would come out of
     torch.softmax NaN: its first score is set to 0 first (one element a row, not a pass), and its denom is inf,
     so its output divides to 0; its lse is m - log(1) = -inf (torch.max gives the first of equal maxima, key
-    0, where P is 1). denom is 1 elsewhere. `rounding` is EXACT here (attention()
-    sends "honest" to _softmax)."""
+    0, where P is 1). denom is 1 elsewhere. `rounding` is EXACT here (attention() sends "honest" to _softmax)."""
     _cap_and_mask(s, keep, cap, rounding)
     m, at = s.max(dim=-1, keepdim=True)
     empty = torch.isneginf(m)
