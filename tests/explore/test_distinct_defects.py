@@ -39,7 +39,9 @@ def test_the_exploration_goes_past_its_first_defect_to_the_next(
     asked: list[Path] = []  # the scripts the exploration hands to the fresh-process check, in order
     monkeypatch.setattr(loop, "verify_script", lambda script, device: asked.append(script) or ("reproduces", ""))
     subject = _standin_subject(f"fault-{TWO}", "gfx942", False, TWO)
-    budget = MachineBudget("two", examples=60, steps=4, hunt=60, hunt_steps=4)
+    # Unshrunk: what is asked is the rounds, each defect recorded once with a script that reproduces; shrinking is
+    # tests/explore/test_lifecycle_faults.py's (here it was nine tenths of the time).
+    budget = MachineBudget("two", examples=60, steps=4, hunt=60, hunt_steps=4, shrink=False)
     r = explore_subject(subject, budget, tmp_path, verify=True)
     invariants = {d.failure["invariant"] for d in r.defects}
     assert "agrees_with_routing_spec" in invariants, [d.signature for d in r.defects]
@@ -50,7 +52,6 @@ def test_the_exploration_goes_past_its_first_defect_to_the_next(
     scripts = [Path(d.failure["repro"]) for d in r.defects]
     assert set(asked) == set(scripts) and len(asked) == len(scripts), "each defect's script checked once"
     for d, script in zip(r.defects, scripts):
-        assert len(d.failure["sequence"]) <= 5, d.failure["sequence"]
         assert d.failure["reproduces"] == "reproduces", (d.failure["repro"], d.failure["replay"])
         code, out = _run_script(script)
         assert code == 1 and "REPRODUCED" in out, (script, out[-2000:])
