@@ -6,6 +6,7 @@
 # (scripts/pack_flashinfer_sites.sh).
 #
 #   OUT=dir bash scripts/h200_lanes.sh SECONDS VERSION_STEPS [TORCH_STEPS]
+#   (VERSION_STEPS /dev/null: the torch lane alone, nothing installed)
 #
 # A steps file holds a step a line, `NAME LIMIT COMMAND...` (# starts a comment): run in the checkout, in
 # order, each under the smaller of its LIMIT and what is left of the deadline; $R is the lane's result
@@ -54,9 +55,11 @@ torch_lane() {
 # only its results go.
 rm -rf "$A/R" "$A"/lane-*.log; mkdir -p "$A/R" "$OUT"; : > "$A/steps.txt"
 [ -d "$A/jit-0.7.4" ] && echo "# warm: the last call's JIT caches kept ($(du -sh "$A"/jit-* 2>/dev/null | tr '\n' ' '))"
-install_sites "$A" || exit 2
-lane 0.7.2.post1 > "$A/lane-0.7.2.post1.log" 2>&1 &
-lane 0.7.4 > "$A/lane-0.7.4.log" 2>&1 &
+if [ "$VSTEPS" != /dev/null ]; then  # a torch-only call (VERSION_STEPS /dev/null) needs no site and no .whlx/
+  install_sites "$A" || exit 2
+  lane 0.7.2.post1 > "$A/lane-0.7.2.post1.log" 2>&1 &
+  lane 0.7.4 > "$A/lane-0.7.4.log" 2>&1 &
+fi
 [ -n "$TSTEPS" ] && { torch_lane > "$A/lane-torch.log" 2>&1 & }
 while [ $SECONDS -lt $DEADLINE ] && [ -n "$(jobs -r)" ]; do sleep 3; done
 kill $(jobs -p) 2>/dev/null; sleep 2
