@@ -28,11 +28,11 @@ Precision:
 Memory: work is split into (query-head block x query-row block) chunks whose full score rows
 fit in `budget_bytes` (default_budget: 256 MiB on the CPU; on a GPU 1/32 of its memory, at most
 4 GiB, since few large chunks keep its GEMMs at speed), with K and V gathered and dequantised
-one key block at a time; a [heads, q, kv] tensor for a whole long request is never built ("honest" rounds P in place, in
-the same budget). Softmax stays exact (two passes over whole rows), not an online rescaling; on the
-GPU it is taken fused (`_softmax_fused`: the row max, then torch.softmax, the LSE read from P at the max),
-three passes over the scores instead of six, and the tests hold the two paths to each other and to the
-textbook.
+one key block at a time; a [heads, q, kv] tensor for a whole long request is never built
+("honest" rounds P in place, in the same budget). Softmax stays exact (two passes over whole
+rows), not an online rescaling; on the GPU it is taken fused (`_softmax_fused`: the row max,
+then torch.softmax, the LSE read from P at the max), three passes over the scores instead of
+six, and the tests hold the two paths to each other and to the textbook.
 Each chunk is two batched GEMMs over its KV heads (GQA by view, not by copying K/V per query
 head) and a few whole-tensor passes between them.
 """
