@@ -39,8 +39,8 @@ def test_the_exploration_goes_past_its_first_defect_to_the_next(
     asked: list[Path] = []  # the scripts the exploration hands to the fresh-process check, in order
     monkeypatch.setattr(loop, "verify_script", lambda script, device: asked.append(script) or ("reproduces", ""))
     subject = _standin_subject(f"fault-{TWO}", "gfx942", False, TWO)
-    # Unshrunk: what is asked is the rounds, each defect recorded once with a script that reproduces; shrinking is
-    # tests/explore/test_lifecycle_faults.py's (here it was nine tenths of the time).
+    # Unshrunk: what is asked is the rounds, each defect recorded once with a script that reproduces; the shrunk
+    # form is asserted by tests/explore/test_lifecycle_faults.py.
     budget = MachineBudget("two", examples=60, steps=4, hunt=60, hunt_steps=4, shrink=False)
     r = explore_subject(subject, budget, tmp_path, verify=True)
     invariants = {d.failure["invariant"] for d in r.defects}

@@ -53,8 +53,7 @@ def test_flexattention_is_explored_on_its_own_profile_with_soft_caps() -> None:
 
 
 def _digests(entry: list[str], out: Path) -> dict[str, str]:
-    # One subject: the constants are pinned (or not) for the whole process, and flex's eager calls would double the
-    # time for nothing more.
+    # One subject: the constants are pinned (or not) for the whole process, so a second one shows nothing more.
     args = ["--target", "torch", "--subject", "torch-auto-cpu", "--budget", "ci", "--examples", "6", "--no-verify"]
     args += ["--out", str(out)]
     subprocess.run([sys.executable, "-m", *entry, *args], cwd=REPO, check=True, capture_output=True)
