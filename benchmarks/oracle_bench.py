@@ -128,7 +128,11 @@ def speed(device: str, repeats: int, budget: int, only: list[str] | None = None)
         if (only and name not in only) or (not cuda and name in CUDA_ONLY):
             continue
         inputs = materialize(case, 0, device)
-        ref = attention(inputs, budget_bytes=budget)  # warm-up, and the agreement check below
+        _sync(device)
+        t0 = time.perf_counter()
+        ref = attention(inputs, budget_bytes=budget)  # warm-up (on CUDA the softmax's compile), and the check below
+        _sync(device)
+        first = time.perf_counter() - t0
         sides = {
             "oracle": lambda inputs=inputs: attention(inputs, budget_bytes=budget),
             "sdpa_math": lambda inputs=inputs: sdpa(inputs, SDPBackend.MATH),
@@ -141,7 +145,7 @@ def speed(device: str, repeats: int, budget: int, only: list[str] | None = None)
             for k, f in sides.items():
                 best[k] = min(best[k], _best(f, device, 1))
         flops = attended_flops(case)
-        row = {"shape": name, "case_id": case.id, "flops": flops}
+        row = {"shape": name, "case_id": case.id, "flops": flops, "oracle_first_call_s": first}
         for k, t in best.items():
             row[f"{k}_s"], row[f"{k}_tflops"] = t, flops / t / 1e12
         row.update(
@@ -266,7 +270,8 @@ def main() -> int:
         print(
             f"speed: {r['shape']:34s} oracle {r['oracle_s'] * 1e3:9.1f} ms ({r['oracle_tflops']:.3g} TFLOP/s)  "
             f"sdpa-math {r['sdpa_math_s'] * 1e3:9.1f} ms{eff}  ratio {r['ratio']:5.2f}  "
-            f"max|diff| {r['max_abs_diff']:.2e}" + ("" if peak is None else f"  peak {peak / 2**20:.0f} MiB"),
+            f"max|diff| {r['max_abs_diff']:.2e}  first call {r['oracle_first_call_s']:.2f} s"
+            + ("" if peak is None else f"  peak {peak / 2**20:.0f} MiB"),
             flush=True,
         )
     if a.json:

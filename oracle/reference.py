@@ -32,7 +32,8 @@ one key block at a time; a [heads, q, kv] tensor for a whole long request is nev
 ("honest" rounds P in place, in the same budget). Softmax stays exact (two passes over whole
 rows), not an online rescaling; on the GPU it is taken fused (`_softmax_fused`: the row max,
 then torch.softmax, the LSE read from P at the max), three passes over the scores instead of
-six, and the tests hold the two paths to each other and to the textbook.
+six, and a large chunk's is the literal softmax compiled (`_softmax_exact` through torch.compile:
+Inductor fuses it into two passes); the tests hold the paths to each other and to the textbook.
 Each chunk is two batched GEMMs over its KV heads (GQA by view, not by copying K/V per query
 head) and a few whole-tensor passes between them.
 """
@@ -40,10 +41,11 @@ head) and a few whole-tensor passes between them.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 
@@ -69,6 +71,11 @@ _FUSED_SCORE_COPIES = 3
 # Where attention() takes the fused softmax unless told: the GPU, whose time is the score passes' (the literal
 # softmax, which the CPU keeps, makes six; the fused one three). tests/oracle/ hold the two paths to each other.
 FUSED_DEVICES: tuple[str, ...] = ("cuda",)
+# Where a fused chunk of at least COMPILED_MIN_SCORES scores takes _softmax_exact compiled (Inductor: two reads of
+# the scores and one write): the GPU, where Triton builds it in seconds. Below that size a compiled call's fixed
+# cost is more than the passes it saves; on the CPU Inductor's C++ build costs more than any run saves.
+COMPILED_DEVICES: tuple[str, ...] = ("cuda",)
+COMPILED_MIN_SCORES = 2**24
 
 
 @dataclass
@@ -177,11 +184,13 @@ def attention(
     precision: Precision = "fp32",
     budget_bytes: int | None = None,
     fused: bool | None = None,
+    compiled: bool | None = None,
 ) -> Reference:
     """Reference output and natural-log LSE for `inputs` (see the module docstring). `budget_bytes`: the bound
     on the temporaries; None: default_budget(inputs.device). `fused`: the softmax in three passes over the
-    scores (_softmax_fused) instead of the literal six; None: on FUSED_DEVICES. "honest" rounds P between the
-    literal passes and takes the literal softmax whatever `fused` says."""
+    scores (_softmax_fused) instead of the literal six; None: on FUSED_DEVICES. `compiled`: a fused chunk of
+    COMPILED_MIN_SCORES scores or more takes _softmax_compiled; None: on COMPILED_DEVICES. "honest" rounds P
+    between the literal passes and takes the literal softmax whatever `fused` and `compiled` say."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision={precision!r} is not one of {PRECISIONS}")
     c = inputs.case
@@ -191,6 +200,9 @@ def attention(
     if fused is None:
         fused = inputs.device.type in FUSED_DEVICES
     fused = fused and rounding.p is None
+    if compiled is None:
+        compiled = inputs.device.type in COMPILED_DEVICES
+    compiled = compiled and fused
     softmax = _softmax_fused if fused else _softmax
     acc = torch.float64 if precision == "fp64" else torch.float32
     dev = inputs.device
@@ -247,7 +259,8 @@ def attention(
                     size = None
                     if k_norm is not None:
                         size = (q.norm(dim=-1, keepdim=True) * k_norm * abs(c.scale)).view(h1 - h0, r1 - r0, 1)
-                    e, denom, l_blk = softmax(s, keep, c.logits_soft_cap, rounding, size)
+                    chunk_softmax = _softmax_compiled if compiled and s.numel() >= COMPILED_MIN_SCORES else softmax
+                    e, denom, l_blk = chunk_softmax(s, keep, c.logits_soft_cap, rounding, size)
                     # P = e / denom. In fp32 and fp64 the division waits for the [rows, D] output (the
                     # same math on D/kv as many numbers); "honest" rounds P itself, so it divides first.
                     e = e.view(n, -1, kv)
@@ -324,6 +337,59 @@ def _softmax_fused(
     p = torch.softmax(s, dim=-1)
     lse = (m - torch.log(p.gather(-1, at))).squeeze(-1)
     return p, torch.where(empty, math.inf, 1.0), lse.transpose(0, 1)
+
+
+def _softmax_exact(
+    s: torch.Tensor, keep: torch.Tensor | None, cap: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """_softmax's (e, denom, lse) with EXACT rounding, written without in-place steps so that torch.compile can
+    fuse it: the same operations in the same order (the soft cap, a 0-d tensor or None, then the mask). It
+    leaves `s` as it was and makes e beside it."""
+    if cap is not None:
+        s = torch.tanh(s / cap) * cap
+    if keep is not None:
+        s = s.masked_fill(~keep.unsqueeze(0), -math.inf)
+    row_max = s.amax(dim=-1, keepdim=True)
+    empty = torch.isneginf(row_max)
+    e = torch.exp(s - torch.where(empty, 0.0, row_max))
+    sums = e.sum(dim=-1, keepdim=True)
+    lse = (row_max + torch.log(sums)).squeeze(-1)
+    return e, torch.where(empty, 1.0, sums), lse.transpose(0, 1)
+
+
+@dataclass
+class _Compiled:
+    """_softmax_exact through torch.compile (made on first use), or why a call of it failed (then never again)."""
+
+    fn: Callable[..., Any] | None = None
+    failed: str | None = None
+
+
+_COMPILED = _Compiled()
+
+
+def _softmax_compiled(
+    s: torch.Tensor, keep: torch.Tensor | None, cap: float, rounding: Rounding, size: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """_softmax_exact compiled (shapes dynamic, one graph each for a cap or none, a mask or none): Inductor fuses
+    the cap, the mask, the max, exp, the sum and the LSE into two reads of the scores and one write of e. Where a
+    call fails (no Triton or C compiler to build it, a lowering error) the reason is printed once, and that chunk
+    and every later one take _softmax_fused (`s` is left as it was). `rounding` is EXACT here."""
+    if _COMPILED.failed is None:
+        if _COMPILED.fn is None:
+            _COMPILED.fn = torch.compile(_softmax_exact, dynamic=True, fullgraph=True)
+        cap_t = torch.tensor(cap, dtype=s.dtype, device=s.device) if cap > 0 else None
+        try:
+            e, denom, lse = _COMPILED.fn(s, keep, cap_t)
+            return e, denom, lse
+        except Exception as exc:  # noqa: BLE001 - whatever failed, the eager path is exact
+            _COMPILED.failed = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            print(
+                f"attncheck oracle: the compiled softmax failed ({_COMPILED.failed}); the eager fused softmax is "
+                "used from here on",
+                file=sys.stderr,
+            )
+    return _softmax_fused(s, keep, cap, rounding, size)
 
 
 def _honest_probabilities(

@@ -23,6 +23,7 @@ _COMPARE = "tests/oracle/test_oracle_compare.py::"
 _MASKS = "tests/oracle/test_oracle_masks.py::"
 _PRECISION = "tests/oracle/test_oracle_matmul_precision.py::"
 _HONEST = "tests/oracle/test_oracle_honest.py::"
+_COMPILED = "tests/oracle/test_oracle_compiled.py::"
 _FAULTS = "tests/kernels/test_torch_precision_faults.py::"
 # Every parity-grid test that reaches the mutant (its ids come from the matrix at run time).
 _PARITY = "conformance/test_parity_grid.py::test_backend_matches_the_oracle[*]"
@@ -31,6 +32,11 @@ _PARITY = "conformance/test_parity_grid.py::test_backend_matches_the_oracle[*]"
 def _fused(test: str) -> str:
     """The fused-softmax oracle's instance of a hand-computed test."""
     return f"{_HAND}{test}[oracle-fused]"
+
+
+def _compiled(test: str) -> str:
+    """The compiled-softmax oracle's instance of a hand-computed test (its function run eagerly)."""
+    return f"{_HAND}{test}[oracle-compiled]"
 
 
 def _hand(test: str, *params: str) -> str:
@@ -144,6 +150,94 @@ ORACLE_MUTANTS: tuple[Mutant, ...] = (
         "the baseline on a fused device takes the fused softmax, which has no rounding points: P is never rounded",
         (_HONEST + "test_the_baseline_takes_the_literal_softmax_whatever_fused_says",),
     ),
+    # the compiled softmax (a large GPU chunk's), held by the hand tests' oracle-compiled instances and
+    # tests/oracle/test_oracle_compiled.py
+    Mutant(
+        "compiled-cap-not-multiplied-back",
+        "oracle/reference.py",
+        "        s = torch.tanh(s / cap) * cap\n",
+        "        s = torch.tanh(s / cap)\n",
+        "the compiled softmax's soft cap leaves tanh(s / cap): the scores squashed into (-1, 1)",
+        (
+            _compiled("test_tiny_soft_cap_saturates_scaled_scores_to_plus_minus_cap"),
+            _COMPILED + "test_the_compiled_function_is_the_literal_softmax_to_the_bit[causal-cap-gqa]",
+        ),
+    ),
+    Mutant(
+        "compiled-cap-dropped",
+        "oracle/reference.py",
+        "        cap_t = torch.tensor(cap, dtype=s.dtype, device=s.device) if cap > 0 else None\n",
+        "        cap_t = None\n",
+        "the compiled softmax is handed no cap: a soft-capped case's large chunks are uncapped",
+        (
+            _compiled("test_tiny_soft_cap_saturates_scaled_scores_to_plus_minus_cap"),
+            _COMPILED + "test_the_compiled_function_is_the_literal_softmax_to_the_bit[causal-cap-gqa]",
+        ),
+    ),
+    Mutant(
+        "compiled-mask-dropped",
+        "oracle/reference.py",
+        "        s = s.masked_fill(~keep.unsqueeze(0), -math.inf)\n",
+        "        s = s.masked_fill(~keep.unsqueeze(0), -1e30)\n",
+        "the compiled softmax masks with a large finite score: a row with nothing to attend averages every key",
+        (
+            _compiled("test_fully_masked_row_gives_zero_output_and_neg_inf_lse"),
+            _COMPILED + "test_the_compiled_function_is_the_literal_softmax_to_the_bit[custom-window-empty-rows]",
+        ),
+    ),
+    Mutant(
+        "compiled-empty-rows-nan",
+        "oracle/reference.py",
+        "    e = torch.exp(s - torch.where(empty, 0.0, row_max))\n",
+        "    e = torch.exp(s - row_max)\n",
+        "the compiled softmax shifts a row with nothing to attend by its -inf max: -inf - -inf is NaN",
+        (
+            _compiled("test_fully_masked_row_gives_zero_output_and_neg_inf_lse"),
+            _COMPILED + "test_the_compiled_function_is_the_literal_softmax_to_the_bit[custom-window-empty-rows]",
+        ),
+    ),
+    Mutant(
+        "compiled-graph-break",
+        "oracle/reference.py",
+        "    empty = torch.isneginf(row_max)\n",
+        "    empty = torch.isneginf(row_max)\n    row_max = torch.where(empty, 0.0, row_max) if bool(empty.any()) else row_max\n",
+        "a data-dependent branch in the compiled softmax: no single graph, so the GPU's build fails and every "
+        "chunk falls back to the eager fused softmax",
+        (_COMPILED + "test_the_exact_softmax_traces_as_one_graph_with_and_without_a_cap_and_a_mask",),
+    ),
+    Mutant(
+        "compiled-any-chunk",
+        "oracle/reference.py",
+        "                    chunk_softmax = _softmax_compiled if compiled and s.numel() >= COMPILED_MIN_SCORES else softmax\n",
+        "                    chunk_softmax = _softmax_compiled if compiled else softmax\n",
+        "every chunk takes the compiled softmax: a small one pays a compiled call's fixed cost (decode 2x slower)",
+        (_COMPILED + "test_only_chunks_of_compiled_min_scores_or_more_take_it",),
+    ),
+    Mutant(
+        "compiled-on-every-device",
+        "oracle/reference.py",
+        "        compiled = inputs.device.type in COMPILED_DEVICES\n",
+        "        compiled = True\n",
+        "the CPU compiles too unless told: Inductor's C++ build on the first large chunk of every run",
+        (_COMPILED + "test_only_chunks_of_compiled_min_scores_or_more_take_it",),
+    ),
+    Mutant(
+        "compiled-rounds-nothing",
+        "oracle/reference.py",
+        "    compiled = compiled and fused\n",
+        "    compiled = bool(compiled)\n",
+        "the baseline takes the compiled softmax when asked, which has no rounding points: P is never rounded",
+        (_COMPILED + "test_the_honest_baseline_never_takes_the_compiled_softmax",),
+    ),
+    Mutant(
+        "compiled-failure-retried",
+        "oracle/reference.py",
+        '            _COMPILED.failed = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]\n',
+        "            pass\n",
+        "a compiled softmax that failed is tried again on every chunk: a build error costs its time and prints "
+        "again each time",
+        (_COMPILED + "test_a_failed_build_falls_back_to_the_fused_softmax_once_and_says_why",),
+    ),
     Mutant(
         "soft-cap-after-mask",
         "oracle/reference.py",
@@ -161,8 +255,8 @@ ORACLE_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "soft-cap-before-scale",
         "oracle/reference.py",
-        "                    e, denom, l_blk = softmax(s, keep, c.logits_soft_cap, rounding, size)\n",
-        "                    e, denom, l_blk = softmax(s, keep, c.logits_soft_cap * c.scale, rounding, size)\n",
+        "                    e, denom, l_blk = chunk_softmax(s, keep, c.logits_soft_cap, rounding, size)\n",
+        "                    e, denom, l_blk = chunk_softmax(s, keep, c.logits_soft_cap * c.scale, rounding, size)\n",
         "soft cap applied to the raw q.k and sm_scale after it (sm_scale * cap * tanh(q.k / cap)), instead of "
         "capping the scaled score",
         (_hand("test_tiny_soft_cap_saturates_scaled_scores_to_plus_minus_cap"),),

@@ -10,12 +10,16 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Optional, Sequence
+from unittest.mock import patch
 
 import torch
 from hypothesis import settings
 from hypothesis import strategies as st
 
+from oracle import reference
 from oracle.reference import attention
 from scenarios import axes
 from scenarios.case import Case
@@ -130,8 +134,20 @@ def assert_hand_close(actual: torch.Tensor, expected: Any, unit: float, what: st
 # Hand cases run against the oracle in both precisions and against the textbook itself, so the
 # textbook is checked by the same written-out values it is later trusted to reproduce.
 # "oracle-fused": the fp32 oracle's fused softmax (the GPU's path, oracle.reference.FUSED_DEVICES) on the CPU.
-IMPLEMENTATIONS = ("oracle-fp32", "oracle-fused", "oracle-fp64", "textbook")
-UNIT = {"oracle-fp32": U32, "oracle-fused": U32, "oracle-fp64": U64, "textbook": U64}
+# "oracle-compiled": the softmax a large GPU chunk takes (_softmax_compiled), on every chunk, its function
+# (_softmax_exact) run eagerly in place of torch.compile's build of it: what is compiled is what is checked here.
+IMPLEMENTATIONS = ("oracle-fp32", "oracle-fused", "oracle-compiled", "oracle-fp64", "textbook")
+UNIT = {"oracle-fp32": U32, "oracle-fused": U32, "oracle-compiled": U32, "oracle-fp64": U64, "textbook": U64}
+
+
+@contextmanager
+def compiled_softmax_run_eagerly() -> Iterator[None]:
+    """attention(compiled=True) on every chunk, the compiled function replaced by _softmax_exact itself."""
+    with (
+        patch.object(reference, "_COMPILED", reference._Compiled(fn=reference._softmax_exact)),
+        patch.object(reference, "COMPILED_MIN_SCORES", 0),
+    ):
+        yield
 
 
 def run_impl(name: str, inputs: Inputs) -> tuple[torch.Tensor, torch.Tensor]:
@@ -140,7 +156,11 @@ def run_impl(name: str, inputs: Inputs) -> tuple[torch.Tensor, torch.Tensor]:
         tb = textbook_attention(inputs)
         return tb.out, tb.lse
     if name == "oracle-fused":
-        ref = attention(inputs, fused=True)
+        ref = attention(inputs, fused=True, compiled=False)
+        return ref.out.double(), ref.lse.double()
+    if name == "oracle-compiled":
+        with compiled_softmax_run_eagerly():
+            ref = attention(inputs, fused=True, compiled=True)
         return ref.out.double(), ref.lse.double()
     ref = attention(inputs, precision=name.split("-")[1], fused=False)  # type: ignore[arg-type]
     return ref.out.double(), ref.lse.double()
