@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -188,8 +188,8 @@ def attention(
 ) -> Reference:
     """Reference output and natural-log LSE for `inputs` (see the module docstring). `budget_bytes`: the bound
     on the temporaries; None: default_budget(inputs.device). `fused`: the softmax in three passes over the
-    scores (_softmax_fused) instead of the literal six; None: on FUSED_DEVICES. `compiled`: a fused chunk of
-    COMPILED_MIN_SCORES scores or more takes _softmax_compiled; None: on COMPILED_DEVICES. "honest" rounds P
+    scores (_softmax_fused) instead of the literal six; None: on FUSED_DEVICES. `compiled`: a fused fp32 chunk
+    of COMPILED_MIN_SCORES scores or more takes _softmax_compiled; None: on COMPILED_DEVICES. "honest" rounds P
     between the literal passes and takes the literal softmax whatever `fused` and `compiled` say."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision={precision!r} is not one of {PRECISIONS}")
@@ -202,7 +202,7 @@ def attention(
     fused = fused and rounding.p is None
     if compiled is None:
         compiled = inputs.device.type in COMPILED_DEVICES
-    compiled = compiled and fused
+    compiled = compiled and fused and precision == "fp32"
     softmax = _softmax_fused if fused else _softmax
     acc = torch.float64 if precision == "fp64" else torch.float32
     dev = inputs.device
@@ -368,6 +368,24 @@ class _Compiled:
 _COMPILED = _Compiled()
 
 
+# dynamo's limit on the graphs of one function, for _softmax_exact: one graph per cap or none, mask or none and
+# size dynamo specialises (a chunk of one head), and any other compile of the function counts against it too.
+COMPILED_RECOMPILE_LIMIT = 64
+
+
+def _compile_settings() -> ExitStack:
+    """While the compiled softmax runs: dynamo's recompile limit at COMPILED_RECOMPILE_LIMIT (at its default of 8
+    the graphs of a long run run out, and fullgraph makes that an error), and Inductor compiling in this process
+    (no pool of worker processes beside a harness that forks, and none taking the CPU from the timed calls)."""
+    import torch._dynamo.config as dynamo_config
+    import torch._inductor.config as inductor_config
+
+    stack = ExitStack()
+    stack.enter_context(dynamo_config.patch(recompile_limit=COMPILED_RECOMPILE_LIMIT))
+    stack.enter_context(inductor_config.patch(compile_threads=1))
+    return stack
+
+
 def _softmax_compiled(
     s: torch.Tensor, keep: torch.Tensor | None, cap: float, rounding: Rounding, size: torch.Tensor | None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -380,7 +398,8 @@ def _softmax_compiled(
             _COMPILED.fn = torch.compile(_softmax_exact, dynamic=True, fullgraph=True)
         cap_t = torch.tensor(cap, dtype=s.dtype, device=s.device) if cap > 0 else None
         try:
-            e, denom, lse = _COMPILED.fn(s, keep, cap_t)
+            with _compile_settings():
+                e, denom, lse = _COMPILED.fn(s, keep, cap_t)
             return e, denom, lse
         except Exception as exc:  # noqa: BLE001 - whatever failed, the eager path is exact
             _COMPILED.failed = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]

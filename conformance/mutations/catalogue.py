@@ -224,10 +224,36 @@ ORACLE_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "compiled-rounds-nothing",
         "oracle/reference.py",
-        "    compiled = compiled and fused\n",
+        '    compiled = compiled and fused and precision == "fp32"\n',
         "    compiled = bool(compiled)\n",
         "the baseline takes the compiled softmax when asked, which has no rounding points: P is never rounded",
         (_COMPILED + "test_the_honest_baseline_never_takes_the_compiled_softmax",),
+    ),
+    Mutant(
+        "compiled-fp64-too",
+        "oracle/reference.py",
+        '    compiled = compiled and fused and precision == "fp32"\n',
+        "    compiled = compiled and fused\n",
+        "the fp64 oracle compiled too: a graph per dtype beside the fp32 ones, toward dynamo's recompile limit",
+        (_COMPILED + "test_the_fp64_oracle_never_takes_the_compiled_softmax",),
+    ),
+    Mutant(
+        "compiled-default-recompile-limit",
+        "oracle/reference.py",
+        "    stack.enter_context(dynamo_config.patch(recompile_limit=COMPILED_RECOMPILE_LIMIT))\n",
+        "",
+        "the compiled softmax under dynamo's default limit of 8 graphs: a long run's masks, caps and sizes exhaust "
+        "it and every later chunk falls back to the eager softmax",
+        (_COMPILED + "test_the_compiled_softmax_runs_with_a_raised_recompile_limit_and_one_compile_thread",),
+    ),
+    Mutant(
+        "compiled-worker-pool",
+        "oracle/reference.py",
+        "    stack.enter_context(inductor_config.patch(compile_threads=1))\n",
+        "",
+        "Inductor compiles the softmax in a pool of worker processes: processes beside a harness that forks, "
+        "taking the CPU from the calls timed after the first compile",
+        (_COMPILED + "test_the_compiled_softmax_runs_with_a_raised_recompile_limit_and_one_compile_thread",),
     ),
     Mutant(
         "compiled-failure-retried",

@@ -9,6 +9,8 @@ from unittest.mock import patch
 
 import pytest
 import torch
+import torch._dynamo.config
+import torch._inductor.config
 from oracle_support import compiled_softmax_run_eagerly
 
 from oracle import reference
@@ -88,6 +90,29 @@ def test_the_honest_baseline_never_takes_the_compiled_softmax() -> None:
     assert spy.sizes == []
     literal = attention(inputs, "honest", fused=False)
     assert torch.equal(got.out, literal.out) and torch.equal(got.lse, literal.lse)
+
+
+def test_the_fp64_oracle_never_takes_the_compiled_softmax() -> None:
+    """Only the fp32 oracle is compiled: an fp64 graph beside it would be one more of the function's graphs for
+    a check whose time does not matter."""
+    inputs = materialize(Case("single", (6,), (9,), 2, 2, causal=True), seed=0)
+    spy = _Spy()
+    with (
+        patch.object(reference, "_COMPILED", reference._Compiled(fn=spy)),
+        patch.object(reference, "COMPILED_MIN_SCORES", 0),
+    ):
+        attention(inputs, "fp64", fused=True, compiled=True)
+        assert spy.sizes == []
+        attention(inputs, "fp32", fused=True, compiled=True)
+        assert spy.sizes == [2 * 6 * 9]
+
+
+def test_the_compiled_softmax_runs_with_a_raised_recompile_limit_and_one_compile_thread() -> None:
+    before = torch._dynamo.config.recompile_limit, torch._inductor.config.compile_threads
+    with reference._compile_settings():
+        assert torch._dynamo.config.recompile_limit == reference.COMPILED_RECOMPILE_LIMIT > 8
+        assert torch._inductor.config.compile_threads == 1
+    assert (torch._dynamo.config.recompile_limit, torch._inductor.config.compile_threads) == before
 
 
 def test_a_failed_build_falls_back_to_the_fused_softmax_once_and_says_why(capsys: pytest.CaptureFixture[str]) -> None:
