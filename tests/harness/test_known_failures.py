@@ -818,3 +818,27 @@ def test_the_compiled_flex_entry_claims_the_h200_errors_and_no_record_that_ran()
     ]
     assert len(claimed) > 60 and all(v is None for (s, _), v in claimed.items() if s != "error")
     assert known_for("torch", recs[0]["case"], "flex", "2.13.0+cpu", "x86_64") is None  # eager on the CPU
+
+
+def test_the_flex_entry_claims_the_standard_runs_three_flex_errors_and_no_record_that_ran() -> None:
+    """300 s of the torch target's standard matrix on the H200 (torch 2.11.0+cu130, seventh sitting, call 3:
+    3145 records): the entry claims its three NoValidChoicesError records (the batched flex-padded backend's
+    two among them) and no record that passed or failed."""
+    import json
+    import lzma
+
+    path = os.path.join(ROOT, "docs", "evidence", "2026-12-03-h200-7", "call3", "torch", "torch-standard")
+    recs = [json.loads(line) for line in lzma.open(os.path.join(path, "results.jsonl.xz"), "rt") if '"case_id"' in line]
+    entry = "torch-flex-compiled-no-valid-choices"
+    claimed = {
+        (r["status"], r["backend"], r["case_id"])
+        for r in recs
+        if r["status"] in ("pass", "fail", "error")
+        and known_for("torch", r["case"], r["backend"], "2.11.0+cu130", "sm90") == entry
+    }
+    assert claimed == {
+        ("error", "flex-padded", "ragged-b4-h16x4-d192v128-fp16-causal+custom_mask+soft_cap-f51b49ad68"),
+        ("error", "flex", "single-b1-h8x1-d64-fp32-custom_mask-b3459d66bf"),
+        ("error", "flex-padded", "paged-b2-h8x2-d64-bf16-p5HND-causal+window+zero_len-1ce85a8412"),
+    }
+    assert sum(r["status"] == "pass" and r["backend"].startswith("flex") for r in recs) > 20

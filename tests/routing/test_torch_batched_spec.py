@@ -147,6 +147,27 @@ def test_the_recorded_h200_jagged_calls_pass_the_nested_cuda_rows() -> None:
     assert met == {"nested_no_requests": 3, "nested_cuda_flash": 6, "nested_cuda_efficient": 3, "nested_cuda_math": 3}
 
 
+PADDED_ROWS_RECORDS = Path(__file__).parent / "data" / "torch_padded_rows_h200_records.jsonl"
+
+
+def test_the_recorded_h200_padded_calls_meet_the_padded_rows_no_standard_run_reached() -> None:
+    """padded-auto on the H200 (torch 2.11.0+cu130, run 20261203T180051Z-79c0a3, docs/evidence/2026-12-03-h200-7/
+    call1/torch/), one case made for each row the standard runs never reached (scripts/h200_steps/
+    padded_rows_cases.json): the padded call with no query rows, with one key and no mask (cuDNN declines), lower-right
+    causal in fp32 (flash declines) and in fp16. Each record passes exactly the row it was made for."""
+    records = from_records.load_records(str(PADDED_ROWS_RECORDS))
+    report = from_records.check_records(records, SPEC, "sm90")
+    met = {
+        rv.record.case["label"]: (rv.verdict.expected.rule, rv.verdict.passed) for rv in report.verdicts if rv.verdict
+    }
+    assert met == {
+        "padded call Lq 0: zero_length": ("padded_cuda_zero_length", True),
+        "padded call Lk 1, no mask: cuDNN declines, flash": ("padded_cuda_flash", True),
+        "lower-right causal fp32: efficient": ("padded_cuda_lower_right_efficient", True),
+        "lower-right causal fp16: flash": ("padded_cuda_lower_right_flash", True),
+    }
+
+
 def test_the_whole_batch_backends_are_the_batched_backends() -> None:
     """Every backend the torch target batches (one call per batch) routes as one call, and no other."""
     assert WHOLE_BATCH["torch"] == set(batched_backends("cuda"))
