@@ -76,6 +76,9 @@ FUSED_DEVICES: tuple[str, ...] = ("cuda",)
 # cost is more than the passes it saves; on the CPU Inductor's C++ build costs more than any run saves.
 COMPILED_DEVICES: tuple[str, ...] = ("cuda",)
 COMPILED_MIN_SCORES = 2**24
+# dynamo's limit on the graphs of one function, for _softmax_exact: one graph per cap or none, mask or none and
+# size dynamo specialises (a chunk of one head), and any other compile of the function counts against it too.
+COMPILED_RECOMPILE_LIMIT = 64
 
 
 @dataclass
@@ -366,11 +369,6 @@ class _Compiled:
 
 
 _COMPILED = _Compiled()
-
-
-# dynamo's limit on the graphs of one function, for _softmax_exact: one graph per cap or none, mask or none and
-# size dynamo specialises (a chunk of one head), and any other compile of the function counts against it too.
-COMPILED_RECOMPILE_LIMIT = 64
 
 
 def _compile_settings() -> ExitStack:
