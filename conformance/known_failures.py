@@ -327,8 +327,8 @@ def _torch_flex_compiled_no_choices(c: dict[str, Any], backend: str) -> bool:
     """Compiled FlexAttention on CUDA raising NoValidChoicesError where eager runs, on GQA calls whose query length
     (flex: the batch's rows as one sequence; flex-padded: the longest request, every request padded to it) falls
     in the range seen for its layout: 64-127 rows for the (dtype, head dims) layouts that raised there, 31-129 for
-    fp32 (192, 128) (the H200 sweep of the evidence script, and the standard run's three of the seventh sitting,
-    each again in a fresh process without the oracle); fp32 (256, 256) did not raise, nor any layout without GQA."""
+    fp32 (192, 128) (the H200 sweep of the evidence script, and the three of a torch standard run on the H200, each
+    again in a fresh process without the oracle); fp32 (256, 256) did not raise, nor any layout without GQA."""
     if backend not in ("flex", "flex-padded") or c["num_qo_heads"] == c["num_kv_heads"]:
         return False
     rows = sum(c["qo_lens"]) if backend == "flex" else max(c["qo_lens"], default=0)
@@ -934,7 +934,7 @@ LEDGER: tuple[KnownFailure, ...] = (
         "adapter too: docs/evidence/2026-12-03-h200/callA/torch/honest/); the probe (callB/torch/flex-probe.txt): "
         "each raised again in a fresh process on a fresh compile, ran eagerly and with 32x32 tiles; the script "
         "(its .h200.txt): bf16 (8/2 heads, dims 64 and 128) raised at 64, 65, 98 and 127 query rows, not at 31, "
-        "128, 129; fp32 (8/1, dims 192/128) at every length tried, 31 to 129; 2026-12-03 H200 (seventh sitting): "
+        "128, 129; fp32 (8/1, dims 192/128) at every length tried, 31 to 129; 2026-12-03 H200: "
         "the standard matrix's three (flex-padded fp16 16/4 d192/128 and bf16 8/2 d64 padded to 64 rows, flex "
         "fp32 8/1 d64 at 127 rows), each again in a fresh process without the oracle, eager running it "
         "(docs/evidence/2026-12-03-h200-7/call4/torch/flex.log)",

@@ -821,9 +821,9 @@ def test_the_compiled_flex_entry_claims_the_h200_errors_and_no_record_that_ran()
 
 
 def test_the_flex_entry_claims_the_standard_runs_three_flex_errors_and_no_record_that_ran() -> None:
-    """300 s of the torch target's standard matrix on the H200 (torch 2.11.0+cu130, seventh sitting, call 3:
-    3145 records): the entry claims its three NoValidChoicesError records (the batched flex-padded backend's
-    two among them) and no record that passed or failed."""
+    """300 s of the torch target's standard matrix on the H200 (torch 2.11.0+cu130, 3145 records,
+    docs/evidence/2026-12-03-h200-7/call3/): the entry claims its three NoValidChoicesError records (the batched
+    flex-padded backend's two among them) and no record that passed or failed."""
     import json
     import lzma
 
