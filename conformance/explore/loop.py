@@ -117,15 +117,16 @@ def settings_for(
 ) -> settings:
     """No deadline (first calls and a JIT are slow, and a deadline would make that a failure);
     every distinct failure (one per signature key: conformance/explore/defects.py) shrunk (unless
-    the budget says not) and reported; quiet (a failure carries the shrunk sequence itself).
-    `examples`: what is left of the budget's count."""
+    the budget says not) and reported, except in a hunt, which ends at its first defect anyway: one
+    failure, and no generating on past it to look for others; quiet (a failure carries the shrunk
+    sequence itself). `examples`: what is left of the budget's count."""
     return settings(
         max_examples=examples if examples is not None else (budget.hunt if hunt else budget.examples),
         stateful_step_count=budget.hunt_steps if hunt else budget.steps,
         deadline=None,
         database=database,
         derandomize=False,
-        report_multiple_bugs=True,
+        report_multiple_bugs=not hunt,
         print_blob=False,
         verbosity=Verbosity.quiet,
         phases=(Phase.explicit, Phase.reuse, Phase.generate) + ((Phase.shrink,) if budget.shrink else ()),
@@ -383,6 +384,8 @@ def explore_rounds(
                 raise
         finally:
             machine.stats.generated += sum(_generated(x) for x in phases)
+        if hunt and flaky is None:
+            failures = _first_saved_failure(machine, budget, db, seed + 1000 * (rnd - 1)) or failures
         if flaky is not None:
             found = _replay_flaky(machine, flaky, out, rnd, time.perf_counter() - t0, verify=True)
             if found is None:
@@ -398,6 +401,26 @@ def explore_rounds(
                 _note(result, found, f)
         if hunt and book.found:
             return
+
+
+def _first_saved_failure(
+    machine: type[ScenarioMachine], budget: MachineBudget, db: DirectoryBasedExampleDatabase, seed: int
+) -> list[ScenarioFailure]:
+    """The failure a replay of the round's database gives first (what a rerun with the same out directory
+    reports). A hunt reports one bug, so Hypothesis stops generating at it; but its shrinker can save
+    failures of other keys on the way, and a replay tries the saved ones in its own order, not the order
+    the hunt chose its report by. Reporting the first replayed one keeps the run and its rerun alike."""
+    test = get_state_machine_test(
+        hypothesis_seed(seed)(machine),
+        settings=settings(settings_for(budget, db, hunt=True), phases=(Phase.reuse,)),
+    )
+    try:
+        test()
+    except (ScenarioFailure, BaseExceptionGroup) as e:
+        return _failures_in(e)
+    except Flaky:
+        return []
+    return []
 
 
 def _generated(statistics: Any) -> int:

@@ -1805,6 +1805,16 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         (_DEFECTS + "test_the_exploration_goes_past_its_first_defect_to_the_next",),
     ),
     _harness(
+        "hunt-reports-what-its-rerun-does-not",
+        "conformance/explore/loop.py",
+        "            failures = _first_saved_failure(machine, budget, db, seed + 1000 * (rnd - 1)) or failures\n",
+        "            failures = failures\n",
+        "a hunt reports the failure it shrank first, where a rerun from its kept database replays another the shrinker saved: the run and its rerun name different sequences",
+        (
+            "tests/explore/test_scenario_machines.py::test_each_fault_is_caught_shrunk_and_reproduced[fault-mask_not_cleared]",
+        ),
+    ),
+    _harness(
         "signature-kind-unparsed",
         "conformance/explore/defects.py",
         '    if invariant == "output_matches_oracle":\n',

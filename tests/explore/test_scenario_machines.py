@@ -133,7 +133,7 @@ def _rerun(subject: Subject, record: dict, defects: int) -> ScenarioFailure:
     """The exploration's failure again, replayed from the database the run kept."""
     r = explore_subject(subject, CI, Path(record["repro"]).parents[1], hunt=True)
     assert r.exception is not None and r.failure is not None and r.failure["sequence"] == record["sequence"]
-    # The saved failures first (one per distinct defect the hunt shrank: a fault can show under several keys);
-    # with every distinct failure reported, Hypothesis generates about one more after each, never a new hunt.
+    # The saved failures first (a fault can show under several keys, and the shrinker saves each it meets); a
+    # hunt reports one failure, so the replay stops at the first that fails again, never a new hunt.
     assert r.stats.examples <= 2 * defects + 2, "the kept database replays the shrunk failures first"
     return r.exception
