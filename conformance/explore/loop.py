@@ -106,6 +106,8 @@ BUDGETS: dict[str, MachineBudget] = {
 # Rounds of one subject's exploration at most: each round ends at the failures it found (every distinct
 # one shrunk), which are known from then on; the next round spends what is left of the budget.
 MAX_ROUNDS = 12
+# How often a GPU run's parent looks for a subject process that ended (explore_in_children).
+CHILD_POLL_S = 0.2
 
 
 def settings_for(
@@ -724,7 +726,7 @@ def explore_in_children(a: argparse.Namespace, names: Sequence[str], tally: Opti
                     log.close()
                     finish(name, proc.returncode, Path(log.name))
                     return
-            time.sleep(0.2)
+            time.sleep(CHILD_POLL_S)
 
     try:
         for name in names:

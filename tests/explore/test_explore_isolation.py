@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import conformance.explore.machines as machines
+import conformance.explore.loop as loop
 from kernels import get_target
 from kernels.protocol import AttentionKernel
 from routing.spec import RoutingEnv
@@ -77,7 +78,6 @@ def test_a_lost_context_ends_the_subject_unshrunk_with_its_calls(
 def test_a_lost_contexts_script_is_run_in_a_fresh_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The process whose context died can run nothing more, but a fresh one can: on the H200 three caught
     lifecycle faults ended this way, and their scripts were written and never checked."""
-    import conformance.explore.loop as loop
 
     counter = [0]
     target = get_target("torch")
@@ -208,6 +208,7 @@ def test_jobs_children_run_at_once_and_merge_in_the_subjects_order(
     monkeypatch.setattr(subprocess, "Popen", _FakeChild)
     monkeypatch.setattr(_FakeChild, "live", 0)
     monkeypatch.setattr(_FakeChild, "peak", 0)
+    monkeypatch.setattr(loop, "CHILD_POLL_S", 0.001)  # a fake child ends on a poll count, not on time
     monkeypatch.setattr(_FakeChild, "polls", {"s1": 40, "s2": 1, "s3": 1})  # s1 ends last
     assert explore_in_children(_args(tmp_path, jobs=2), ["s1", "s2", "s3"]) == 0
     assert _FakeChild.peak == 2  # never more than --jobs, and not one at a time
@@ -227,6 +228,7 @@ def test_a_subject_killed_in_its_exploration_keeps_its_directed_results(
     monkeypatch.setattr(subprocess, "Popen", _FakeChild)
     monkeypatch.setattr(_FakeChild, "live", 0)
     monkeypatch.setattr(_FakeChild, "polls", {"s1": 1, "s2": 1})
+    monkeypatch.setattr(loop, "CHILD_POLL_S", 0.001)  # a fake child ends on a poll count, not on time
     monkeypatch.setattr(_FakeChild, "dies", ("s1",))
     assert explore_in_children(_args(tmp_path, jobs=2), ["s1", "s2"]) == 1
     s1, s2 = json.loads((tmp_path / SUMMARY_NAME).read_text())["subjects"]
