@@ -369,8 +369,9 @@ def explore_rounds(
         db_dir = out / "hypothesis-db" / subject.name / f"round-{rnd}"
         db_dir.mkdir(parents=True, exist_ok=True)
         db = DirectoryBasedExampleDatabase(str(db_dir))
+        round_seed = seed + 1000 * (rnd - 1)
         test = get_state_machine_test(
-            hypothesis_seed(seed + 1000 * (rnd - 1))(machine),
+            hypothesis_seed(round_seed)(machine),
             settings=settings_for(budget, db, hunt=hunt, examples=left),
         )
         phases: list[Any] = []
@@ -387,7 +388,7 @@ def explore_rounds(
         finally:
             machine.stats.generated += sum(_generated(x) for x in phases)
         if hunt and flaky is None:
-            failures = _first_saved_failure(machine, budget, db, seed + 1000 * (rnd - 1)) or failures
+            failures = _first_saved_failure(machine, budget, db, round_seed) or failures
         if flaky is not None:
             found = _replay_flaky(machine, flaky, out, rnd, time.perf_counter() - t0, verify=True)
             if found is None:
@@ -421,7 +422,7 @@ def _first_saved_failure(
     except (ScenarioFailure, BaseExceptionGroup) as e:
         return _failures_in(e)
     except Flaky:
-        return []
+        pass  # the replay did not fail again here: the hunt's own report stands
     return []
 
 

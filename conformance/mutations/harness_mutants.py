@@ -1807,7 +1807,7 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "hunt-reports-what-its-rerun-does-not",
         "conformance/explore/loop.py",
-        "            failures = _first_saved_failure(machine, budget, db, seed + 1000 * (rnd - 1)) or failures\n",
+        "            failures = _first_saved_failure(machine, budget, db, round_seed) or failures\n",
         "            failures = failures\n",
         "a hunt reports the failure it shrank first, where a rerun from its kept database replays another the shrinker saved: the run and its rerun name different sequences",
         (
