@@ -10,10 +10,13 @@ next case. After an error on a GPU the child probes its CUDA context; if it is d
 says so with the record and exits, so the next case starts in a clean process.
 
 The child is `python -m conformance.isolate CONFIG_JSON`; its stdout is the protocol channel (the
-library's own prints are moved to stderr), one request per line on stdin.
+library's own prints are moved to stderr), one request per line on stdin. It says READY once its imports
+are done, so a case's timeout starts with the case, not with a fresh interpreter's start.
 
 FAULT_ENV is fault injection for the harness's own tests: `backend:case_id` (either may be `*`)
-makes the child abort when it is asked for that pair, as a crashing kernel would. INJECTED_ENV carries
+makes the child abort when it is asked for that pair, as a crashing kernel would; HANG_ENV, the same
+form, makes it stop answering for HANG_FAULT_S, as a hung kernel does (what `--case-timeout` is for; bounded,
+so that a run without the timeout ends and its test fails rather than hangs). INJECTED_ENV carries
 a fault of attncheck's catalogues (scripts/run_with_*_fault.py) into the child.
 """
 
@@ -28,6 +31,7 @@ import select
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import asdict
 from typing import IO, Any, ContextManager, Optional
 
@@ -37,6 +41,9 @@ from reports.records import ParityRecord
 from scenarios.case import Case
 
 FAULT_ENV = "ATTNCHECK_FAULT_ABORT"
+HANG_ENV = "ATTNCHECK_FAULT_HANG"
+HANG_FAULT_S = 20.0
+READY = {"ready": True}  # the child's first line
 # "module:NAME": a fault of one of attncheck's catalogues the parent runs under (scripts/fault_command.py sets it);
 # the child injects it again with module.injected(NAME), or its records would be the library without it.
 INJECTED_ENV = "ATTNCHECK_INJECTED"
@@ -86,14 +93,17 @@ class IsolatedEvaluator:
                 env=env,
             )
             self.starts += 1
+            assert self._proc.stdout is not None
+            self._proc.stdout.readline()  # READY; "" when it died starting, which the case's read then meets
         return self._proc
 
-    def _read_line(self, proc: subprocess.Popen[str]) -> str:
+    def _read_line(self, proc: subprocess.Popen[str]) -> Optional[str]:
+        """The child's answer; "" when it ended without one, None when timeout_s passed without one."""
         assert proc.stdout is not None
         if self.timeout_s is not None:
             ready, _, _ = select.select([proc.stdout], [], [], self.timeout_s)
             if not ready:
-                return ""
+                return None
         return proc.stdout.readline()
 
     def evaluate(self, case: Case, backend: str, base: dict[str, Any]) -> ParityRecord:
@@ -105,6 +115,12 @@ class IsolatedEvaluator:
             line = self._read_line(proc)
         except (BrokenPipeError, OSError):
             line = ""
+        if line is None:  # a hung kernel does not return: stop the child now, not after _reap's grace
+            proc.kill()
+            proc.wait()
+            self._proc = None
+            what = f"no answer within {self.timeout_s:g} s (--case-timeout); the child was killed"
+            return crashed(case, backend, f"{what}, running {backend} on {case.id}", base)
         if not line:
             how = self._reap(proc)
             return crashed(case, backend, f"{how}, running {backend} on {case.id}", base)
@@ -123,7 +139,7 @@ class IsolatedEvaluator:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-            how = f"no answer within {self.timeout_s} s; the child was killed"
+            how = "its output closed but it did not exit within 10 s; the child was killed"
         self._proc = None
         return how
 
@@ -145,8 +161,8 @@ class IsolatedEvaluator:
         self.close()
 
 
-def _fault_wanted(backend: str, case_id: str) -> bool:
-    spec = os.environ.get(FAULT_ENV, "")
+def _fault_wanted(backend: str, case_id: str, env: str = FAULT_ENV) -> bool:
+    spec = os.environ.get(env, "")
     if not spec:
         return False
     want_b, _, want_c = spec.partition(":")
@@ -161,11 +177,15 @@ def _serve(config: dict[str, Any], requests: IO[str], answers: IO[str]) -> None:
     target, device, seed = get_target(config["target"]), config["device"], config["seed"]
     adapters: dict[str, Any] = {}
     current: dict[str, Any] = {}  # one case's inputs and truth at a time, as the in-process run keeps them
+    answers.write(json.dumps(READY) + "\n")
+    answers.flush()
     for line in requests:
         req = json.loads(line)
         case, backend = Case.from_json(req["case"]), req["backend"]
         if _fault_wanted(backend, case.id):
             os.abort()
+        if _fault_wanted(backend, case.id, HANG_ENV):
+            time.sleep(HANG_FAULT_S)
         if backend not in adapters:
             adapters[backend] = make_adapter(target, backend, device, config["options"])
         if current.get("id") != case.id:

@@ -312,30 +312,53 @@ def _torch_rows_without_keys(c: dict[str, Any], backend: str) -> bool:
 
 
 def _torch_nested_causal_no_query_rows(c: dict[str, Any], backend: str) -> bool:
-    """Jagged SDPA (nested-auto), causal, a batch of requests none of which has a query row: what the H200 raised
-    on (one request of 0 rows over 7 keys); a batch mixing empty and non-empty requests was not seen."""
-    return backend == NESTED + "auto" and c["causal"] and len(c["qo_lens"]) > 0 and not any(c["qo_lens"])
+    """Jagged SDPA on cuDNN (nested-auto picks it, nested-cudnn forces it), causal, a batch of requests none of
+    which has a query row: what the H200 raised on (one request of 0 rows over 7 keys); a batch mixing empty and
+    non-empty requests was not seen."""
+    return (
+        backend in (NESTED + "auto", NESTED + "cudnn")
+        and c["causal"]
+        and len(c["qo_lens"]) > 0
+        and not any(c["qo_lens"])
+    )
 
 
-# (q dtype, head dim qk, head dim vo) of the compiled FlexAttention calls seen raising NoValidChoicesError at
-# 64-127 query rows (_torch_flex_compiled_no_choices): bf16 64 and 128 in the sweep, fp32 64 and fp16 (192, 128)
-# in the standard run.
-FLEX_NO_CHOICES_LAYOUTS = {("bf16", 64, 64), ("bf16", 128, 128), ("fp32", 64, 64), ("fp16", 192, 128)}
+# torch's flex decoding template (torch/_inductor/kernel/flex/flex_decoding.py) takes calls of fewer query rows
+# than this, packs q_len * group rows into one M tile, and keeps no config whose tile exceeds the block mask's
+# SPARSE_Q_BLOCK_SIZE (128): (_torch_flex_compiled_no_choices).
+FLEX_DECODING_ROWS = 128
 
 
 def _torch_flex_compiled_no_choices(c: dict[str, Any], backend: str) -> bool:
-    """Compiled FlexAttention on CUDA raising NoValidChoicesError where eager runs, on GQA calls whose query length
-    (flex: the batch's rows as one sequence; flex-padded: the longest request, every request padded to it) falls
-    in the range seen for its layout: 64-127 rows for the (dtype, head dims) layouts that raised there, 31-129 for
-    fp32 (192, 128) (the H200 sweep of the evidence script, and the three of a torch standard run on the H200, each
-    again in a fresh process without the oracle); fp32 (256, 256) did not raise, nor any layout without GQA."""
-    if backend not in ("flex", "flex-padded") or c["num_qo_heads"] == c["num_kv_heads"]:
+    """Compiled FlexAttention on CUDA raising NoValidChoicesError where eager runs: a GQA call of fewer than 128
+    query rows (flex: the batch's rows as one sequence; flex-padded: the longest request, every request padded to
+    it) takes the decoding template, whose tile next_power_of_2(q_len * group) exceeds 128 when q_len * group
+    does, and then no config is left. Read in torch's source; every record of the H200 runs fits it (2026-12-03
+    and 2026-12-04: the raises and the passes)."""
+    if backend not in ("flex", "flex-padded"):
         return False
+    group = c["num_qo_heads"] // c["num_kv_heads"]
     rows = sum(c["qo_lens"]) if backend == "flex" else max(c["qo_lens"], default=0)
-    layout = (c["q_dtype"], c["head_dim_qk"], c["head_dim_vo"])
-    if layout == ("fp32", 192, 128):
-        return 31 <= rows <= 129
-    return layout in FLEX_NO_CHOICES_LAYOUTS and 64 <= rows <= 127
+    return 0 < rows < FLEX_DECODING_ROWS and rows * group > FLEX_DECODING_ROWS  # group > 1 follows
+
+
+def _torch_nested_cudnn_single_rows(c: dict[str, Any], backend: str) -> bool:
+    """Jagged SDPA forced to cuDNN on a batch of two or more requests with at most one query row each (a decode
+    step), heads equal (where they differ the call is refused): the call does not return."""
+    return (
+        backend == NESTED + "cudnn"
+        and c["num_qo_heads"] == c["num_kv_heads"]
+        and len(c["qo_lens"]) > 1
+        and max(c["qo_lens"]) == 1
+    )
+
+
+def _torch_flex_compiled_fp32_d192(c: dict[str, Any], backend: str) -> bool:
+    """Compiled FlexAttention on CUDA, fp32 at head dim 192 through the main template (128 query rows or more):
+    every config needs more shared memory than the H200 has, so none is left."""
+    if backend not in ("flex", "flex-padded") or c["q_dtype"] != "fp32" or c["head_dim_qk"] != 192:
+        return False
+    return (sum(c["qo_lens"]) if backend == "flex" else max(c["qo_lens"], default=0)) >= FLEX_DECODING_ROWS
 
 
 def _torch_nested_scores_in_half(c: dict[str, Any], backend: str) -> bool:
@@ -862,8 +885,8 @@ LEDGER: tuple[KnownFailure, ...] = (
         "flashinfer-cudnn-paged-all-kv-empty-raises",
         "flashinfer",
         ("0.7.2.post1", "0.7.4"),
-        "the cudnn backend, paged prefill of a batch with queries where no request has keys: run() raises "
-        "CUDNN_STATUS_BAD_PARAM_NULL_POINTER (no KV page to bind) instead of writing 0 and LSE -inf",
+        "the cudnn backend, paged prefill or paged decode of a batch with queries where no request has keys: run() "
+        "raises CUDNN_STATUS_BAD_PARAM_NULL_POINTER (no KV page to bind) instead of writing 0 and LSE -inf",
         "error",
         "docs/evidence/repro_flashinfer_cudnn_empty_kv_rows.py",
         confirmed=True,
@@ -871,10 +894,15 @@ LEDGER: tuple[KnownFailure, ...] = (
         "--backend cudnn): paged page 1, qo [300, 1, 127] over kv [0, 0, 0], fresh wrapper alike; the script "
         "(repro_flashinfer_cudnn_empty_kv_rows.h200.txt); "
         "2026-12-02 H200, `attncheck ledger verify` on 0.7.4: reproduces "
-        "(docs/evidence/2026-12-02-h200-explore-2/probe-sitting/)",
+        "(docs/evidence/2026-12-02-h200-explore-2/probe-sitting/); "
+        "2026-12-03 H200, 0.7.4's standard run: decode, one request without keys, window 64, HND page 1, the same "
+        "error (docs/evidence/2026-12-03-h200-4/README.md); 2026-12-04 H200, the script with decode batches and the "
+        "cuDNN frontend 1.32.0 (docs/evidence/2026-12-04-h200/call1/cudnn-*.txt): on both versions decode kv [0] "
+        "(window 64 or none, HND page 1) and kv [0, 0] (NHD page 4) raise it, decode kv [0, 9] writes 0 and LSE "
+        "-inf, the decode controls within 0.0052",
         applies=lambda c, b: (
             b == "cudnn"
-            and c["layout"] == "paged"
+            and c["layout"] in ("paged", "decode")
             and sum(c["qo_lens"]) > 0
             and len(c["kv_lens"]) > 0
             and not any(c["kv_lens"])
@@ -926,7 +954,9 @@ LEDGER: tuple[KnownFailure, ...] = (
         "torch",
         ("2.11.0+cu130",),
         "compiled flex_attention raises InductorError (NoValidChoicesError: no choices exist for backend) on "
-        "GQA calls of some query lengths that eager flex_attention, and the compiled one with 32x32 tiles, run",
+        "GQA calls of fewer than 128 query rows where rows x group exceeds 128 (the decoding template's tile, "
+        "next_power_of_2(rows x group), is then larger than the block mask's 128 and every config is skipped), "
+        "which eager flex_attention, and the compiled one with 32x32 tiles or FORCE_USE_FLEX_ATTENTION, run",
         "error",
         "docs/evidence/repro_torch_flex_compiled_no_valid_choices.py",
         confirmed=True,
@@ -937,9 +967,48 @@ LEDGER: tuple[KnownFailure, ...] = (
         "128, 129; fp32 (8/1, dims 192/128) at every length tried, 31 to 129; 2026-12-03 H200: "
         "the standard matrix's three (flex-padded fp16 16/4 d192/128 and bf16 8/2 d64 padded to 64 rows, flex "
         "fp32 8/1 d64 at 127 rows), each again in a fresh process without the oracle, eager running it "
-        "(docs/evidence/2026-12-03-h200-7/call4/torch/flex.log)",
+        "(docs/evidence/2026-12-03-h200-7/call4/torch/flex.log); 2026-12-04 H200: the standard matrix's "
+        "flex records (docs/evidence/2026-12-04-h200/), every NoValidChoicesError of those runs and the earlier "
+        "ones (26) on the rule and no pass against it (410); the rule swept (probe_torch_flex_decoding_block_m.py, "
+        "part A, its .h200.txt): rows x group 128 ran, 130, 132 and 136 raised, for groups 2, 4 and 8",
         applies=_torch_flex_compiled_no_choices,
         archs=("sm90",),
+    ),
+    KnownFailure(
+        "torch-nested-cudnn-single-row-hangs",
+        "torch",
+        ("2.11.0+cu130",),
+        "jagged (nested) SDPA forced to cuDNN, a batch of two or more requests with one query row at most each "
+        "(a decode step): the call never returns",
+        "crash",
+        "docs/evidence/repro_torch_nested_cudnn_single_row_hang.py",
+        confirmed=True,
+        seen="2026-12-04 H200, the torch standard matrix on CUDA (docs/evidence/2026-12-04-h200/): nested-cudnn on "
+        "decode-b7-h1x1-d256-fp16-p5HND-zero_len held the run for 7 min, until its time limit; with --case-timeout "
+        "150, decode-b3-h1x1-d128-bf16 and decode-b4-h8x8-d64-bf16 were killed; the script's first version (call 2) "
+        "hung on q [1, 1] over kv [3, 5] and ran q [2, 2] over kv [0, 3]; the script (its .h200.txt, call 3): "
+        "q [1, 1], q [1] x 7 as recorded and q [1, 0] hung past 25 s, q [1] alone, q [1, 2] and the controls "
+        "q [2, 2] returned within 0.001 of the reference",
+        applies=_torch_nested_cudnn_single_rows,
+        archs=("sm90",),
+    ),
+    KnownFailure(
+        "torch-flex-compiled-fp32-d192-no-config",
+        "torch",
+        ("2.11.0+cu130",),
+        "compiled flex_attention in fp32 at head dim 192 (value dim 128), 128 query rows or more: InductorError "
+        "'No valid triton configs. OutOfMemoryError: out of resource ... Required: 278784 Hardware limit: 232448' "
+        "(shared memory), where bf16 of the same shape and fp32 at head dims 128 and 256 compile",
+        "error",
+        "docs/evidence/probe_torch_flex_decoding_block_m.py",
+        confirmed=False,
+        seen="2026-12-04 H200, the torch standard matrix on CUDA (docs/evidence/2026-12-04-h200/): flex on four "
+        "cases (8/8, 8/2, 8/1, 4/1 heads; 191 to 258 rows); the probe before its A|B argument (call2/flex_probe.txt "
+        "there): fp32 192/128 at 128, 191 and 258 rows raised, FORCE_USE_FLEX_ATTENTION alike; bf16 192/128, fp32 "
+        "128/128 and 256/256 ran. Confirmed once `attncheck ledger verify` runs the probe's part B as it is now",
+        applies=_torch_flex_compiled_fp32_d192,
+        archs=("sm90",),
+        evidence_args=("B",),
     ),
     KnownFailure(
         "torch-sdpa-empty-rows",

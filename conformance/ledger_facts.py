@@ -171,6 +171,20 @@ FAMILIES: dict[str, Family] = {
             "flex_attention runs the same call, and the compiled one runs it with kernel_options of 32x32 tiles.",
         ),
         Family(
+            "torch-nested-cudnn-single-rows",
+            "jagged SDPA on cuDNN never returns for a decode batch (one query row a request)",
+            "A decode step hands attention one query row per request. Through jagged (nested) SDPA forced to cuDNN, "
+            "such a batch of two or more requests never returns on an H200: the process must be killed. One "
+            "request alone, or any request with two rows, returns.",
+        ),
+        Family(
+            "torch-flex-compiled-fp32-d192",
+            "compiled flex_attention finds no config for fp32 at head dim 192 on an H200",
+            "torch.compile(flex_attention) in fp32 with head dim 192 (value dim 128) raises 'No valid triton "
+            "configs ... out of resource' for 128 query rows or more: every config needs more shared memory than "
+            "the device has. bf16 of the same shape, and fp32 at head dims 128 and 256, compile.",
+        ),
+        Family(
             "torch-nested-empty-query",
             "jagged SDPA on CUDA raises a TypeError from inside torch for a causal batch with no query rows",
             "A serving step can hand attention a batch whose requests have no new query rows. On the CPU jagged "
@@ -904,13 +918,24 @@ FACTS: dict[str, Facts] = {
             "pointer (CUDNN_STATUS_BAD_PARAM_NULL_POINTER, from cuDNN, closed source). FlashInfer hands cuDNN the "
             "block table as it is.",
             _both(
-                ("flashinfer/cudnn/prefill.py:589-597 the block table reshaped into the cuDNN graph's K and V tables",),
+                (
+                    "flashinfer/cudnn/prefill.py:589-597 the block table reshaped into the cuDNN graph's K and V "
+                    "tables",
+                    "flashinfer/cudnn/decode.py:504-508 decode: the block table bound as the graph's K and V tables, "
+                    "then execute()",
+                ),
                 (
                     "flashinfer/cudnn/prefill.py:775-792 the block table cut to the graph's pages, then handed over "
                     "as in 0.7.2.post1 (the raise reproduces there: ledger verify 2026-12-02)",
+                    "flashinfer/cudnn/decode.py:573-577 decode: the block table bound as in 0.7.2.post1 (the raise "
+                    "reproduces there: the script's decode batches, 2026-12-04)",
                 ),
             ),
-            ("fa2 and fa3 write 0 and LSE -inf for such a batch (attncheck's quick matrix on the H200).",),
+            (
+                "fa2 and fa3 write 0 and LSE -inf for such a batch (attncheck's quick matrix on the H200).",
+                "cuDNN's own decode writes 0 and LSE -inf for a request without keys beside one with keys (kv [0, 9], "
+                "the script): only a batch with no page at all fails.",
+            ),
             "A batch in which no request has keys is written as 0 with LSE -inf, or refused at plan().",
         ),
         Facts(
@@ -965,33 +990,48 @@ FACTS: dict[str, Facts] = {
         Facts(
             "torch-flex-compiled-no-valid-choices",
             "torch-flex-compiled-no-valid-choices",
-            NOT_LOCATED,
-            "Inductor's flex_attention lowering builds one Triton template choice per candidate tile config; for "
-            "these shapes every candidate fails to become a choice, and autotuning is left with none to select. "
-            "Why each candidate fails for them was not found.",
+            LOCATED,
+            "A call of fewer than 128 query rows takes Inductor's flex decoding template (_use_flex_decoding), which "
+            "folds the GQA group into the query tile: BLOCK_M = next_power_of_2(q_len * group). Every config is "
+            "skipped when the block mask's SPARSE_Q_BLOCK_SIZE (128) is not a multiple of BLOCK_M, which is so "
+            "whenever q_len * group exceeds 128; autotuning is then left with no choice and raises. The H200 sweep "
+            "(probe_torch_flex_decoding_block_m.py part A) follows the rule to the row: 128 runs, 130 to 136 raise. "
+            "2.11's lines are read in its macOS arm64 wheel (the same Python sources as the H200's build).",
             (
                 Cause(
                     "2.11.0+cu130",
-                    ("torch 2.11's inductor sources were not read (the runner's build; only 2.13's are unpacked)",),
+                    (
+                        "torch/_inductor/kernel/flex/flex_decoding.py:39-60 _use_flex_decoding: q_len < 128 takes "
+                        "the decoding template",
+                        "torch/_inductor/kernel/flex/flex_decoding.py:277-287 BLOCK_M = "
+                        "next_power_of_2(q_len * gqa_shared_heads)",
+                        "torch/_inductor/kernel/flex/flex_decoding.py:321-325 `if SPARSE_Q_BLOCK_SIZE % "
+                        'kernel_options["BLOCK_M"] != 0: continue` for every config',
+                        "torch/_inductor/select_algorithm.py:2913-2914 `if len(choices) == 0: raise "
+                        'self.create_no_valid_choices(name, "No choices exist for backend.")`',
+                    ),
                 ),
                 Cause(
                     "2.13.0+cpu",
                     (
-                        "torch/_inductor/kernel/flex/flex_attention.py:418-492 one maybe_append_choice per config of "
-                        "get_flex_attention_fwd_configs, an error raised only when there is a single config",
+                        "torch/_inductor/kernel/flex/flex_decoding.py:40-61 _use_flex_decoding: q_len < 128",
+                        "torch/_inductor/kernel/flex/flex_decoding.py:279-292 BLOCK_M = "
+                        "next_power_of_2(q_len * gqa_shared_heads)",
+                        "torch/_inductor/kernel/flex/flex_decoding.py:327-331 the same skip of every config",
                         "torch/_inductor/select_algorithm.py:3890-3891 `if len(choices) == 0: raise "
                         'self.create_no_valid_choices(name, "No choices exist for backend.")`',
                     ),
-                    "a CPU build: flex runs eagerly here, the CUDA configs are not used",
+                    "a CPU build: flex runs eagerly here, the CUDA templates are not used",
                 ),
             ),
             (
                 "Eager flex_attention runs each failing call (the script's control), and so does the compiled one "
-                "given kernel_options BLOCK_M = BLOCK_N = 32: the library runs the call it refuses to compile.",
-                "Without GQA the same query lengths compile (the quick matrix's records on the H200).",
+                "given kernel_options BLOCK_M = BLOCK_N = 32 or FORCE_USE_FLEX_ATTENTION (the main template): the "
+                "library runs the call it refuses to compile.",
+                "Without GQA the same query lengths compile (q_len * 1 < 128), and so do 128 rows or more.",
             ),
-            "Compiled flex_attention runs every call eager flex_attention runs, falling back to a smaller tile "
-            "where the default ones do not fit.",
+            "Compiled flex_attention runs every call eager flex_attention runs: the decoding template splits the "
+            "folded rows over several M tiles, or _use_flex_decoding declines such a call to the main template.",
             (
                 Related(
                     "pytorch/pytorch#133562",
@@ -1045,6 +1085,93 @@ FACTS: dict[str, Facts] = {
                 "batch with query rows runs (its second).",
             ),
             "A jagged SDPA call no backend takes is refused with the RuntimeError the CPU gives, on every device.",
+        ),
+        Facts(
+            "torch-nested-cudnn-single-row-hangs",
+            "torch-nested-cudnn-single-rows",
+            NOT_LOCATED,
+            "Jagged SDPA's cuDNN branch packs the batch (_sdpa_nested_preprocessing: cumulative lengths, the "
+            "longest sequence) and calls _cudnn_attention_forward; with two or more requests and one query row "
+            "at most in each (max_seqlen_q 1), the H200 call does not return, whatever the keys. One request "
+            "of one row returns, and so does a batch where one request has two rows. The wait is inside cuDNN's "
+            "ragged attention or torch's call of it (aten's C++ and cuDNN were not read; 2.11's Python lines are read "
+            "in its macOS arm64 wheel, the same sources as the H200's build).",
+            (
+                Cause(
+                    "2.11.0+cu130",
+                    (
+                        "torch/nested/_internal/sdpa.py:293-337 _select_sdp_backend: cuDNN is asked only "
+                        "can_use_cudnn_attention, no jagged check",
+                        "torch/nested/_internal/sdpa.py:549-620 _sdpa_nested_preprocessing; :852-891 the cuDNN "
+                        "branch's _cudnn_attention_forward(query, key, value, ..., max_seqlen_batch_q, "
+                        "max_seqlen_batch_kv)",
+                    ),
+                ),
+                Cause(
+                    "2.13.0+cpu",
+                    (
+                        "torch/nested/_internal/sdpa.py:293-337 _select_sdp_backend, the same",
+                        "torch/nested/_internal/sdpa.py:852-891 the cuDNN branch: _cudnn_attention_forward",
+                    ),
+                    "a CPU build: cuDNN refuses CPU tensors, so the call is refused",
+                ),
+            ),
+            (
+                "The same cuDNN call returns for q [2, 2], q [1] alone and q [1, 2] (the script's controls and "
+                "variants), and nested-math computes every such batch.",
+            ),
+            "A decode batch through jagged SDPA's cuDNN path returns its rows, or is refused by the selector.",
+        ),
+        Facts(
+            "torch-flex-compiled-fp32-d192-no-config",
+            "torch-flex-compiled-fp32-d192",
+            PROBABLE,
+            "On compute capability 9.0 the forward template's tile comes from h100_default_flex_config, which has "
+            "fp32 entries for head dims 64, 128 and 256 but none for 192; a 192 call falls through to FlexConfig(64, "
+            "64, 3, 4), whose three stages of fp32 K and V tiles at head dim 192 need more shared memory (278784 "
+            "bytes) than a block has (232448), so Triton refuses it and autotuning is left with no config. bf16 at "
+            "192 takes the same fallback and fits (half the bytes); SM100's table has (float32, 192) = (32, 64, 2, "
+            "4), and 2.13's H100 table adds (float32, 192) = (32, 64, 1, 8). Not yet confirmed by compiling 192 fp32 "
+            "with such a tile on the H200.",
+            (
+                Cause(
+                    "2.11.0+cu130",
+                    (
+                        "torch/_inductor/template_heuristics/triton.py:1195-1205 h100_default_flex_config: no "
+                        "(torch.float32, 192)",
+                        "torch/_inductor/template_heuristics/triton.py:1239-1255 the fallback FlexConfig(64, 64, 3, 4) "
+                        "and the (9, 0) lookup",
+                        "torch/_inductor/template_heuristics/triton.py:1180-1184 sm_100_default_flex_config: "
+                        "(torch.float32, 192) = FlexConfig(32, 64, 2, 4)",
+                    ),
+                ),
+                Cause(
+                    "2.13.0+cpu",
+                    (
+                        "torch/_inductor/template_heuristics/triton.py:1345-1356 h100_default_flex_config with "
+                        "(torch.float32, 192) = FlexConfig(32, 64, 1, 8)",
+                        "torch/_inductor/template_heuristics/triton.py:1392-1408 the same fallback and lookup",
+                    ),
+                    "the H100 table has an fp32 192 entry here (one stage, 32x64 tiles): by these lines 2.13 would "
+                    "compile the call; a CPU build, so not run",
+                ),
+            ),
+            (
+                "bf16 192/128, fp32 128/128 and fp32 256/256 compile at the same rows (the probe's part B), and "
+                "eager flex_attention runs the fp32 192/128 calls.",
+            ),
+            "Compiled flex_attention picks a tile that fits the device's shared memory for every head dim it "
+            "accepts, as the SM100 table does for fp32 at 192.",
+            (
+                Related(
+                    "pytorch/pytorch#180278",
+                    "issue",
+                    "flex_attention with head_dim=192 fails on SM86 GPUs (Triton shared memory OOM)",
+                    "open",
+                    "the same fallthrough to (64, 64, 3, 4) for head dim 192, on SM86 in bf16; its fix adds bf16 and "
+                    "fp16 entries, not fp32 on SM90",
+                ),
+            ),
         ),
         Facts(
             "torch-sdpa-empty-rows",

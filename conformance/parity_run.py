@@ -74,6 +74,7 @@ def run_parity(
     progress: Callable[[ParityRecord, int, int], None] = lambda r, i, n: None,
     on_stage: Callable[[StageRecord], None] = lambda s: None,
     isolate: bool = False,
+    case_timeout_s: Optional[float] = None,
     on_pair: Callable[[Case, str], None] = lambda c, b: None,
     on_ready: Callable[[], None] = lambda: None,
     on_wait: Callable[[str], None] = lambda what: None,
@@ -88,9 +89,11 @@ def run_parity(
     `adapter_options` go to every `target.make` (FlashInfer: AdapterOptions fields, e.g. mask_form).
     A case a `crash` ledger entry predicts is not launched (a skip naming the entry). `isolate`
     evaluates every case in a child process (conformance/isolate.py): one that kills it is an
-    error naming the crash, and the run goes on in a fresh child. `on_pair(case, backend)` is called as each
-    (case, backend) starts, `progress(record, done, total)` as it ends; `on_ready()` once every usage check
-    has passed, before anything is written; `on_wait(what)` as the run starts waiting on a stage's preparation.
+    error naming the crash, and the run goes on in a fresh child; with `case_timeout_s`, a child that has not
+    answered one case by then (a hung kernel) is killed and the case is such an error. `on_pair(case, backend)`
+    is called as each (case, backend) starts, `progress(record, done, total)` as it ends; `on_ready()` once every
+    usage check has passed, before anything is written; `on_wait(what)` as the run starts waiting on a stage's
+    preparation.
     """
     warm_mkl_vml()  # oneMKL picks its VML kernels in this one thread before any attention is computed
     if time_budget_s is not None and not time_budget_s > 0:
@@ -137,7 +140,9 @@ def run_parity(
     # A stand-in's records are labelled, counted apart and never read as conformance (kernels/standins/).
     base = dict(run_id=run_id, target=target_name, device=device, seed=seed, standin=standin_from_versions(versions))
     total = len(cases) * len(adapters)
-    pairs = Pairs(ledger, base, lambda: IsolatedEvaluator(target_name, device, seed, adapter_options), isolate)
+    pairs = Pairs(
+        ledger, base, lambda: IsolatedEvaluator(target_name, device, seed, adapter_options, case_timeout_s), isolate
+    )
     outcome.verdicts = pairs.verdicts
     prepared: dict[int, _Background] = {}
 

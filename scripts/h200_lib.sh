@@ -49,6 +49,9 @@ install_sites() {  # install_sites DIR: DIR/site-common (apache-tvm-ffi, nvidia-
     | awk -F/ '!seen[$NF]++')
   # shellcheck disable=SC2086 # the wheels are words
   [ -d "$dir/site-common" ] || { [ -n "$common" ] && site_for "$dir/site-common" $common; } || return 2
+  if [ -f .whlx/cudnn-frontend-site.tar.xz ] && [ ! -d "$dir/site-common/cudnn" ]; then
+    tar -C "$dir/site-common" -xJf .whlx/cudnn-frontend-site.tar.xz || return 2
+  fi
   for a in .whlx/flashinfer-*-site.tar.xz .whl074x/flashinfer-*-site.tar.xz; do
     [ -f "$a" ] || continue
     v=$(basename "$a" -site.tar.xz); v=${v#flashinfer-}

@@ -94,6 +94,15 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         help="evaluate each case in a child process: a case that kills it is recorded as a crash, and the run goes on",
     )
     p.add_argument(
+        "--case-timeout",
+        type=float,
+        default=None,
+        dest="case_timeout",
+        metavar="SECONDS",
+        help="with --isolate: a case whose child has not answered in SECONDS (a hung kernel) is recorded as a "
+        "crash, the child is killed, and the run goes on",
+    )
+    p.add_argument(
         "--heartbeat",
         type=float,
         default=HEARTBEAT_S,
@@ -149,6 +158,13 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
     device = device_of(args.device)
     usable_out_dir("--out", args.out)  # a file, or a path under one, is refused before anything is written
     heartbeat_s = heartbeat_seconds(args.heartbeat)
+    if args.case_timeout is not None and not (args.isolate and args.case_timeout > 0):
+        raise InvalidValue(
+            "--case-timeout",
+            args.case_timeout,
+            "a positive number of seconds, with --isolate (only a child process can be stopped)",
+            "pass --isolate --case-timeout 300",
+        )
     t0 = time.perf_counter()
     what = f"{len(cases)} given case(s)" if cases else "a captured batch" if inputs else f"the {args.budget} matrix"
     header = f"attncheck run --target {args.target} --device {device}: {what} -> {args.out}"
@@ -176,6 +192,7 @@ def handle(args: argparse.Namespace, argv: Sequence[str]) -> int:
             on_wait=beat.begin,
             on_ready=lambda: print(header, flush=True),  # once the usage checks have passed
             isolate=args.isolate,
+            case_timeout_s=args.case_timeout,
         )
     recs = outcome.records
     print()

@@ -87,6 +87,8 @@ ROWS = [
     P([*RUN, *CASE, "--seed", "1.5"], "'1.5'", id="run-seed-not-an-integer"),
     P([*RUN, *CASE, "--jit-cache", "%file/jit"], "--jit-cache=", id="run-jit-cache-under-a-file"),
     P([*RUN, *CASE, "--heartbeat", "-1"], "--heartbeat=-1.0", id="run-heartbeat-negative"),
+    P([*RUN, *CASE, "--case-timeout", "30"], "--case-timeout=30.0", id="run-case-timeout-without-isolate"),
+    P([*RUN, *CASE, "--isolate", "--case-timeout", "0"], "--case-timeout=0.0", id="run-case-timeout-zero"),
     P([*RUN, *CASE, "--bogus"], "--bogus", id="run-unknown-option"),
     # record
     P(["record", *RUN[1:], *CASE, "--time", "warp"], "'warp'", id="record-time-backend"),

@@ -842,3 +842,119 @@ def test_the_flex_entry_claims_the_standard_runs_three_flex_errors_and_no_record
         ("error", "flex-padded", "paged-b2-h8x2-d64-bf16-p5HND-causal+window+zero_len-1ce85a8412"),
     }
     assert sum(r["status"] == "pass" and r["backend"].startswith("flex") for r in recs) > 20
+
+
+STANDARD_0412 = os.path.join(ROOT, "docs", "evidence", "2026-12-04-h200")
+# What the 2026-12-04 standard run's failing records are, by (backend, status): each names its entry, or why none
+# explains it (docs/evidence/2026-12-04-h200/README.md).
+NO_ENTRY_0412 = {
+    "timeout": "crashed, the process evaluating this case died: no answer within",  # flex fp32 d192/256 compiles
+    "nested-cudnn empty rows": "ragged-b6-h1x1-d256-bf16-zero_len-c8092d92e2",  # not reproduced standalone yet
+}
+
+
+def _standard_0412() -> list[dict]:
+    import glob
+    import json
+    import lzma
+
+    return [
+        json.loads(line)
+        for path in sorted(glob.glob(os.path.join(STANDARD_0412, "call*", "*.jsonl.xz")))
+        for line in lzma.open(path, "rt")
+        if '"kind": "parity"' in line
+    ]
+
+
+def test_every_failure_of_the_torch_standard_run_on_the_h200_is_an_entry_or_listed() -> None:
+    """torch 2.11.0+cu130's standard matrix on the H200 in three calls (2026-12-04): every failing record is
+    explained by the ledger as it is now, or is one of the listed few; no record that passed is claimed."""
+    recs = _standard_0412()
+    explained: dict[str, int] = {}
+    unexplained, claimed = [], []
+    for r in recs:
+        known = known_for("torch", r["case"], r["backend"], "2.11.0+cu130", "sm90", resolved=r.get("resolved_backend"))
+        if r["status"] == "pass" and known:
+            claimed.append((r["backend"], r["case_id"], known))
+        elif r["status"] in ("fail", "error"):
+            if known:
+                explained[known] = explained.get(known, 0) + 1
+            elif not any(v in (r.get("reason") or "") or v == r["case_id"] for v in NO_ENTRY_0412.values()):
+                unexplained.append((r["backend"], r["case_id"], (r.get("reason") or "")[:80]))
+    assert not claimed, claimed
+    assert not unexplained, unexplained
+    assert explained == {
+        "torch-sdpa-empty-rows": 52,
+        "torch-flex-compiled-no-valid-choices": 37,
+        "torch-flex-compiled-fp32-d192-no-config": 5,
+        "torch-nested-causal-empty-query": 4,
+        "torch-nested-cudnn-single-row-hangs": 2,  # killed at --case-timeout, before the entry
+        "torch-nested-math-scores-in-half": 2,
+    }
+    assert len(recs) > 3000  # the 185 cases on 17 backends, a few twice
+
+
+def test_the_flex_decoding_rule_is_the_probes_sweep_on_the_h200() -> None:
+    """probe_torch_flex_decoding_block_m.py part A on the H200 (docs/evidence/2026-12-04-h200/call2/flex_probe.txt):
+    for each swept (heads, rows), the entry claims the call exactly when compiled flex raised."""
+    rows = [
+        line.split()
+        for line in open(os.path.join(STANDARD_0412, "call2", "flex_probe.txt"), encoding="utf-8")
+        if line.startswith("A ")
+    ]
+    assert len(rows) == 7
+    for _part, _dtype, heads, dims, q, _prod, *outcome in rows:
+        hq, hkv = map(int, heads.split("/"))
+        dqk, dvo = map(int, dims.split("/"))
+        case = {"num_qo_heads": hq, "num_kv_heads": hkv, "qo_lens": [int(q)], "q_dtype": "fp16"}
+        case.update(head_dim_qk=dqk, head_dim_vo=dvo)
+        raised = outcome[0] != "ok"
+        for backend in ("flex", "flex-padded"):
+            entry = known_for("torch", case, backend, "2.11.0+cu130", "sm90")
+            assert (entry == "torch-flex-compiled-no-valid-choices") == raised, (heads, q, backend)
+
+
+def test_the_nested_cudnn_hang_entry_is_its_scripts_h200_table() -> None:
+    """repro_torch_nested_cudnn_single_row_hang.py on the H200: each batch it ran hung exactly when the entry
+    claims it (its BATCHES beside the lines of its .h200.txt, in order)."""
+    import importlib.util
+
+    script = os.path.join(ROOT, "docs", "evidence", "repro_torch_nested_cudnn_single_row_hang.py")
+    spec = importlib.util.spec_from_file_location("nested_hang_repro", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = open(os.path.splitext(script)[0] + ".h200.txt", encoding="utf-8").read().splitlines()
+    lines = [line for line in out if line.startswith(("ok ", "FAIL "))]
+    assert len(lines) == len(module.BATCHES) == 7
+    for (name, qo, kv, heads, _d), line in zip(module.BATCHES, lines):
+        assert name in line
+        case = {"num_qo_heads": heads, "num_kv_heads": heads, "qo_lens": qo, "kv_lens": kv, "causal": False}
+        hung = "HUNG" in line
+        assert (known_for("torch", case, "nested-cudnn", "2.11.0+cu130", "sm90") is not None) == hung, name
+
+
+def test_the_cudnn_all_kv_empty_entry_claims_the_decode_raise_of_0_7_4s_standard_run() -> None:
+    """0.7.4's standard run on the H200 (docs/evidence/2026-12-03-h200-2/call3/0.7.4/precision/): cuDNN raised
+    CUDNN_STATUS_BAD_PARAM_NULL_POINTER on decode with one request and no keys as on paged prefill; the script's
+    decode batches reproduced it on both versions (2026-12-04). Every record that raised it is the entry's, and
+    no other failing or passing cuDNN record is."""
+    import json
+    import lzma
+
+    path = os.path.join(ROOT, "docs", "evidence", "2026-12-03-h200-2", "call3", "0.7.4", "precision")
+    recs = [json.loads(line) for line in lzma.open(os.path.join(path, "results.jsonl.xz"), "rt") if '"case_id"' in line]
+    entry = "flashinfer-cudnn-paged-all-kv-empty-raises"
+    raised = {
+        (r["case"]["layout"], r["case_id"])
+        for r in recs
+        if "CUDNN_STATUS_BAD_PARAM_NULL_POINTER" in (r.get("reason") or "")
+    }
+    claimed = {
+        (r["case"]["layout"], r["case_id"])
+        for r in recs
+        if r["backend"] == "cudnn"
+        and r["status"] in ("pass", "fail", "error")
+        and known_for("flashinfer", r["case"], "cudnn", "0.7.4", "sm90") == entry
+    }
+    assert "decode" in {layout for layout, _ in raised} and claimed == raised
