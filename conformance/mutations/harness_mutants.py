@@ -2487,7 +2487,7 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "        pass\n",
         "Hypothesis draws constants from whatever source is loaded: attncheck explore and python -m "
         "conformance.explore.loop draw different sequences for the same arguments",
-        (_DRAWS + "test_both_entry_points_draw_the_same_sequences_for_the_same_arguments",),
+        (_DRAWS + "test_a_subject_draws_from_the_pinned_constants_and_gives_them_back",),
     ),
     _harness(
         "nested-causal-top-left-accepted",
@@ -2831,6 +2831,28 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         '        backend in (NESTED + "auto",)\n',
         "the nested empty-query entry for nested-auto alone: forced cuDNN's same TypeError unexplained",
         (_KNOWN + "test_every_failure_of_the_torch_standard_run_on_the_h200_is_an_entry_or_listed",),
+    ),
+    _harness(
+        "honest-distribution-pairs-twice",
+        "scripts/honest_distribution.py",
+        "            last[(r.backend, r.case_id)] = replace(r, known=known)\n",
+        "            last[(r.backend, r.case_id, len(last))] = replace(r, known=known)\n",
+        "a pair recorded in two calls is counted twice in the recorded runs' distribution",
+        (
+            "tests/reports/test_honest_distribution.py::"
+            "test_each_pair_counts_once_and_the_ledgers_failures_stay_out_of_the_honest_groups",
+        ),
+    ),
+    _harness(
+        "honest-distribution-keeps-known-failures",
+        "scripts/honest_distribution.py",
+        '        if not pt["known"]:\n            groups.setdefault(',
+        "        if True:\n            groups.setdefault(",
+        "the recorded runs' honest groups take in the failures the ledger explains (library defects)",
+        (
+            "tests/reports/test_honest_distribution.py::"
+            "test_each_pair_counts_once_and_the_ledgers_failures_stay_out_of_the_honest_groups",
+        ),
     ),
     _harness(
         "ledger-cudnn-all-kv-empty-paged-only",

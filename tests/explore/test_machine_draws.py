@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from hypothesis import find, settings
 
@@ -67,3 +68,26 @@ def test_both_entry_points_draw_the_same_sequences_for_the_same_arguments(tmp_pa
     cli = _digests(["conformance", "explore"], tmp_path / "cli")
     loop = _digests(["conformance.explore.loop"], tmp_path / "loop")
     assert cli == loop and list(cli) == ["torch-auto-cpu"] and all(cli.values())
+
+
+def test_a_subject_draws_from_the_pinned_constants_and_gives_them_back(tmp_path: Path, monkeypatch: Any) -> None:
+    """While a subject runs, Hypothesis's local constants are the pinned pool, whatever the process has loaded
+    (the two entry points load the same modules today, so their equal draws alone would not show a subject run
+    without the pin); afterwards the library's own lookup is back."""
+    from hypothesis.internal.conjecture import providers
+
+    from conformance.explore import loop
+    from conformance.explore.constants import pinned_pool
+
+    own = providers._get_local_constants
+    seen: list[bool] = []
+    warm_up = loop.warm_up
+
+    def watched(machine: Any) -> None:
+        seen.append(providers._get_local_constants() is pinned_pool())
+        warm_up(machine)
+
+    monkeypatch.setattr(loop, "warm_up", watched)
+    loop.explore("torch", subjects=["torch-auto-cpu"], budget="ci", examples=1, verify=False, out=tmp_path)
+    assert seen == [True]
+    assert providers._get_local_constants is own
