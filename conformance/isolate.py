@@ -16,7 +16,8 @@ are done, so a case's timeout starts with the case, not with a fresh interpreter
 FAULT_ENV is fault injection for the harness's own tests: `backend:case_id` (either may be `*`)
 makes the child abort when it is asked for that pair, as a crashing kernel would; HANG_ENV, the same
 form, makes it stop answering for HANG_FAULT_S, as a hung kernel does (what `--case-timeout` is for; bounded,
-so that a run without the timeout ends and its test fails rather than hangs). INJECTED_ENV carries
+so that a run without the timeout ends and its test fails rather than hangs), and HANG_ENV=start makes it
+hang so before it says READY. INJECTED_ENV carries
 a fault of attncheck's catalogues (scripts/run_with_*_fault.py) into the child.
 """
 
@@ -43,6 +44,9 @@ from scenarios.case import Case
 FAULT_ENV = "ATTNCHECK_FAULT_ABORT"
 HANG_ENV = "ATTNCHECK_FAULT_HANG"
 HANG_FAULT_S = 20.0
+# With a case timeout, the longest a child may take to import and say READY (or the timeout, if longer): a fresh
+# interpreter importing torch takes seconds on a loaded machine, which a short per-case timeout must not count.
+CHILD_START_S = 60.0
 READY = {"ready": True}  # the child's first line
 # "module:NAME": a fault of one of attncheck's catalogues the parent runs under (scripts/fault_command.py sets it);
 # the child injects it again with module.injected(NAME), or its records would be the library without it.
@@ -79,6 +83,7 @@ class IsolatedEvaluator:
         self.config = {"target": target, "device": device, "seed": seed, "options": adapter_options or {}}
         self.timeout_s = timeout_s
         self._proc: Optional[subprocess.Popen[str]] = None
+        self._start_failed = ""  # why the last child never became ready
         self.starts = 0  # children started so far (tests and the summary read it)
 
     def _child(self) -> subprocess.Popen[str]:
@@ -93,21 +98,28 @@ class IsolatedEvaluator:
                 env=env,
             )
             self.starts += 1
-            assert self._proc.stdout is not None
-            self._proc.stdout.readline()  # READY; "" when it died starting, which the case's read then meets
+            limit = None if self.timeout_s is None else max(self.timeout_s, CHILD_START_S)
+            if self._read_line(self._proc, limit) is None:  # READY; "" when it died starting: the case's read sees it
+                self._proc.kill()
+                self._proc.wait()
+                self._start_failed = f"the child was not ready within {limit:g} s (--case-timeout)"
         return self._proc
 
-    def _read_line(self, proc: subprocess.Popen[str]) -> Optional[str]:
-        """The child's answer; "" when it ended without one, None when timeout_s passed without one."""
+    def _read_line(self, proc: subprocess.Popen[str], limit: Optional[float] = None) -> Optional[str]:
+        """The child's next line; "" when it ended without one, None when `limit` (default: timeout_s) passed."""
         assert proc.stdout is not None
-        if self.timeout_s is not None:
-            ready, _, _ = select.select([proc.stdout], [], [], self.timeout_s)
+        limit = self.timeout_s if limit is None else limit
+        if limit is not None:
+            ready, _, _ = select.select([proc.stdout], [], [], limit)
             if not ready:
                 return None
         return proc.stdout.readline()
 
     def evaluate(self, case: Case, backend: str, base: dict[str, Any]) -> ParityRecord:
         proc = self._child()
+        if self._start_failed:
+            why, self._start_failed, self._proc = self._start_failed, "", None
+            return crashed(case, backend, f"{why}; it was killed, running {backend} on {case.id}", base)
         assert proc.stdin is not None
         try:
             proc.stdin.write(json.dumps({"case": case.to_json(), "backend": backend, "base": base}) + "\n")
@@ -177,6 +189,8 @@ def _serve(config: dict[str, Any], requests: IO[str], answers: IO[str]) -> None:
     target, device, seed = get_target(config["target"]), config["device"], config["seed"]
     adapters: dict[str, Any] = {}
     current: dict[str, Any] = {}  # one case's inputs and truth at a time, as the in-process run keeps them
+    if os.environ.get(HANG_ENV) == "start":
+        time.sleep(HANG_FAULT_S)
     answers.write(json.dumps(READY) + "\n")
     answers.flush()
     for line in requests:

@@ -2764,6 +2764,14 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         ),
     ),
     _harness(
+        "isolate-child-start-unbounded",
+        "conformance/isolate.py",
+        "            if self._read_line(self._proc, limit) is None:",
+        "            if self._proc.stdout.readline() is None:",
+        "`--case-timeout` does not bound a child's start: one that hangs before it is ready holds the run for ever",
+        ("tests/gate/test_isolated_run.py::test_a_child_that_never_becomes_ready_is_stopped_at_the_case_timeout",),
+    ),
+    _harness(
         "isolate-child-not-ready",
         "conformance/isolate.py",
         '    answers.write(json.dumps(READY) + "\\n")\n',

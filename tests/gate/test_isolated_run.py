@@ -59,6 +59,24 @@ def test_a_case_that_aborts_or_hangs_is_named_and_the_run_finishes(
     assert f"flash {C1.id}: error | {CRASHED}: killed by signal SIGABRT" in report
 
 
+def test_a_child_that_never_becomes_ready_is_stopped_at_the_case_timeout(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--case-timeout bounds a child's start as well as each case (by the longer of it and CHILD_START_S): one
+    that hangs before it is ready (a stuck import, a device that does not come up) is killed, and the case it was
+    started for is a crash saying so."""
+    from conformance import isolate
+
+    monkeypatch.setenv(HANG_ENV, "start")
+    monkeypatch.setattr(isolate, "CHILD_START_S", 1.0)  # the start's own limit, when longer than the case's
+    code = cli.main(
+        [*ARGS[:5], "--case", json.dumps(C1.to_json()), "--isolate", "--case-timeout", "2", "--out", str(tmp_path)]
+    )
+    assert code == 1
+    (rec,) = [r for r in read_jsonl(str(tmp_path / "results.jsonl")) if isinstance(r, ParityRecord)]
+    assert is_crash(rec) and "the child was not ready within 2 s (--case-timeout); it was killed" in rec.reason
+
+
 def test_isolation_cannot_replay_a_captured_batch(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     from scenarios.tensors import materialize, save
 
