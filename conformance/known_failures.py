@@ -968,9 +968,10 @@ LEDGER: tuple[KnownFailure, ...] = (
         "the standard matrix's three (flex-padded fp16 16/4 d192/128 and bf16 8/2 d64 padded to 64 rows, flex "
         "fp32 8/1 d64 at 127 rows), each again in a fresh process without the oracle, eager running it "
         "(docs/evidence/2026-12-03-h200-7/call4/torch/flex.log); 2026-12-04 H200: the standard matrix's "
-        "flex records (docs/evidence/2026-12-04-h200/), every NoValidChoicesError of those runs and the earlier "
-        "ones (26) on the rule and no pass against it (410); the rule swept (probe_torch_flex_decoding_block_m.py, "
-        "part A, its .h200.txt): rows x group 128 ran, 130, 132 and 136 raised, for groups 2, 4 and 8",
+        "flex records (docs/evidence/2026-12-04-h200/); over every CUDA flex record in docs/evidence/ the rule "
+        "claims all 47 NoValidChoicesError records and none of the 495 others; the rule swept "
+        "(probe_torch_flex_decoding_block_m.py part A, docs/evidence/2026-12-04-h200/call2/flex_probe.txt): "
+        "rows x group 128 ran, 130, 132 and 136 raised, for groups 2, 4 and 8",
         applies=_torch_flex_compiled_no_choices,
         archs=("sm90",),
     ),
