@@ -83,27 +83,32 @@ class IsolatedEvaluator:
         self.config = {"target": target, "device": device, "seed": seed, "options": adapter_options or {}}
         self.timeout_s = timeout_s
         self._proc: Optional[subprocess.Popen[str]] = None
-        self._start_failed = ""  # why the last child never became ready
         self.starts = 0  # children started so far (tests and the summary read it)
 
-    def _child(self) -> subprocess.Popen[str]:
-        if self._proc is None or self._proc.poll() is not None:
-            env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_ROOT, os.environ.get("PYTHONPATH")])))
-            self._proc = subprocess.Popen(
-                [sys.executable, "-m", "conformance.isolate", json.dumps(self.config)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                text=True,
-                bufsize=1,
-                env=env,
-            )
-            self.starts += 1
-            limit = None if self.timeout_s is None else max(self.timeout_s, CHILD_START_S)
-            if self._read_line(self._proc, limit) is None:  # READY; "" when it died starting: the case's read sees it
-                self._proc.kill()
-                self._proc.wait()
-                self._start_failed = f"the child was not ready within {limit:g} s (--case-timeout)"
-        return self._proc
+    def _child(self) -> tuple[subprocess.Popen[str], str]:
+        """The live child, else a fresh one; and why a fresh one does not serve ("" when it said READY)."""
+        if self._proc is not None and self._proc.poll() is None:
+            return self._proc, ""
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_ROOT, os.environ.get("PYTHONPATH")])))
+        proc = self._proc = subprocess.Popen(
+            [sys.executable, "-m", "conformance.isolate", json.dumps(self.config)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+            env=env,
+        )
+        self.starts += 1
+        limit = None if self.timeout_s is None else max(self.timeout_s, CHILD_START_S)
+        if self._read_line(proc, limit) is None:  # READY; "" when it died starting: the case's read sees it
+            self._stop(proc)
+            return proc, f"the child was not ready within {limit:g} s (--case-timeout); it was killed"
+        return proc, ""
+
+    def _stop(self, proc: subprocess.Popen[str]) -> None:
+        proc.kill()
+        proc.wait()
+        self._proc = None
 
     def _read_line(self, proc: subprocess.Popen[str], limit: Optional[float] = None) -> Optional[str]:
         """The child's next line; "" when it ended without one, None when `limit` (default: timeout_s) passed."""
@@ -116,10 +121,9 @@ class IsolatedEvaluator:
         return proc.stdout.readline()
 
     def evaluate(self, case: Case, backend: str, base: dict[str, Any]) -> ParityRecord:
-        proc = self._child()
-        if self._start_failed:
-            why, self._start_failed, self._proc = self._start_failed, "", None
-            return crashed(case, backend, f"{why}; it was killed, running {backend} on {case.id}", base)
+        proc, not_ready = self._child()
+        if not_ready:
+            return crashed(case, backend, f"{not_ready}, running {backend} on {case.id}", base)
         assert proc.stdin is not None
         try:
             proc.stdin.write(json.dumps({"case": case.to_json(), "backend": backend, "base": base}) + "\n")
@@ -128,13 +132,11 @@ class IsolatedEvaluator:
         except (BrokenPipeError, OSError):
             line = ""
         if line is None:  # a hung kernel does not return: stop the child now, not after _reap's grace
-            proc.kill()
-            proc.wait()
-            self._proc = None
-            what = f"no answer within {self.timeout_s:g} s (--case-timeout); the child was killed"
-            return crashed(case, backend, f"{what}, running {backend} on {case.id}", base)
-        if not line:
+            self._stop(proc)
+            how = f"no answer within {self.timeout_s:g} s (--case-timeout); the child was killed"
+        elif not line:
             how = self._reap(proc)
+        if not line:
             return crashed(case, backend, f"{how}, running {backend} on {case.id}", base)
         msg = json.loads(line)
         rec = ParityRecord(**msg["record"])

@@ -13,6 +13,7 @@ written before them still read.
 from __future__ import annotations
 
 import json
+import lzma
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Optional
 
@@ -187,9 +188,10 @@ def from_obj(obj: dict[str, Any], path: str = "<memory>", line_no: int = 0) -> R
 
 
 def read_jsonl(path: str) -> list[Record]:
-    """All records of a results file; a truncated last line (a killed run) is ignored."""
+    """All records of a results file (xz-compressed where its name ends in .xz, as kept evidence is); a
+    truncated last line (a killed run) is ignored."""
     out: list[Record] = []
-    with open(path, encoding="utf-8") as f:
+    with (lzma.open if path.endswith(".xz") else open)(path, "rt", encoding="utf-8") as f:
         lines = f.read().split("\n")
     for n, line in enumerate(lines, 1):
         if not line.strip():

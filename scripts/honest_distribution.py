@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import lzma
-import math
 import os
 import sys
 from dataclasses import replace
@@ -25,24 +23,16 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from conformance.known_failures import known_for  # noqa: E402
 from plot_precision_baseline import write_svg  # noqa: E402
-from precision_baseline import points, stats  # noqa: E402
-from reports.records import ParityRecord, RunHeader, from_obj  # noqa: E402
+from precision_baseline import points, summarised  # noqa: E402
+from reports.records import ParityRecord, RunHeader, read_jsonl  # noqa: E402
 
 
 def _records(path: str) -> tuple[list[ParityRecord], dict[str, Any]]:
-    opener: Any = lzma.open if path.endswith(".xz") else open
-    recs: list[ParityRecord] = []
-    header: dict[str, Any] = {}
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            rec = from_obj(json.loads(line), path, n)
-            if isinstance(rec, RunHeader):
-                header = {"target": rec.target, "versions": rec.versions, "arch": rec.arch, "device": rec.device}
-            elif isinstance(rec, ParityRecord):
-                recs.append(rec)
-    return recs, header
+    """A results file's parity records, and what its header says of the run."""
+    recs = read_jsonl(path)
+    head = next((r for r in recs if isinstance(r, RunHeader)), None)
+    header = {} if head is None else {"target": head.target, "versions": head.versions, "arch": head.arch}
+    return [r for r in recs if isinstance(r, ParityRecord)], dict(header, device=getattr(head, "device", "?"))
 
 
 def main(argv: list[str]) -> int:
@@ -62,20 +52,14 @@ def main(argv: list[str]) -> int:
             known = known_for(r.target, r.case, r.backend, version, arch, resolved=r.resolved_backend)
             last[(r.backend, r.case_id)] = replace(r, known=known)
     pts = points(list(last.values()), "honest")
-    groups: dict[str, list[float]] = {}
-    for pt in pts:
-        if not pt["known"]:
-            groups.setdefault(f"{pt['group']} {pt['dtype']} {pt['quantity']}", []).append(pt["ratio"])
-    devices = sorted({h.get("device", "?") for h in headers})
+    devices = sorted({h["device"] for h in headers})
     summary = dict(
         device="/".join(devices) + (f", {a.title}" if a.title else ""),
         budget="recorded",
         faults_budget="none",
         sources=a.results,
         pairs=len(last),
-        groups={k: stats(v) for k, v in sorted(groups.items())},
-        honest_failing=[pt for pt in pts if pt["status"] == "fail" and not pt["known"]],
-        points=[dict(pt, ratio=pt["ratio"] if math.isfinite(pt["ratio"]) else "inf") for pt in pts],
+        **summarised(pts),
     )
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "summary.json"), "w") as fh:

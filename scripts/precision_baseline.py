@@ -97,6 +97,22 @@ def _out_of_time(r: ParityRecord) -> bool:
     return r.status == "skip" and "--time-budget" in r.reason
 
 
+def summarised(pts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The summary's parts made of points: per group, dtype and quantity the ratios' stats (points the ledger
+    explains left out), the honest points failing outside the ledger, and every point (JSON's "inf")."""
+    groups: dict[str, list[float]] = {}
+    for p in pts:
+        if not p["known"]:
+            groups.setdefault(f"{p['group']} {p['dtype']} {p['quantity']}", []).append(p["ratio"])
+    return dict(
+        groups={k: stats(v) for k, v in sorted(groups.items())},
+        honest_failing=[
+            p for p in pts if not p["group"].startswith("fault:") and p["status"] == "fail" and not p["known"]
+        ],
+        points=[dict(p, ratio=p["ratio"] if math.isfinite(p["ratio"]) else "inf") for p in pts],
+    )
+
+
 def stats(values: list[float]) -> dict[str, Any]:
     v = sorted(values)
     n = len(v)
@@ -216,23 +232,15 @@ def main(argv: list[str]) -> int:
         timings["honest-flashinfer skipped for time"] = sum(1 for r in recs if _out_of_time(r))
 
     honest = [p for p in pts if not p["group"].startswith("fault:")]
-    groups: dict[str, Any] = {}
-    for p in pts:
-        if p["known"]:
-            continue
-        key = f"{p['group']} {p['dtype']} {p['quantity']}"
-        groups.setdefault(key, []).append(p["ratio"])
     summary = dict(
         device=a.device,
         budget=a.budget,
         faults_budget=a.faults_budget or a.budget,
         seconds=time.perf_counter() - started,
         timings=timings,
-        groups={k: stats(v) for k, v in sorted(groups.items())},
-        honest_failing=[p for p in honest if p["status"] == "fail" and not p["known"]],
+        **summarised(pts),
         known_failing=len({(p["group"], p["case_id"]) for p in honest if p["known"]}),
         faults=fault_runs,
-        points=[dict(p, ratio=p["ratio"] if math.isfinite(p["ratio"]) else "inf") for p in pts],
     )
     with open(os.path.join(a.out, "summary.json"), "w") as fh:
         json.dump(summary, fh, indent=1)

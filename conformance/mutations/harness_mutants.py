@@ -2766,8 +2766,8 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "isolate-child-start-unbounded",
         "conformance/isolate.py",
-        "            if self._read_line(self._proc, limit) is None:",
-        "            if self._proc.stdout.readline() is None:",
+        "        if self._read_line(proc, limit) is None:",
+        "        if proc.stdout.readline() is None:",
         "`--case-timeout` does not bound a child's start: one that hangs before it is ready holds the run for ever",
         ("tests/gate/test_isolated_run.py::test_a_child_that_never_becomes_ready_is_stopped_at_the_case_timeout",),
     ),
@@ -2853,8 +2853,8 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     ),
     _harness(
         "honest-distribution-keeps-known-failures",
-        "scripts/honest_distribution.py",
-        '        if not pt["known"]:\n            groups.setdefault(',
+        "scripts/precision_baseline.py",
+        '        if not p["known"]:\n            groups.setdefault(',
         "        if True:\n            groups.setdefault(",
         "the recorded runs' honest groups take in the failures the ledger explains (library defects)",
         (
