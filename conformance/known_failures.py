@@ -353,6 +353,16 @@ def _torch_nested_cudnn_single_rows(c: dict[str, Any], backend: str) -> bool:
     )
 
 
+def _torch_nested_cudnn_keyless_request(c: dict[str, Any], backend: str) -> bool:
+    """Jagged SDPA forced to cuDNN on a batch of two or more requests whose last has query rows and no key (as
+    seen; a first request without keys was right), not a decode batch (that one hangs): the last request's rows
+    should be 0 and are not."""
+    if backend != NESTED + "cudnn":
+        return False
+    qo, kv = c["qo_lens"], c["kv_lens"]
+    return len(qo) > 1 and max(qo) > 1 and qo[-1] > 0 and kv[-1] == 0
+
+
 def _torch_flex_compiled_fp32_d192(c: dict[str, Any], backend: str) -> bool:
     """Compiled FlexAttention on CUDA, fp32 at head dim 192 through the main template (128 query rows or more):
     every config needs more shared memory than the H200 has, so none is left."""
@@ -991,6 +1001,21 @@ LEDGER: tuple[KnownFailure, ...] = (
         "q [1, 1], q [1] x 7 as recorded and q [1, 0] hung past 25 s, q [1] alone, q [1, 2] and the controls "
         "q [2, 2] returned within 0.001 of the reference",
         applies=_torch_nested_cudnn_single_rows,
+        archs=("sm90",),
+    ),
+    KnownFailure(
+        "torch-nested-cudnn-keyless-request-rows",
+        "torch",
+        ("2.11.0+cu130",),
+        "jagged SDPA forced to cuDNN: the last request of a batch, with query rows and no key, gets rows that are not "
+        "0 (cuDNN 9.19, which torch 2.11.0+cu130 loads)",
+        "fail",
+        "docs/evidence/probe_torch_nested_cudnn_empty_kv_request.py",
+        confirmed=False,
+        seen="2026-12-04 H200, the torch standard matrix on CUDA (docs/evidence/2026-12-04-h200/): nested-cudnn on "
+        "ragged-b6-h1x1-d256-bf16-zero_len, q [127, 127, 1, 64, 17, 64] over kv [128, 1, 1031, 1031, 33, 0]: the "
+        "last request's rows up to 2.67 where they should be 0 (err/bound 286)",
+        applies=_torch_nested_cudnn_keyless_request,
         archs=("sm90",),
     ),
     KnownFailure(

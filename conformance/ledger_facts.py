@@ -196,7 +196,8 @@ FAMILIES: dict[str, Family] = {
             "cuDNN and memory-efficient SDPA write non-zero rows where the mask allows no key",
             "torch's math backend returns 0 for a query row whose mask allows no key (torch >= 2.5); the cuDNN "
             "backend (a fully masked row, and causal_lower_right with more queries than keys) and the "
-            "memory-efficient backend (the latter) return a non-zero row instead.",
+            "memory-efficient backend (the latter) return a non-zero row instead. Jagged SDPA on cuDNN does the "
+            "same for the last request of a batch when it has no key.",
         ),
     )
 }
@@ -1121,6 +1122,55 @@ FACTS: dict[str, Facts] = {
                 "variants), and nested-math computes every such batch.",
             ),
             "A decode batch through jagged SDPA's cuDNN path returns its rows, or is refused by the selector.",
+        ),
+        Facts(
+            "torch-nested-cudnn-keyless-request-rows",
+            "torch-sdpa-empty-rows",
+            NOT_LOCATED,
+            "Jagged SDPA's cuDNN branch packs the batch (_sdpa_nested_preprocessing: cumulative lengths, the "
+            "longest sequence) and calls _cudnn_attention_forward with a cumulative KV length that does not grow "
+            "for a request without keys; nothing on the way refuses such a request or writes its rows. The H200's "
+            "torch 2.11.0+cu130 loads cuDNN 9.19, and cuDNN's own frontend tests skip zero-length sequences below "
+            "cuDNN 9.25 (cudnn-frontend#943): the rows of such a request are whatever the kernel leaves. Where it "
+            "goes wrong in cuDNN was not read (closed source); aten's C++ check of the call was not read either.",
+            (
+                Cause(
+                    "2.11.0+cu130",
+                    (
+                        "torch/nested/_internal/sdpa.py:293-337 _select_sdp_backend: cuDNN is asked only "
+                        "can_use_cudnn_attention, no check of a request's lengths",
+                        "torch/nested/_internal/sdpa.py:549-620 _sdpa_nested_preprocessing; :852-891 the cuDNN "
+                        "branch's _cudnn_attention_forward(query, key, value, ..., cumulative_sequence_length_kv, "
+                        "...)",
+                    ),
+                ),
+                Cause(
+                    "2.13.0+cpu",
+                    (
+                        "torch/nested/_internal/sdpa.py:293-337 _select_sdp_backend, the same",
+                        "torch/nested/_internal/sdpa.py:852-891 the cuDNN branch: _cudnn_attention_forward",
+                    ),
+                    "a CPU build: cuDNN refuses CPU tensors, so the call is refused",
+                ),
+            ),
+            (
+                "nested-math and nested-auto write the same batch's rows 0 (the same H200 run), and a first request "
+                "without keys came back 0 through the same cuDNN call (repro_torch_nested_cudnn_single_row_hang.py's "
+                "second control, its .h200.txt).",
+            ),
+            "A request with no key gets rows of 0 from every jagged SDPA backend, as from math, or the call is "
+            "refused.",
+            (
+                Related(
+                    "NVIDIA/cudnn-frontend#943",
+                    "issue",
+                    "test(sdpa): random ragged sweeps lack the cuDNN >= 9.25 gate for zero-length sequences (NaN rows "
+                    "on 9.22)",
+                    "closed",
+                    "cuDNN's frontend tests gate zero-length ragged sequences on cuDNN 9.25; below it a batch with no "
+                    "keys got NaN rows there, finite wrong rows here (cuDNN 9.19)",
+                ),
+            ),
         ),
         Facts(
             "torch-flex-compiled-fp32-d192-no-config",

@@ -849,7 +849,6 @@ STANDARD_0412 = os.path.join(ROOT, "docs", "evidence", "2026-12-04-h200")
 # explains it (docs/evidence/2026-12-04-h200/README.md).
 NO_ENTRY_0412 = {
     "timeout": "crashed, the process evaluating this case died: no answer within",  # flex fp32 d192/256 compiles
-    "nested-cudnn empty rows": "ragged-b6-h1x1-d256-bf16-zero_len-c8092d92e2",  # not reproduced standalone yet
 }
 
 
@@ -890,6 +889,7 @@ def test_every_failure_of_the_torch_standard_run_on_the_h200_is_an_entry_or_list
         "torch-nested-causal-empty-query": 4,
         "torch-nested-cudnn-single-row-hangs": 2,  # killed at --case-timeout, before the entry
         "torch-nested-math-scores-in-half": 2,
+        "torch-nested-cudnn-keyless-request-rows": 1,
     }
     assert len(recs) > 3000  # the 185 cases on 17 backends, a few twice
 
