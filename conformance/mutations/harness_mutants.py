@@ -2849,6 +2849,16 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         (_KNOWN + "test_every_failure_of_the_torch_standard_run_on_the_h200_is_an_entry_or_listed",),
     ),
     _harness(
+        "fi-cpu-workspace-shared-across-fork",
+        "kernels/flashinfer/adapter.py",
+        "flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS",
+        "flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS",
+        "the CPU workspace mapped shared: a forked run's writes reach the parent's wrapper",
+        (
+            "tests/kernels/test_flashinfer_adapter.py::test_a_cpu_workspace_is_zeroed_and_its_writes_stay_in_its_process",
+        ),
+    ),
+    _harness(
         "honest-distribution-pairs-twice",
         "scripts/honest_distribution.py",
         "            last[(r.backend, r.case_id)] = replace(r, known=known)\n",

@@ -16,6 +16,7 @@ the library chose, the arguments, poisoning and the LSE base: docs/flashinfer-ad
 
 from __future__ import annotations
 
+import mmap
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional
@@ -91,6 +92,16 @@ class AdapterOptions:
             raise ValueError(f"lse_base={self.lse_base!r}: expected one of {LSE_BASES}")
         if self.graph_wrappers not in GRAPH_WRAPPERS:
             raise ValueError(f"graph_wrappers={self.graph_wrappers!r}: expected one of {GRAPH_WRAPPERS}")
+
+
+def zeroed_workspace(nbytes: int, device: str) -> torch.Tensor:
+    """A zeroed uint8 workspace. On the CPU (the stand-in libraries' device) a private anonymous mapping, which
+    the kernel zero-fills page by page as it is touched (and copies on write after a fork, as it does malloc's
+    memory): torch.zeros would write every page of the 128 MiB for each wrapper, which a stand-in never reads."""
+    if nbytes > 0 and _env.device_type(device) == "cpu":
+        pages = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        return torch.frombuffer(pages, dtype=torch.uint8)
+    return torch.zeros(nbytes, dtype=torch.uint8, device=device)
 
 
 def graph_wrapper_key(case: Case, graph: bool, options: AdapterOptions) -> tuple:
@@ -459,7 +470,7 @@ class FlashInferKernel:
     # ---- wrappers -----------------------------------------------------------------------------
     def _workspace(self) -> torch.Tensor:
         # Zero-initialised: BatchDecode's float workspace "Must be initialized to 0 for its first use".
-        ws = torch.zeros(self.options.workspace_bytes, dtype=torch.uint8, device=self.device)
+        ws = zeroed_workspace(self.options.workspace_bytes, self.device)
         self._workspaces.append(ws)
         return ws
 

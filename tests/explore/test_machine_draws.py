@@ -53,21 +53,28 @@ def test_flexattention_is_explored_on_its_own_profile_with_soft_caps() -> None:
     assert machine_for(by_backend["flex"]).profile.soft_cap
 
 
-def _digests(entry: list[str], out: Path) -> dict[str, str]:
+def _args(out: Path) -> list[str]:
     # One subject: the constants are pinned (or not) for the whole process, so a second one shows nothing more.
     args = ["--target", "torch", "--subject", "torch-auto-cpu", "--budget", "ci", "--examples", "6", "--no-verify"]
-    args += ["--out", str(out)]
-    subprocess.run([sys.executable, "-m", *entry, *args], cwd=REPO, check=True, capture_output=True)
+    return args + ["--out", str(out)]
+
+
+def _digests(out: Path) -> dict[str, str]:
     summary = json.loads((out / "scenario-summary.json").read_text())
     return {s["subject"]: s["digest"] for s in summary["subjects"]}
 
 
 def test_both_entry_points_draw_the_same_sequences_for_the_same_arguments(tmp_path: Path) -> None:
-    """`attncheck explore` (python -m conformance explore: the whole command line loaded) and
-    `python -m conformance.explore.loop` (a GPU run's subject process) draw the same calls."""
-    cli = _digests(["conformance", "explore"], tmp_path / "cli")
-    loop = _digests(["conformance.explore.loop"], tmp_path / "loop")
-    assert cli == loop and list(cli) == ["torch-auto-cpu"] and all(cli.values())
+    """`attncheck explore` (the command line, here in this test process, which has every test module loaded) and
+    `python -m conformance.explore.loop` (a GPU run's subject process: a fresh interpreter that loaded only what
+    it needs) draw the same calls, though Hypothesis's local constants come from the modules each has loaded."""
+    from conformance.cli import main
+
+    assert main(["explore", *_args(tmp_path / "cli")]) == 0
+    loop = [sys.executable, "-m", "conformance.explore.loop", *_args(tmp_path / "loop")]
+    subprocess.run(loop, cwd=REPO, check=True, capture_output=True)
+    cli = _digests(tmp_path / "cli")
+    assert cli == _digests(tmp_path / "loop") and list(cli) == ["torch-auto-cpu"] and all(cli.values())
 
 
 def test_a_subject_draws_from_the_pinned_constants_and_gives_them_back(tmp_path: Path, monkeypatch: Any) -> None:

@@ -1154,3 +1154,19 @@ def test_a_missing_validation_upstream_is_declined_and_a_defect_is_not(
     assert sup.ok is not declined, sup.reason
     if declined:
         assert skips.constant_of(sup.reason) == skips.HEAD_DIM and names in sup.reason, sup.reason
+
+
+def test_a_cpu_workspace_is_zeroed_and_its_writes_stay_in_its_process() -> None:
+    """The stand-ins' workspace on the CPU: every byte 0 before first use (BatchDecode's float workspace must
+    be), writable, and private: a forked child's writes (a fork server's run) never reach the parent's."""
+    ws = fi.zeroed_workspace(1 << 20, "cpu")
+    assert ws.shape == (1 << 20,) and ws.dtype == torch.uint8 and int(ws.count_nonzero()) == 0
+    ws[-1] = 3
+    assert int(ws.sum()) == 3
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child (single-byte writes: no intra-op thread pool after a fork)
+        ws[0], ws[-1] = 7, 9
+        os._exit(0)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert int(ws.sum()) == 3
+    assert fi.zeroed_workspace(0, "cpu").shape == (0,)
