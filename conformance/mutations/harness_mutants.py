@@ -2859,6 +2859,14 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         ),
     ),
     _harness(
+        "suite-cpu-children-dropped",
+        "scripts/suite_cpu.py",
+        "            b.children_user - a.children_user,\n",
+        "            0.0,\n",
+        "the suite's CPU table loses what the tests' child processes spent (a third of the suite's CPU)",
+        ("tests/harness/test_suite_cpu.py::test_each_test_gets_its_wall_its_own_cpu_and_its_childrens",),
+    ),
+    _harness(
         "honest-distribution-pairs-twice",
         "scripts/honest_distribution.py",
         "            last[(r.backend, r.case_id)] = replace(r, known=known)\n",
