@@ -54,14 +54,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     os.makedirs(out, exist_ok=True)
     t = os.times()
-    doc = {
-        "rows": _ROWS,
-        "wall": time.time() - _START,
-        "user": t.user,
-        "sys": t.system,
-        "child_user": t.children_user,
-        "child_sys": t.children_system,
-    }
+    totals = (time.time() - _START, t.user, t.system, t.children_user, t.children_system)
+    doc = {"rows": _ROWS, **dict(zip(COLUMNS, totals))}
     with open(os.path.join(out, os.environ.get("PYTEST_XDIST_WORKER", "main") + ".json"), "w") as fh:
         json.dump(doc, fh)
 
@@ -72,8 +66,9 @@ def summary(folder: str) -> dict[str, Any]:
     for name in sorted(os.listdir(folder)):
         if not name.endswith(".json"):
             continue
-        doc = json.loads(open(os.path.join(folder, name)).read())
-        procs[name[:-5]] = {k: doc[k] for k in ("wall", "user", "sys", "child_user", "child_sys")}
+        with open(os.path.join(folder, name)) as fh:
+            doc = json.load(fh)
+        procs[name[:-5]] = {k: doc[k] for k in COLUMNS}
         for node, *cols in doc["rows"]:
             f = files[node.split("::")[0]]
             for i, v in enumerate(cols):

@@ -99,8 +99,9 @@ def torch_subjects(device: str) -> list[Subject]:
 
 
 STANDIN_ARCHS = ("gfx942", "gfx950")
-# The stand-in never reads its workspace; the adapter's default (128 MiB, zeroed, one per wrapper and
-# fresh control) exhausted a 24 GiB CPU machine over a runner-sized exploration.
+# The stand-in never reads its workspace. The adapter's default is 128 MiB per wrapper and fresh control: zeroed
+# by hand, it exhausted a 24 GiB CPU machine over a runner-sized exploration; mapped untouched on the CPU now
+# (kernels/flashinfer/adapter.py zeroed_workspace), it still reserves that much address space per wrapper.
 STANDIN_WORKSPACE = 1 << 16
 # Single prefill exposes no fallback reason through the adapter (NOT_REPORTED where the spec says None).
 STANDIN_EXCLUDED = {"single": "single_prefill_with_kv_cache exposes no reason; the spec's rows expect None"}

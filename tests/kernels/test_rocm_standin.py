@@ -78,7 +78,7 @@ def use(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 def adapter(backend: str, **kw: Any) -> fi.FlashInferKernel:
     graph = kw.pop("graph", False)
-    kw.setdefault("workspace_bytes", 1024)  # the stand-in uses no workspace; 128 MiB of zeros per wrapper is slow
+    kw.setdefault("workspace_bytes", 1024)  # the stand-in uses no workspace: 1 KiB, not 128 MiB of address space
     return fi.FlashInferKernel(backend, CPU, graph=graph, options=fi.AdapterOptions(**kw), graphs=RecordedGraphs())
 
 
