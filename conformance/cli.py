@@ -15,6 +15,7 @@ import sys
 import threading
 from typing import Optional, Sequence
 
+from conformance.collector import skip_final_collection
 from conformance.commands import diff, explore, ledger, mutate, prebuild, record, report, routes, run, sweep, threshold
 from conformance.commands.common import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, PROG, USAGE_ERRORS
 from conformance.usage import Parser
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    skip_final_collection()
     warm_mkl_vml()  # oneMKL picks its VML kernels in this one thread before any attention is computed
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminate) if main_thread else None

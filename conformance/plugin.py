@@ -12,21 +12,28 @@ from typing import Any
 
 import pytest
 
+from conformance.collector import freeze_what_is_loaded, skip_final_collection
 from conformance.markers import needs_of
 from kernels._env import warm_mkl_vml
 from scenarios.matrix import BUDGETS
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Every pytest process (xdist workers and mutation children too) warms oneMKL before a test computes;
-    `-n N` steals work between workers unless --dist says otherwise; an xdist worker takes its share of the
-    cores for torch's intra-op threads."""
+    """Every pytest process (xdist workers and mutation children too) warms oneMKL before a test computes and
+    exits without walking its heap once more (conformance/collector.py); `-n N` steals work between workers
+    unless --dist says otherwise; an xdist worker takes its share of the cores for torch's intra-op threads."""
+    skip_final_collection()
     warm_mkl_vml()  # oneMKL picks its VML kernels in this one thread before any attention is computed
     if config is not None:
         _steal_work(config)
     workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
     if workers:
         share_cores(int(workers))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection loaded stays loaded: frozen out of the collector's full collections."""
+    freeze_what_is_loaded()
 
 
 def _steal_work(config: pytest.Config) -> None:

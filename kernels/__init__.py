@@ -14,10 +14,12 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import re
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from kernels.errors import UnknownTarget
-from kernels.protocol import Target
+
+if TYPE_CHECKING:  # the protocol imports torch, which importing `kernels` alone never needs
+    from kernels.protocol import Target
 
 REGISTRY: dict[str, str] = {
     "torch": "kernels.torch_target:TARGET",

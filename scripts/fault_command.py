@@ -16,10 +16,7 @@ def run_with_fault(
     line: Callable[[Any], str],
 ) -> int:
     """`--list` prints `line(fault)` for each fault; `FAULT CMD...` runs the attncheck command CMD with FAULT on
-    and returns its exit status; 2 for an unknown fault."""
-    from conformance.cli import main
-    from conformance.isolate import INJECTED_ENV
-
+    and returns its exit status; 2 for an unknown fault. The listing and the refusal import no torch."""
     if argv[:1] == ["--list"]:
         for f in faults.values():
             print(line(f))
@@ -28,6 +25,9 @@ def run_with_fault(
         given = argv[0] if argv else "nothing"
         print(f"{kind}: got {given!r}; pass one of {', '.join(faults)} (or --list)", file=sys.stderr)
         return 2
+    from conformance.cli import main
+    from conformance.isolate import INJECTED_ENV
+
     # `--isolate` children inject it again (conformance/isolate.py INJECTED_ENV): a child is a fresh interpreter
     os.environ[INJECTED_ENV] = f"{injected.__module__}:{argv[0]}"
     with injected(argv[0]):

@@ -25,10 +25,16 @@ from typing import Any, Generator
 
 import pytest
 
-_ROWS: list[tuple[str, float, float, float, float, float]] = []
-_START = time.time()
-# A row: node id, wall, user, system, children's user, children's system (seconds).
+# Per pytest session (a test that runs pytest in its own process has a session of its own): its rows, and when
+# it was configured. A row: node id, wall, user, system, children's user, children's system (seconds).
+_ROWS = pytest.StashKey[list]()
+_START = pytest.StashKey[float]()
 COLUMNS = ("wall", "user", "sys", "child_user", "child_sys")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_ROWS] = []
+    config.stash[_START] = time.time()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -36,7 +42,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: Any) -> Generator[None,
     a, wall = os.times(), time.time()
     yield
     b = os.times()
-    _ROWS.append(
+    item.config.stash[_ROWS].append(
         (
             item.nodeid,
             time.time() - wall,
@@ -54,8 +60,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     os.makedirs(out, exist_ok=True)
     t = os.times()
-    totals = (time.time() - _START, t.user, t.system, t.children_user, t.children_system)
-    doc = {"rows": _ROWS, **dict(zip(COLUMNS, totals))}
+    totals = (time.time() - session.config.stash[_START], t.user, t.system, t.children_user, t.children_system)
+    doc = {"rows": session.config.stash[_ROWS], **dict(zip(COLUMNS, totals))}
     with open(os.path.join(out, os.environ.get("PYTEST_XDIST_WORKER", "main") + ".json"), "w") as fh:
         json.dump(doc, fh)
 

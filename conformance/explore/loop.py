@@ -47,6 +47,7 @@ from hypothesis.stateful import get_state_machine_test
 from hypothesis.statistics import collector
 
 from kernels._env import device_type, out_of_memory, warm_mkl_vml
+from conformance.collector import skip_final_collection
 from conformance.explore import machines
 from conformance.explore.constants import pinned_constants
 from conformance.explore.defects import Found, signature_of
@@ -834,6 +835,7 @@ def _prebuild(subjects: Sequence[Subject], device: str) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m conformance.explore.loop") -> int:
+    skip_final_collection()
     p = Parser(prog=prog, description=__doc__.split("\n\n")[0])
     p.add_argument("--target", choices=TARGETS, default="torch")
     p.add_argument("--budget", choices=tuple(BUDGETS), default="ci")

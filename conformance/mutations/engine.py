@@ -215,7 +215,7 @@ class Mutation:
     # ---- control and coverage ------------------------------------------------------------------
     def control(self, rows: list[str], with_coverage: bool) -> tuple[dict, Optional[sel.CoverageMap]]:
         clean = self._tmp / "clean"
-        make_copy(self.root, clean)
+        make_copy(self.root, clean, self._tmp / "shared")
         shards = _shards(rows, self.s.workers)
         start = time.monotonic()
         with ThreadPoolExecutor(max_workers=len(shards) or 1) as pool:
@@ -293,7 +293,7 @@ class Mutation:
         name = f"{m.name}{tag}"
         copy_root = self._tmp / "copies" / name
         try:
-            make_copy(self.root, copy_root)
+            make_copy(self.root, copy_root, self._tmp / "shared")
             modules, patch = {}, None
             if isinstance(m, Mutant):
                 apply_mutant(copy_root, m)

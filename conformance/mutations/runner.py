@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -52,6 +53,9 @@ COPIED = (
     "docs",
     "scripts",
 )  # docs: the ledger tests read the H200 runs' records in docs/evidence; scripts: the fault scripts' tests
+# What no mutant edits and no test writes: copied once per run and linked from each copy (make_copy).
+SHARED = ("docs",)
+_SHARING = threading.Lock()
 # What a copy leaves out (deps.py's listings and tree hash leave out the same).
 IGNORED = ("__pycache__", "*.pyc", ".hypothesis", ".pytest_cache", "*.egg-info", "*.png", "*.html")
 _IGNORED = shutil.ignore_patterns(*IGNORED)
@@ -132,18 +136,28 @@ def repo_root() -> Path:
     return Path(__file__).resolve().parents[2]
 
 
-def make_copy(root: Path, dest: Path) -> None:
+def make_copy(root: Path, dest: Path, shared: Optional[Path] = None) -> None:
     """Copy the repository's package directories and configuration into `dest` (less the verdict files: no
-    run reads them, and a verdict must never depend on the file that holds it)."""
+    run reads them, and a verdict must never depend on the file that holds it).
+
+    With `shared` (a folder of the run's own), the folders no mutant edits (SHARED) are copied there once and
+    each copy links to them: docs/ is three quarters of the repository's files, most of what copying it for
+    each of hundreds of mutants cost (docs/mutation.md)."""
     verdicts = root / VERDICT_DIR
 
     def ignore(folder: str, names: list[str]) -> set[str]:
         left = set(_IGNORED(folder, names))
         return left | {n for n in names if Path(folder, n) == verdicts}
 
+    dest.mkdir(parents=True, exist_ok=True)
     for name in COPIED:
         src = root / name
-        if src.is_dir():
+        if src.is_dir() and shared is not None and name in SHARED:
+            with _SHARING:  # the engine's workers make copies at once
+                if not (shared / name).is_dir():
+                    shutil.copytree(src, shared / name, ignore=ignore)
+            os.symlink(shared / name, dest / name, target_is_directory=True)
+        elif src.is_dir():
             shutil.copytree(src, dest / name, ignore=ignore)
         elif src.is_file():
             shutil.copy2(src, dest / name)
@@ -152,6 +166,8 @@ def make_copy(root: Path, dest: Path) -> None:
 def apply_mutant(copy_root: Path, mutant: Mutant) -> None:
     """Replace the mutant's `old` by `new` in its file; StaleMutant unless `old` occurs exactly once."""
     target = copy_root / mutant.path
+    if (copy_root / Path(mutant.path).parts[0]).is_symlink():
+        raise ValueError(f"mutant {mutant.name} edits {mutant.path}, in a folder every copy shares ({SHARED})")
     text = target.read_text() if target.is_file() else ""
     n = text.count(mutant.old)
     if n != 1:

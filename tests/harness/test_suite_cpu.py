@@ -29,18 +29,21 @@ def test_each_test_gets_its_wall_its_own_cpu_and_its_childrens(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.syspath_prepend(str(SCRIPTS))
+    import suite_cpu  # loaded before the sessions, as when the suite measured is run with it: they share the module
+
     out = tmp_path / "cpu"
     monkeypatch.setenv("SUITE_CPU_DIR", str(out))
     pytester.makepyfile(test_cpu_sample=SAMPLE)
-    pytester.runpytest_inprocess("-p", "suite_cpu", "-p", "no:cacheprovider").assert_outcomes(passed=3)
+    for _ in range(2):  # a second session in this process writes its own rows only
+        pytester.runpytest_inprocess("-p", "suite_cpu", "-p", "no:cacheprovider").assert_outcomes(passed=3)
     (written,) = os.listdir(out)
-    rows = {r[0].split("::")[1]: r[1:] for r in json.loads((out / written).read_text())["rows"]}
+    written_rows = json.loads((out / written).read_text())["rows"]
+    assert len(written_rows) == 3, [r[0] for r in written_rows]
+    rows = {r[0].split("::")[1]: r[1:] for r in written_rows}
     sleeps, computes, child = rows["test_sleeps"], rows["test_computes"], rows["test_starts_a_child"]
     assert sleeps[0] >= 0.2 and sleeps[1] + sleeps[2] < 0.15, sleeps  # waited, did not compute
     assert computes[1] + computes[2] > 0.05 and computes[3] + computes[4] == 0, computes
     assert child[3] + child[4] > 0.05 and child[1] + child[2] < child[3] + child[4], child
-
-    import suite_cpu
 
     assert suite_cpu.main([str(out), "--top", "5"]) == 0
     printed = capsys.readouterr().out

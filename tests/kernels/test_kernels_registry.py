@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 import kernels
@@ -19,6 +22,16 @@ def test_torch_is_registered_and_resolves_to_a_target_named_torch() -> None:
 def test_every_entry_resolves_to_a_target_named_like_its_key(name: str) -> None:
     """Each registry entry imports to a Target whose name is its key."""
     assert get_target(name).name == name
+
+
+def test_importing_kernels_imports_no_torch() -> None:
+    """The registry and its errors import without torch: a command that only lists or refuses pays for no torch."""
+    code = (
+        "import sys, kernels, kernels.errors, kernels.flashinfer.source_faults\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", (done.stdout, done.stderr)
 
 
 def test_unknown_target_carries_the_name_and_the_known_ones() -> None:

@@ -404,7 +404,7 @@ def test_a_failing_control_says_why_each_test_failed(tmp_path: Path, monkeypatch
         "",
     )
     monkeypatch.setattr(m, "_launch", lambda *a, **k: answer)
-    monkeypatch.setattr("conformance.mutations.engine.make_copy", lambda src, dst: None)
+    monkeypatch.setattr("conformance.mutations.engine.make_copy", lambda *args: None)
     control, _ = m.control(["t.py::a", "t.py::b"], with_coverage=False)
     assert not control["passed"] and control["why"] == {"t.py::a": "AssertionError: x"}
 

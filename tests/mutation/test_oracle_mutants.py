@@ -142,6 +142,27 @@ def test_copy_takes_packages_and_config_but_no_caches(tmp_path: Path) -> None:
     assert not (dest / "oracle" / "__pycache__").exists() and not (dest / "benchmarks").exists()
 
 
+def test_copies_link_one_shared_copy_of_docs_and_a_mutant_may_not_edit_it(tmp_path: Path) -> None:
+    """With a shared folder, docs/ is copied once and each copy links to it; the code stays each copy's own, and
+    a mutant of a file under docs/ is refused rather than edited into every copy."""
+    root, shared = tmp_path / "root", tmp_path / "shared"
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "probe.py").write_text("N = 1\n")
+    (root / "oracle").mkdir()
+    (root / "oracle" / "a.py").write_text("A = 1\n")
+    first, second = tmp_path / "first", tmp_path / "second"
+    make_copy(root, first, shared)
+    make_copy(root, second, shared)
+    assert (first / "docs").resolve() == (second / "docs").resolve() == (shared / "docs").resolve()
+    assert (second / "docs" / "probe.py").read_text() == "N = 1\n"
+    apply_mutant(first, Mutant("m", "oracle/a.py", "A = 1", "A = 2", "d", ("tests/oracle/test_a.py::test_a",)))
+    assert (second / "oracle" / "a.py").read_text() == "A = 1\n"
+    docs_mutant = Mutant("d", "docs/probe.py", "N = 1", "N = 2", "d", ("tests/oracle/test_a.py::test_a",))
+    with pytest.raises(ValueError, match="docs/probe.py"):
+        apply_mutant(first, docs_mutant)
+    assert (shared / "docs" / "probe.py").read_text() == "N = 1\n"
+
+
 def test_module_from_outside_the_copy_voids_the_run(tmp_path: Path) -> None:
     """A module under test imported from anywhere but the copy (an editable install, say) voids the run."""
     inside = {"oracle.reference": str(tmp_path / "oracle" / "reference.py")}
