@@ -33,7 +33,7 @@ from conformance import gate_report, pinning
 from conformance.markers import BY_NAME, MARKERS, arch_here, detect_here, gpu_facts, missing_reason
 from scenarios.errors import InvalidValue
 
-if TYPE_CHECKING:  # torch-free at import: an xdist worker whose tests need no GPU never imports torch for the gate
+if TYPE_CHECKING:  # for annotations only
     from conformance.gate import LedgerVerdict
     from reports.records import ParityRecord
 

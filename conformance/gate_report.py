@@ -15,6 +15,7 @@ from typing import Any, Optional
 
 from conformance import known_failures
 from conformance.known_failures import NOT_FILED
+from kernels import skips
 
 SIDECAR_SCHEMA = 1
 
@@ -36,8 +37,6 @@ class TestOutcome:
 
 def reason_constant(reason: str) -> str:
     """A skip reason's group: the parity grid's "skip: "/"refused: " prefix dropped, then the constant."""
-    from kernels import skips  # imports torch (kernels/__init__): only when there are skips to group
-
     for prefix in ("skip: ", "refused: "):
         if reason.startswith(prefix):
             reason = reason[len(prefix) :]

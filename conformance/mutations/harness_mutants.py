@@ -994,7 +994,7 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "                        os.killpg(pid, 9)\n",
         "                        pass\n",
         "a fork server whose parent died lets its runs go on, orphaned, to their end",
-        (_MUTATION + "test_a_fork_server_whose_parent_is_gone_kills_the_runs_it_started",),
+        (_MUTATION + "test_a_fork_server_whose_parent_is_gone_kills_the_runs_it_started[started]",),
     ),
     _harness(
         "standin-warms-vml-at-import",
@@ -3483,6 +3483,16 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "a mutant of a file under docs/ edits the one copy every mutant's run links to",
         (
             "tests/mutation/test_oracle_mutants.py::test_copies_link_one_shared_copy_of_docs_and_a_mutant_may_not_edit_it",
+        ),
+    ),
+    _harness(
+        "fork-server-group-set-by-the-run-only",
+        "conformance/mutations/launcher.py",
+        "                    os.setpgid(pid, pid)\n",
+        "                    pass\n",
+        "only the forked run makes its process group: a run not yet scheduled when the parent dies escapes the kill and runs on",
+        (
+            "tests/mutation/test_mutation_matrix.py::test_a_fork_server_whose_parent_is_gone_kills_the_runs_it_started[not-yet-scheduled]",
         ),
     ),
 )

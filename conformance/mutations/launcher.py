@@ -119,6 +119,10 @@ while open_ or jobs:
                 pid = os.fork()
                 if pid == 0:
                     child(req)
+                try:  # the child's group, set here too: a kill may come before the child has run at all
+                    os.setpgid(pid, pid)
+                except OSError:
+                    pass
                 jobs[pid] = req["id"]
                 reply({"id": req["id"], "pid": pid})
     else:

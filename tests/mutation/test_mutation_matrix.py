@@ -258,13 +258,25 @@ def test_a_forked_run_sees_the_libraries_on_pythonpath_as_a_fresh_interpreter_do
     assert (tmp_path / "probe.log").read_text().split() == ["site", "True"]
 
 
-def test_a_fork_server_whose_parent_is_gone_kills_the_runs_it_started(tmp_path: Path) -> None:
+@pytest.mark.parametrize("run", ["started", "not-yet-scheduled"])
+def test_a_fork_server_whose_parent_is_gone_kills_the_runs_it_started(
+    run: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A mutate run killed outright (SIGTERM, SIGKILL) never calls close(): its server sees stdin close and
     must kill the runs still going, each in a process group of its own, not let them run on orphaned (a
-    mutant's test that started a mutate of its own once kept two cores busy for a quarter of an hour)."""
+    mutant's test that started a mutate of its own once kept two cores busy for a quarter of an hour).
+    A forked run the scheduler has not yet run when the pipe closes is killed too (held back a second here;
+    on a loaded CI machine the run had not yet made its group, the server's kill missed it, and it ran on)."""
     import threading
     import time
 
+    import conformance.mutations.launcher as launcher
+
+    if run == "not-yet-scheduled":
+        forked = "                if pid == 0:\n                    child(req)\n"
+        held = "                if pid == 0:\n                    import time; time.sleep(1); child(req)\n"
+        assert launcher._SERVER.count(forked) == 1
+        monkeypatch.setattr(launcher, "_SERVER", launcher._SERVER.replace(forked, held))
     script = tmp_path / "long.py"
     script.write_text("import time\ntime.sleep(120)\n")
     env = child_env(())
