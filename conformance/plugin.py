@@ -33,7 +33,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """What collection loaded stays loaded: frozen out of the collector's full collections."""
-    freeze_what_is_loaded()
+    freeze_what_is_loaded(session.config.getoption("--device"))
 
 
 def _steal_work(config: pytest.Config) -> None:

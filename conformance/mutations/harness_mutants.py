@@ -3382,8 +3382,8 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "collector-full-collections-as-often",
         "conformance/collector.py",
-        "    gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)\n",
-        "    gc.set_threshold(young, middle, middle)\n",
+        "        gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)\n",
+        "        gc.set_threshold(young, middle, middle)\n",
         "after the freeze a pytest worker runs a full collection every 10 middle ones, as the emptied long-lived count asks",
         (
             "tests/harness/test_collector.py::test_a_pytest_process_freezes_what_collection_loaded_and_collects_it_less_often",
@@ -3432,7 +3432,7 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "pytest-collection-not-frozen",
         "conformance/plugin.py",
-        "    freeze_what_is_loaded()\n",
+        '    freeze_what_is_loaded(session.config.getoption("--device"))\n',
         "    pass\n",
         "a pytest worker's full collections walk everything collection loaded, torch included",
         (
@@ -3494,6 +3494,14 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         (
             "tests/mutation/test_mutation_matrix.py::test_a_fork_server_whose_parent_is_gone_kills_the_runs_it_started[not-yet-scheduled]",
         ),
+    ),
+    _harness(
+        "collector-gpu-collects-less-often",
+        "conformance/collector.py",
+        '    if device.split(":")[0] == "cpu":\n',
+        "    if True:\n",
+        "a GPU pytest run collects its oldest generation ten times less often: device memory held by cyclic garbage waits",
+        ("tests/harness/test_collector.py::test_only_a_cpu_run_collects_the_oldest_generation_less_often[cuda]",),
     ),
 )
 

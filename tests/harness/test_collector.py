@@ -50,6 +50,23 @@ def test_a_pytest_process_freezes_what_collection_loaded_and_collects_it_less_of
     assert gc.get_threshold()[2] == collector.FULL_COLLECTION_EVERY
 
 
+@pytest.mark.parametrize("device,thresholds", [("cpu", [(700, 10, 100)]), ("cuda:0", [])], ids=["cpu", "cuda"])
+def test_only_a_cpu_run_collects_the_oldest_generation_less_often(
+    device: str, thresholds: list[tuple[int, int, int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a GPU, device memory that cyclic garbage holds is freed by a collection only: Python's rate is kept."""
+    calls: list[str] = []
+    fake = SimpleNamespace(
+        collect=lambda: calls.append("collect"),
+        freeze=lambda: calls.append("freeze"),
+        get_threshold=lambda: (700, 10, 10),
+        set_threshold=lambda *t: calls.append(f"threshold {t}"),
+    )
+    monkeypatch.setattr(collector, "gc", fake)
+    collector.freeze_what_is_loaded(device)
+    assert calls == ["collect", "freeze"] + [f"threshold {t}" for t in thresholds]
+
+
 @pytest.mark.parametrize("entry", list(ENTRY_POINTS))
 def test_each_entry_point_freezes_the_heap_at_exit_once(
     entry: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
