@@ -21,6 +21,8 @@ from __future__ import annotations
 import atexit
 import gc
 
+from kernels._env import device_type
+
 # gc.set_threshold's third value: a full collection is considered after this many collections of the
 # middle generation (Python's default is 10). After a freeze the collector counts the frozen objects out
 # of its "long-lived" total, so by its 25% growth rule it would run a full collection every 10.
@@ -41,6 +43,6 @@ def freeze_what_is_loaded(device: str) -> None:
     """Take everything alive now out of later collections; on the CPU, run full collections less often."""
     gc.collect()  # what is garbage now is collected, not frozen
     gc.freeze()
-    if device.split(":")[0] == "cpu":
+    if device_type(device) == "cpu":
         young, middle, _ = gc.get_threshold()
         gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)

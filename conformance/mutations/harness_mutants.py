@@ -3498,7 +3498,7 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
     _harness(
         "collector-gpu-collects-less-often",
         "conformance/collector.py",
-        '    if device.split(":")[0] == "cpu":\n',
+        '    if device_type(device) == "cpu":\n',
         "    if True:\n",
         "a GPU pytest run collects its oldest generation ten times less often: device memory held by cyclic garbage waits",
         ("tests/harness/test_collector.py::test_only_a_cpu_run_collects_the_oldest_generation_less_often[cuda]",),

@@ -44,10 +44,13 @@ ENTRY_POINTS: dict[str, Callable[[pytest.MonkeyPatch], Callable[[], None]]] = {
 }
 
 
-def test_a_pytest_process_freezes_what_collection_loaded_and_collects_it_less_often() -> None:
+def test_a_pytest_process_freezes_what_collection_loaded_and_collects_it_less_often(
+    pytestconfig: pytest.Config,
+) -> None:
     # This module's objects were made while collecting: frozen, they are out of every generation's list.
     assert id(ENTRY_POINTS) not in {id(o) for o in gc.get_objects()}
-    assert gc.get_threshold()[2] == collector.FULL_COLLECTION_EVERY
+    if pytestconfig.getoption("--device") == "cpu":  # a GPU session keeps Python's rate (the test below)
+        assert gc.get_threshold()[2] == collector.FULL_COLLECTION_EVERY
 
 
 @pytest.mark.parametrize("device,thresholds", [("cpu", [(700, 10, 100)]), ("cuda:0", [])], ids=["cpu", "cuda"])
