@@ -18,7 +18,9 @@ Soft cap is a score_mod, cap * tanh(score / cap), applied to the scaled score be
 LSE comes from flex (return_aux / return_lse) and is the natural log (tests check it).
 
 CPU runs eager: flex's unfused path materialises [Hq, total_qo, N] scores, so supports()
-declines (TOO_LARGE) a case whose total_qo * N * Hq exceeds FLEX_EAGER_MAX_SCORES. On CUDA,
+declines (TOO_LARGE) a case whose total_qo * N * Hq exceeds FLEX_EAGER_MAX_SCORES. Eager flex
+still traces its call through dynamo, once per shape, dtype and mods; the adapters trace with
+static shapes, as the compiled call does (dynamic tracing computes the same and costs more). On CUDA,
 flex_attention is compiled once per adapter (torch.compile) and reused; dynamo keeps its
 compiled variants on flex_attention's code, shared by all adapters, and the call raises the
 recompile limit (COMPILED_RECOMPILE_LIMIT) so no case silently falls back to the eager path.
@@ -29,7 +31,6 @@ flex still computes (and is asked for) the empty rows' 0 output and -inf LSE.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import warnings
 from dataclasses import dataclass
@@ -246,7 +247,7 @@ class FlexKernel:
                 k = torch.zeros((k.shape[0], 1, k.shape[2]), dtype=k.dtype, device=dev)
                 v = torch.zeros((v.shape[0], 1, v.shape[2]), dtype=v.dtype, device=dev)
             q = inputs.q.transpose(0, 1)[None]
-            with contextlib.nullcontext() if eager(self.device) else _compile_limits():
+            with dynamo_settings(self.device):
                 o, o_lse = _call(self._flex(), q, k[None], v[None], p.score_mod, p.block_mask, c.scale)
             store_rows(out, 0, o[0].transpose(0, 1))
             store_rows(lse, 0, o_lse[0].transpose(0, 1).to(torch.float32))
@@ -271,16 +272,23 @@ def flex_function(device: str) -> Callable[..., Any]:
     return torch.compile(flex_attention, dynamic=False)
 
 
-def _compile_limits() -> Any:
-    """dynamo config for the compiled call: a high recompile limit, and an error on reaching it."""
+def dynamo_settings(device: str) -> Any:
+    """dynamo config for a flex call on `device`.
+
+    Compiled: a high recompile limit, and an error on reaching it. Eager: static shapes, so a new
+    length is retraced plainly, not symbolically (cheaper); the dense path that runs is the same.
+    """
     import torch._dynamo.config as dynamo_config
 
-    wanted = {
-        "recompile_limit": COMPILED_RECOMPILE_LIMIT,
-        "accumulated_recompile_limit": COMPILED_RECOMPILE_LIMIT,
-        "fail_on_recompile_limit_hit": True,
-        "specialize_float": True,
-    }
+    if eager(device):
+        wanted: dict[str, Any] = {"automatic_dynamic_shapes": False}
+    else:
+        wanted = {
+            "recompile_limit": COMPILED_RECOMPILE_LIMIT,
+            "accumulated_recompile_limit": COMPILED_RECOMPILE_LIMIT,
+            "fail_on_recompile_limit_hit": True,
+            "specialize_float": True,
+        }
     return dynamo_config.patch(**{k: v for k, v in wanted.items() if hasattr(dynamo_config, k)})
 
 

@@ -19,7 +19,6 @@ one masked-out zero key so flex still computes the empty rows' 0 output and -inf
 
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
@@ -40,7 +39,7 @@ from kernels._torch_common import (
 from kernels.errors import UnsupportedCase
 from kernels.protocol import NOT_REPORTED, KernelOutput, Support
 from kernels.torch_flex import BACKEND as FLEX
-from kernels.torch_flex import FLEX_EAGER_MAX_SCORES, _call, _compile_limits, eager, flex_function, make_score_mod
+from kernels.torch_flex import FLEX_EAGER_MAX_SCORES, _call, dynamo_settings, eager, flex_function, make_score_mod
 from scenarios.case import Case
 from scenarios.dtypes import to_torch
 from scenarios.poison import poison
@@ -178,7 +177,7 @@ class FlexPaddedKernel:
             if k.shape[-2] == 0:  # no key in the batch: one masked-out zero key
                 k = torch.zeros(k.shape[:2] + (1, k.shape[3]), dtype=k.dtype, device=dev)
                 v = torch.zeros(v.shape[:2] + (1, v.shape[3]), dtype=v.dtype, device=dev)
-            with contextlib.nullcontext() if eager(self.device) else _compile_limits():
+            with dynamo_settings(self.device):
                 o, o_lse = _call(self._flex(), t.q, k, v, p.score_mod, p.block_mask, c.scale)
             store_padded(out, c.qo_lens, o)
             store_padded(lse, c.qo_lens, o_lse.to(torch.float32))

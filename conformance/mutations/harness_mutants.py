@@ -3503,6 +3503,25 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "a GPU pytest run collects its oldest generation ten times less often: device memory held by cyclic garbage waits",
         ("tests/harness/test_collector.py::test_only_a_cpu_run_collects_the_oldest_generation_less_often[cuda]",),
     ),
+    _harness(
+        "flex-eager-traces-dynamic-shapes",
+        "kernels/torch_flex.py",
+        '        wanted: dict[str, Any] = {"automatic_dynamic_shapes": False}\n',
+        "        wanted: dict[str, Any] = {}\n",
+        "eager flex keeps dynamo's automatic dynamic shapes: every new length after the first is traced symbolically",
+        (
+            "tests/kernels/test_torch_target.py::test_eager_flex_is_traced_with_static_shapes[flex]",
+            "tests/kernels/test_torch_target.py::test_eager_flex_is_traced_with_static_shapes[flex-padded]",
+        ),
+    ),
+    _harness(
+        "flex-padded-calls-without-dynamo-settings",
+        "kernels/torch_flex_padded.py",
+        "            with dynamo_settings(self.device):\n",
+        '            with dynamo_settings("cuda"):\n',
+        "the padded flex backend calls eager flex under the compiled call's settings: new lengths traced symbolically",
+        ("tests/kernels/test_torch_target.py::test_eager_flex_is_traced_with_static_shapes[flex-padded]",),
+    ),
 )
 
 check_unique(HARNESS_MUTANTS)

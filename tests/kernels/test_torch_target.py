@@ -290,6 +290,30 @@ def test_flex_is_called_with_a_padded_slot_when_the_batch_has_no_keys(monkeypatc
     assert bool(torch.isneginf(res.lse).all())
 
 
+@pytest.mark.parametrize("backend", ["flex", "flex-padded"])
+def test_eager_flex_is_traced_with_static_shapes(backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eager flex traces each call through dynamo; the adapters ask for static shapes (a plain retrace per
+    length, cheaper than a symbolic one) and leave dynamo's setting as it was after the call."""
+    import torch._dynamo.config as dynamo_config
+    import torch.nn.attention.flex_attention as flex_module
+
+    seen: list[bool] = []
+    real = flex_module.flex_attention
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        seen.append(dynamo_config.automatic_dynamic_shapes)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(flex_module, "flex_attention", recording)
+    before = dynamo_config.automatic_dynamic_shapes
+    adapter = TORCH.make(backend, CPU)
+    for qo in ((3, 2), (5, 4)):
+        inputs = materialize(Case("ragged", qo, (6, 5), **_H), seed=0)
+        res = adapter.run(inputs)
+        assert judge(truth(inputs), res.out, res.lse, lse_base=res.lse_base)[0].passed
+    assert seen == [False, False] and dynamo_config.automatic_dynamic_shapes == before
+
+
 def test_flex_returns_empty_tensors_without_a_call_when_there_are_no_queries(monkeypatch: pytest.MonkeyPatch) -> None:
     """With no query rows there is nothing to ask flex: empty out and LSE, no call."""
     calls = _counting(monkeypatch, torch_flex, "_call")
