@@ -1027,11 +1027,13 @@ LEDGER: tuple[KnownFailure, ...] = (
         "(shared memory), where bf16 of the same shape and fp32 at head dims 128 and 256 compile",
         "error",
         "docs/evidence/probe_torch_flex_decoding_block_m.py",
-        confirmed=False,
+        confirmed=True,
         seen="2026-12-04 H200, the torch standard matrix on CUDA (docs/evidence/2026-12-04-h200/): flex on four "
         "cases (8/8, 8/2, 8/1, 4/1 heads; 191 to 258 rows); the probe before its A|B argument (call2/flex_probe.txt "
         "there): fp32 192/128 at 128, 191 and 258 rows raised, FORCE_USE_FLEX_ATTENTION alike; bf16 192/128, fp32 "
-        "128/128 and 256/256 ran. Confirmed once `attncheck ledger verify` runs the probe's part B as it is now",
+        "128/128 and 256/256 ran. 2026-12-05 H200, `attncheck ledger verify` of the probe's part B "
+        "(probe_torch_flex_decoding_block_m.h200.txt): the same three fp32 192/128 calls raised 'Required: 278784 "
+        "Hardware limit: 232448', the three controls compiled",
         applies=_torch_flex_compiled_fp32_d192,
         archs=("sm90",),
         evidence_args=("B",),

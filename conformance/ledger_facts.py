@@ -1181,8 +1181,8 @@ FACTS: dict[str, Facts] = {
             "64, 3, 4), whose three stages of fp32 K and V tiles at head dim 192 need more shared memory (278784 "
             "bytes) than a block has (232448), so Triton refuses it and autotuning is left with no config. bf16 at "
             "192 takes the same fallback and fits (half the bytes); SM100's table has (float32, 192) = (32, 64, 2, "
-            "4), and 2.13's H100 table adds (float32, 192) = (32, 64, 1, 8). Not yet confirmed by compiling 192 fp32 "
-            "with such a tile on the H200.",
+            "4), and 2.13's H100 table adds (float32, 192) = (32, 64, 1, 8). That such a tile compiles on the H200 "
+            "was not tried (the fix is read, not run).",
             (
                 Cause(
                     "2.11.0+cu130",
