@@ -354,13 +354,13 @@ def _torch_nested_cudnn_single_rows(c: dict[str, Any], backend: str) -> bool:
 
 
 def _torch_nested_cudnn_keyless_request(c: dict[str, Any], backend: str) -> bool:
-    """Jagged SDPA forced to cuDNN on a batch of two or more requests whose last has query rows and no key (as
-    seen; a first request without keys was right), not a decode batch (that one hangs): the last request's rows
-    should be 0 and are not."""
+    """Jagged SDPA forced to cuDNN on a batch of two or more requests, one of which has query rows and no key
+    (first, middle or last alike), not a decode batch (that one hangs): that request's rows should be 0 and are
+    never written, so they read whatever the memory held (0 in a fresh process)."""
     if backend != NESTED + "cudnn":
         return False
     qo, kv = c["qo_lens"], c["kv_lens"]
-    return len(qo) > 1 and max(qo) > 1 and qo[-1] > 0 and kv[-1] == 0
+    return len(qo) > 1 and max(qo) > 1 and any(q > 0 and k == 0 for q, k in zip(qo, kv))
 
 
 def _torch_flex_compiled_fp32_d192(c: dict[str, Any], backend: str) -> bool:
@@ -1007,16 +1007,22 @@ LEDGER: tuple[KnownFailure, ...] = (
         "torch-nested-cudnn-keyless-request-rows",
         "torch",
         ("2.11.0+cu130",),
-        "jagged SDPA forced to cuDNN: the last request of a batch, with query rows and no key, gets rows that are not "
-        "0 (cuDNN 9.19, which torch 2.11.0+cu130 loads)",
+        "jagged SDPA forced to cuDNN: a request of a batch with query rows and no key gets rows the call never "
+        "writes (they read what the memory held: 0 in a fresh process, earlier tensors' values in a long-lived one; "
+        "cuDNN 9.19, which torch 2.11.0+cu130 loads)",
         "fail",
         "docs/evidence/probe_torch_nested_cudnn_empty_kv_request.py",
-        confirmed=False,
+        confirmed=True,
         seen="2026-12-04 H200, the torch standard matrix on CUDA (docs/evidence/2026-12-04-h200/): nested-cudnn on "
         "ragged-b6-h1x1-d256-bf16-zero_len, q [127, 127, 1, 64, 17, 64] over kv [128, 1, 1031, 1031, 33, 0]: the "
-        "last request's rows up to 2.67 where they should be 0 (err/bound 286)",
+        "last request's rows up to 2.67 where they should be 0 (err/bound 286). 2026-12-05 H200 "
+        "(docs/evidence/2026-12-05-h200/): the probe with each batch alone in a fresh process found every batch "
+        "right; run again after the caching allocator took back blocks filled with 1024 "
+        "(probe_torch_nested_cudnn_empty_kv_request.h200.txt), the empty request first, in the middle and last, "
+        "at two shapes and as recorded, read 1024 in every row; the controls without one were right both ways",
         applies=_torch_nested_cudnn_keyless_request,
         archs=("sm90",),
+        unrepeatable="the rows are never written: they hold what the output's memory held",
     ),
     KnownFailure(
         "torch-flex-compiled-fp32-d192-no-config",

@@ -1129,10 +1129,12 @@ FACTS: dict[str, Facts] = {
             NOT_LOCATED,
             "Jagged SDPA's cuDNN branch packs the batch (_sdpa_nested_preprocessing: cumulative lengths, the "
             "longest sequence) and calls _cudnn_attention_forward with a cumulative KV length that does not grow "
-            "for a request without keys; nothing on the way refuses such a request or writes its rows. The H200's "
-            "torch 2.11.0+cu130 loads cuDNN 9.19, and cuDNN's own frontend tests skip zero-length sequences below "
-            "cuDNN 9.25 (cudnn-frontend#943): the rows of such a request are whatever the kernel leaves. Where it "
-            "goes wrong in cuDNN was not read (closed source); aten's C++ check of the call was not read either.",
+            "for a request without keys; nothing on the way refuses such a request or writes its rows, and the kernel "
+            "does not write them either: on memory the allocator took back filled with 1024, every row of such a "
+            "request read 1024 (first, middle or last in the batch), on fresh memory 0. The H200's torch "
+            "2.11.0+cu130 loads cuDNN 9.19, and cuDNN's own frontend tests skip zero-length sequences below cuDNN "
+            "9.25 (cudnn-frontend#943). Why cuDNN skips them was not read (closed source); aten's C++ check of the "
+            "call was not read either.",
             (
                 Cause(
                     "2.11.0+cu130",
@@ -1154,9 +1156,10 @@ FACTS: dict[str, Facts] = {
                 ),
             ),
             (
-                "nested-math and nested-auto write the same batch's rows 0 (the same H200 run), and a first request "
-                "without keys came back 0 through the same cuDNN call (repro_torch_nested_cudnn_single_row_hang.py's "
-                "second control, its .h200.txt).",
+                "nested-math and nested-auto write the same batch's rows 0 (the same H200 run); the probe's batches "
+                "without a request of no keys are right on reused memory too, and those with one are right on fresh "
+                "memory, which reads 0 (as the single-row hang script's q [2, 2] over kv [0, 3] was, in its own "
+                "process).",
             ),
             "A request with no key gets rows of 0 from every jagged SDPA backend, as from math, or the call is "
             "refused.",
@@ -1168,7 +1171,7 @@ FACTS: dict[str, Facts] = {
                     "on 9.22)",
                     "closed",
                     "cuDNN's frontend tests gate zero-length ragged sequences on cuDNN 9.25; below it a batch with no "
-                    "keys got NaN rows there, finite wrong rows here (cuDNN 9.19)",
+                    "keys got NaN rows there, rows never written here (cuDNN 9.19)",
                 ),
             ),
         ),

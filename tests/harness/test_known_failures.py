@@ -561,6 +561,7 @@ def test_only_entries_whose_output_is_not_the_cases_alone_spare_the_controls() -
         "flashinfer-fa3-lse-after-empty-tile",
         "flashinfer-cudnn-empty-kv-rows-unwritten",
         "flashinfer-graph-mask-buffer-unmasked",
+        "torch-nested-cudnn-keyless-request-rows",
     }
     assert all(not repeats(e) for e in marked)
     assert repeats("torch-sdpa-empty-rows") and repeats("flashinfer-paged-mask-zero-pages-shifted")
@@ -931,7 +932,35 @@ def test_the_nested_cudnn_hang_entry_is_its_scripts_h200_table() -> None:
         assert name in line
         case = {"num_qo_heads": heads, "num_kv_heads": heads, "qo_lens": qo, "kv_lens": kv, "causal": False}
         hung = "HUNG" in line
-        assert (known_for("torch", case, "nested-cudnn", "2.11.0+cu130", "sm90") is not None) == hung, name
+        entry = known_for("torch", case, "nested-cudnn", "2.11.0+cu130", "sm90")
+        assert (entry == "torch-nested-cudnn-single-row-hangs") == hung, name
+
+
+def test_the_nested_cudnn_keyless_entry_is_its_probes_h200_table() -> None:
+    """probe_torch_nested_cudnn_empty_kv_request.py on the H200: each batch on fresh memory and on memory the
+    allocator took back filled; the entry claims a batch exactly when it failed on reused memory (a request
+    without keys, first, middle or last: its rows never written), and every such batch was right on fresh memory
+    (why the entry is unrepeatable). Its BATCHES beside the lines of its .h200.txt, in order."""
+    import importlib.util
+
+    script = os.path.join(ROOT, "docs", "evidence", "probe_torch_nested_cudnn_empty_kv_request.py")
+    spec = importlib.util.spec_from_file_location("nested_keyless_probe", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = open(os.path.splitext(script)[0] + ".h200.txt", encoding="utf-8").read().splitlines()
+    lines = [line for line in out if line.startswith(("ok ", "FAIL "))]
+    assert len(lines) == 2 * len(module.BATCHES) == 18
+    failed = 0
+    for i, (name, qo, kv, heads, _d, _dtype) in enumerate(module.BATCHES):
+        fresh, reused = lines[2 * i], lines[2 * i + 1]
+        assert name in fresh and name in reused and " fresh " in fresh and " reused " in reused
+        case = {"num_qo_heads": heads, "num_kv_heads": heads, "qo_lens": qo, "kv_lens": kv, "causal": False}
+        claimed = known_for("torch", case, "nested-cudnn", "2.11.0+cu130", "sm90")
+        assert (claimed == "torch-nested-cudnn-keyless-request-rows") == reused.startswith("FAIL "), name
+        assert fresh.startswith("ok "), name
+        failed += reused.startswith("FAIL ")
+    assert failed == 7  # the two controls alone were right on reused memory
 
 
 def test_the_cudnn_all_kv_empty_entry_claims_the_decode_raise_of_0_7_4s_standard_run() -> None:
