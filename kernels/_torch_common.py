@@ -18,9 +18,16 @@ from kernels import _env, skips
 from kernels.protocol import Support
 from scenarios.case import Case
 from scenarios.errors import InvalidInputs
+from scenarios.poison import poison
 from scenarios.tensors import Inputs, validate_inputs
 
 TARGET = "torch"
+# Blocks handed back to the CUDA caching allocator before a torch call that allocates its own output: the small
+# pool (allocations up to 1 MiB) cuts from 2 MiB segments, so 16 of 512 KiB fill 4 segments; the large pool gets
+# two blocks larger than the call's output.
+POISONED_SMALL_BLOCKS = 16
+SMALL_BLOCK_BYTES = 2**19
+POISONED_LARGE_BLOCKS = 2
 
 
 def device_decline(device: str) -> Optional[Support]:
@@ -78,6 +85,26 @@ def store_rows(out: torch.Tensor, lo: int, rows: torch.Tensor) -> None:
     counts it as unwritten (tests patch this function to prove it).
     """
     out[lo : lo + rows.shape[0]].copy_(rows)
+
+
+def poisoned_blocks(device: torch.device, dtype: torch.dtype, out_elements: int) -> list[torch.Tensor]:
+    """Tensors filled with `dtype`'s poison NaN: small-pool blocks, and large ones of more than `out_elements`."""
+    small = SMALL_BLOCK_BYTES // dtype.itemsize
+    large = max(out_elements + 1, small * 2 + 1)  # past 1 MiB: the large pool
+    sizes = [small] * POISONED_SMALL_BLOCKS + [large] * POISONED_LARGE_BLOCKS
+    return [poison(torch.empty(n, dtype=dtype, device=device)) for n in sizes]
+
+
+def hand_back_poisoned(device: torch.device, dtype: torch.dtype, out_elements: int) -> None:
+    """On CUDA, before a call whose output torch allocates: free poisoned blocks to the caching allocator, so the
+    output is likely cut from memory that reads as unwritten until the call writes it.
+
+    A fresh process's device memory reads 0, which hides a row the library never writes where 0 is the right
+    answer (a request without keys: docs/evidence/2026-12-05-h200/). Elsewhere nothing: the CPU allocator's reuse
+    is not the harness's to arrange, and an output it hands out unwritten reads what it held.
+    """
+    if device.type == "cuda":
+        poisoned_blocks(device, dtype, out_elements)  # dropped at once: freed to the allocator, still poisoned
 
 
 def physical_kv(inputs: Inputs) -> tuple[torch.Tensor, torch.Tensor]:

@@ -45,6 +45,7 @@ from kernels._torch_common import (
     check_inputs,
     device_decline,
     dtype_decline,
+    hand_back_poisoned,
     kv_slots,
     physical_kv,
     same_inputs,
@@ -247,6 +248,7 @@ class FlexKernel:
                 k = torch.zeros((k.shape[0], 1, k.shape[2]), dtype=k.dtype, device=dev)
                 v = torch.zeros((v.shape[0], 1, v.shape[2]), dtype=v.dtype, device=dev)
             q = inputs.q.transpose(0, 1)[None]
+            hand_back_poisoned(dev, q.dtype, out.numel())
             with dynamo_settings(self.device):
                 o, o_lse = _call(self._flex(), q, k[None], v[None], p.score_mod, p.block_mask, c.scale)
             store_rows(out, 0, o[0].transpose(0, 1))

@@ -33,6 +33,7 @@ from kernels._torch_common import (
     check_inputs,
     device_decline,
     dtype_decline,
+    hand_back_poisoned,
     kv_slots,
     same_inputs,
 )
@@ -177,6 +178,7 @@ class FlexPaddedKernel:
             if k.shape[-2] == 0:  # no key in the batch: one masked-out zero key
                 k = torch.zeros(k.shape[:2] + (1, k.shape[3]), dtype=k.dtype, device=dev)
                 v = torch.zeros(v.shape[:2] + (1, v.shape[3]), dtype=v.dtype, device=dev)
+            hand_back_poisoned(dev, t.q.dtype, t.q.numel() // t.q.shape[-1] * v.shape[-1])
             with dynamo_settings(self.device):
                 o, o_lse = _call(self._flex(), t.q, k, v, p.score_mod, p.block_mask, c.scale)
             store_padded(out, c.qo_lens, o)

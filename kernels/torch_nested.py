@@ -39,6 +39,7 @@ from kernels._torch_common import (
     TARGET,
     KVSlots,
     check_inputs,
+    hand_back_poisoned,
     kv_slots,
     same_inputs,
     sdpa_decline,
@@ -213,6 +214,7 @@ class NestedSdpaKernel:
             mask = nested_mask(c)
             with _selector_log(), _forced(self.sdpa), warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message=PROTOTYPE_WARNING, category=UserWarning)
+                hand_back_poisoned(inputs.device, inputs.q.dtype, out.numel())
                 try:
                     o = _sdpa(q, k, v, c, None if mask is None else mask.to(inputs.device))
                 except RuntimeError as e:

@@ -34,6 +34,7 @@ from kernels._torch_common import (
     TARGET,
     KVSlots,
     check_inputs,
+    hand_back_poisoned,
     kv_slots,
     same_inputs,
     sdpa_decline,
@@ -182,6 +183,7 @@ class PaddedSdpaKernel:
         if c.batch_size:
             t = pad_batch(inputs, p.slots)
             gqa = c.group_size > 1
+            hand_back_poisoned(inputs.device, t.q.dtype, t.q.numel() // t.q.shape[-1] * t.v.shape[-1])
             with _forced(self.sdpa):
                 try:
                     o = torch.nn.functional.scaled_dot_product_attention(

@@ -49,6 +49,7 @@ from kernels._torch_common import (
     TARGET,
     KVSlots,
     check_inputs,
+    hand_back_poisoned,
     kv_slots,
     physical_kv,
     same_inputs,
@@ -338,6 +339,7 @@ class SdpaKernel:
                 q = inputs.q[r.q0 : r.q0 + r.qo].transpose(0, 1)[None]
                 k = k_store.index_select(1, slots)[None]
                 v = v_store.index_select(1, slots)[None]
+                hand_back_poisoned(inputs.device, q.dtype, out.numel())
                 try:
                     o = torch.nn.functional.scaled_dot_product_attention(
                         q, k, v, attn_mask=r.mask, scale=c.scale, enable_gqa=gqa

@@ -3543,6 +3543,80 @@ HARNESS_MUTANTS: tuple[Mutant, ...] = (
         "the padded flex backend calls eager flex under the compiled call's settings: new lengths traced symbolically",
         ("tests/kernels/test_torch_target.py::test_eager_flex_is_traced_with_static_shapes[flex-padded]",),
     ),
+    _harness(
+        "torch-sdpa-output-on-fresh-memory",
+        "kernels/torch_sdpa.py",
+        "                hand_back_poisoned(inputs.device, q.dtype, out.numel())\n",
+        "",
+        "per-request SDPA's call gets its output from whatever the allocator holds: on fresh CUDA memory a row it never writes reads 0",
+        (
+            "tests/kernels/test_torch_target.py::test_each_call_that_allocates_its_output_first_hands_back_poisoned_memory[math]",
+        ),
+    ),
+    _harness(
+        "torch-padded-output-on-fresh-memory",
+        "kernels/torch_padded.py",
+        "            hand_back_poisoned(inputs.device, t.q.dtype, t.q.numel() // t.q.shape[-1] * t.v.shape[-1])\n",
+        "",
+        "padded SDPA's call gets its output from whatever the allocator holds: on fresh CUDA memory a row it never writes reads 0",
+        (
+            "tests/kernels/test_torch_target.py::test_each_call_that_allocates_its_output_first_hands_back_poisoned_memory[padded-math]",
+        ),
+    ),
+    _harness(
+        "torch-nested-output-on-fresh-memory",
+        "kernels/torch_nested.py",
+        "                hand_back_poisoned(inputs.device, inputs.q.dtype, out.numel())\n",
+        "",
+        "jagged SDPA's call gets its output from whatever the allocator holds: on fresh CUDA memory a row it never writes reads 0",
+        (
+            "tests/kernels/test_torch_target.py::test_each_call_that_allocates_its_output_first_hands_back_poisoned_memory[nested-math]",
+        ),
+    ),
+    _harness(
+        "torch-flex-output-on-fresh-memory",
+        "kernels/torch_flex.py",
+        "            hand_back_poisoned(dev, q.dtype, out.numel())\n",
+        "",
+        "flex's call gets its output from whatever the allocator holds: on fresh CUDA memory a row it never writes reads 0",
+        (
+            "tests/kernels/test_torch_target.py::test_each_call_that_allocates_its_output_first_hands_back_poisoned_memory[flex]",
+        ),
+    ),
+    _harness(
+        "torch-flex-padded-output-on-fresh-memory",
+        "kernels/torch_flex_padded.py",
+        "            hand_back_poisoned(dev, t.q.dtype, t.q.numel() // t.q.shape[-1] * v.shape[-1])\n",
+        "",
+        "padded flex's call gets its output from whatever the allocator holds: on fresh CUDA memory a row it never writes reads 0",
+        (
+            "tests/kernels/test_torch_target.py::test_each_call_that_allocates_its_output_first_hands_back_poisoned_memory[flex-padded]",
+        ),
+    ),
+    _harness(
+        "torch-poisoned-blocks-left-unpoisoned",
+        "kernels/_torch_common.py",
+        "    return [poison(torch.empty(n, dtype=dtype, device=device)) for n in sizes]\n",
+        "    return [torch.empty(n, dtype=dtype, device=device) for n in sizes]\n",
+        "the blocks handed back hold what the allocator gave them: an unwritten row reads stale values, not the poison",
+        ("tests/kernels/test_torch_target.py::test_poisoned_memory_is_handed_back_on_cuda_alone",),
+    ),
+    _harness(
+        "torch-poisoned-blocks-on-every-device",
+        "kernels/_torch_common.py",
+        '    if device.type == "cuda":\n        poisoned_blocks(',
+        "    if True:\n        poisoned_blocks(",
+        "poisoned blocks allocated and dropped before every CPU call too: work for nothing where no allocator reuse is arranged",
+        ("tests/kernels/test_torch_target.py::test_poisoned_memory_is_handed_back_on_cuda_alone",),
+    ),
+    _harness(
+        "torch-poisoned-blocks-never",
+        "kernels/_torch_common.py",
+        '    if device.type == "cuda":\n        poisoned_blocks(',
+        "    if False:\n        poisoned_blocks(",
+        "no poisoned block handed back on CUDA either: every torch output on fresh memory again",
+        ("tests/kernels/test_torch_target.py::test_poisoned_memory_is_handed_back_on_cuda_alone",),
+    ),
 )
 
 check_unique(HARNESS_MUTANTS)

@@ -323,6 +323,53 @@ def test_flex_returns_empty_tensors_without_a_call_when_there_are_no_queries(mon
 
 # ---- outputs are poisoned: an unwritten row fails ------------------------------------------
 
+# (backend, the module whose run() calls the library): every torch adapter's call allocates its own output
+_OWN_OUTPUT = {
+    "math": "kernels.torch_sdpa",
+    "padded-math": "kernels.torch_padded",
+    "nested-math": "kernels.torch_nested",
+    "flex": "kernels.torch_flex",
+    "flex-padded": "kernels.torch_flex_padded",
+}
+
+
+@pytest.mark.parametrize("backend", list(_OWN_OUTPUT))
+def test_each_call_that_allocates_its_output_first_hands_back_poisoned_memory(
+    backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """torch allocates these calls' outputs, so a row the library never writes reads what the memory held: 0 in
+    a fresh CUDA process. Before each such call the adapter hands poisoned blocks of the output's dtype, larger
+    than its output, to the allocator (a no-op on the CPU; what it does on CUDA, the tests below)."""
+    import importlib
+
+    module = importlib.import_module(_OWN_OUTPUT[backend])
+    calls: list[tuple[str, torch.dtype, int]] = []
+    monkeypatch.setattr(module, "hand_back_poisoned", lambda d, t, n: calls.append((d.type, t, n)))
+    inputs = materialize(Case("ragged", (3, 2), (6, 5), 4, 4, head_dim_qk=64, head_dim_vo=64), seed=0)
+    res = TORCH.make(backend, CPU).run(inputs)
+    assert judge(truth(inputs), res.out, res.lse, lse_base=res.lse_base)[0].passed
+    per_request = backend == "math"
+    assert len(calls) == (2 if per_request else 1), calls
+    assert all(d == "cpu" and t == inputs.q.dtype and n >= (3 if per_request else 5) * 4 * 64 for d, t, n in calls)
+
+
+def test_poisoned_memory_is_handed_back_on_cuda_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The blocks read as unwritten in the output's dtype: 16 small-pool ones of 512 KiB, two large-pool ones
+    larger than the output and than 1 MiB. Only a CUDA device gets them (the CPU allocator's reuse is not the
+    harness's to arrange)."""
+    from kernels import _torch_common as common
+    from scenarios.poison import unwritten_mask
+
+    blocks = common.poisoned_blocks(torch.device("cpu"), torch.bfloat16, 3 * 2**20)
+    assert [b.numel() for b in blocks] == [2**18] * 16 + [3 * 2**20 + 1] * 2
+    assert all(b.dtype == torch.bfloat16 and bool(unwritten_mask(b).all()) for b in blocks)
+    assert [b.numel() for b in common.poisoned_blocks(torch.device("cpu"), torch.float32, 10)][-1] == 2**18 + 1
+    asked: list[str] = []
+    monkeypatch.setattr(common, "poisoned_blocks", lambda d, t, n: asked.append(d.type) or [])
+    common.hand_back_poisoned(torch.device("cpu"), torch.float16, 100)
+    common.hand_back_poisoned(torch.device("cuda"), torch.float16, 100)
+    assert asked == ["cuda"]
+
 
 @pytest.mark.parametrize("backend", CPU_BACKENDS)
 def test_a_row_the_adapter_never_writes_stays_poisoned_and_fails(backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -576,3 +623,15 @@ def test_cuda_auto_reports_math_for_empty_requests_unless_torch_short_circuits_t
     res = TORCH.make("auto", CUDA).run(_cuda_truth("ragged-zero-lengths")[0])
     names = set(res.resolved_backend.split("+"))
     assert ("math" in names) == (not torch_sdpa.empty_input_shortcut("cuda")), res.resolved_backend
+
+
+@pytest.mark.cuda
+@requires_cuda
+def test_on_cuda_an_output_after_the_hand_back_reads_as_unwritten() -> None:
+    """What a library's output allocated next reads until written: the poison, where fresh memory reads 0."""
+    from kernels._torch_common import hand_back_poisoned
+    from scenarios.poison import unwritten_mask
+
+    for n in (3 * 64 * 128, 4096 * 8 * 128):  # the small pool, the large pool
+        hand_back_poisoned(torch.device(CUDA), torch.bfloat16, n)
+        assert bool(unwritten_mask(torch.empty(n, dtype=torch.bfloat16, device=CUDA)).all()), n
