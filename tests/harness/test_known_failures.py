@@ -6,7 +6,7 @@ import ast
 import os
 import sys
 
-from typing import Optional
+from typing import Any, Optional
 
 import pytest
 
@@ -915,18 +915,23 @@ def test_the_flex_decoding_rule_is_the_probes_sweep_on_the_h200() -> None:
             assert (entry == "torch-flex-compiled-no-valid-choices") == raised, (heads, q, backend)
 
 
-def test_the_nested_cudnn_hang_entry_is_its_scripts_h200_table() -> None:
-    """repro_torch_nested_cudnn_single_row_hang.py on the H200: each batch it ran hung exactly when the entry
-    claims it (its BATCHES beside the lines of its .h200.txt, in order)."""
+def _script_and_its_h200_lines(name: str) -> tuple[Any, list[str]]:
+    """The evidence script docs/evidence/`name`, loaded as a module, and the "ok"/"FAIL" lines of its .h200.txt."""
     import importlib.util
 
-    script = os.path.join(ROOT, "docs", "evidence", "repro_torch_nested_cudnn_single_row_hang.py")
-    spec = importlib.util.spec_from_file_location("nested_hang_repro", script)
+    script = os.path.join(ROOT, "docs", "evidence", name)
+    spec = importlib.util.spec_from_file_location(os.path.splitext(name)[0], script)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     out = open(os.path.splitext(script)[0] + ".h200.txt", encoding="utf-8").read().splitlines()
-    lines = [line for line in out if line.startswith(("ok ", "FAIL "))]
+    return module, [line for line in out if line.startswith(("ok ", "FAIL "))]
+
+
+def test_the_nested_cudnn_hang_entry_is_its_scripts_h200_table() -> None:
+    """repro_torch_nested_cudnn_single_row_hang.py on the H200: each batch it ran hung exactly when the entry
+    claims it (its BATCHES beside the lines of its .h200.txt, in order)."""
+    module, lines = _script_and_its_h200_lines("repro_torch_nested_cudnn_single_row_hang.py")
     assert len(lines) == len(module.BATCHES) == 7
     for (name, qo, kv, heads, _d), line in zip(module.BATCHES, lines):
         assert name in line
@@ -941,15 +946,7 @@ def test_the_nested_cudnn_keyless_entry_is_its_probes_h200_table() -> None:
     allocator took back filled; the entry claims a batch exactly when it failed on reused memory (a request
     without keys, first, middle or last: its rows never written), and every such batch was right on fresh memory
     (why the entry is unrepeatable). Its BATCHES beside the lines of its .h200.txt, in order."""
-    import importlib.util
-
-    script = os.path.join(ROOT, "docs", "evidence", "probe_torch_nested_cudnn_empty_kv_request.py")
-    spec = importlib.util.spec_from_file_location("nested_keyless_probe", script)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    out = open(os.path.splitext(script)[0] + ".h200.txt", encoding="utf-8").read().splitlines()
-    lines = [line for line in out if line.startswith(("ok ", "FAIL "))]
+    module, lines = _script_and_its_h200_lines("probe_torch_nested_cudnn_empty_kv_request.py")
     assert len(lines) == 2 * len(module.BATCHES) == 18
     failed = 0
     for i, (name, qo, kv, heads, _d, _dtype) in enumerate(module.BATCHES):
